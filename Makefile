@@ -1,0 +1,68 @@
+# lprof: build, dependencies, tests, sanitizers, benchmarks.
+# `make help` lists the targets. The extension's sources and flags live in
+# setup.py (one list shared with `pip install .`); this file calls it.
+
+PYTHON ?= python3
+PYVERSIONS ?= 3.9 3.10 3.11 3.12 3.13
+export PYTHONDONTWRITEBYTECODE := 1
+
+APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin gcc make
+PIP_PACKAGES := pytest numpy
+
+CC ?= gcc
+CWARN := -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers
+PURE_SOURCES := $(filter-out src/py%.c,$(wildcard src/*.c))
+CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+.PHONY: all help deps build shim ctest pytest test matrix asan bench example clean
+
+all: build
+
+help:
+	@echo "make deps     install apt and pip packages the project needs (idempotent)"
+	@echo "make build    build the C extension in place (PYTHON=$(PYTHON))"
+	@echo "make example  deps + build + profile examples/primes.py end to end"
+	@echo "make test     deps + build + C unit tests + pytest + version matrix + ASan/UBSan run"
+	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine"
+	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
+	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
+
+deps:
+	@$(PYTHON) tools/deps.py apt $(APT_PACKAGES)
+	@$(PYTHON) tools/deps.py pip $(PYTHON) $(PIP_PACKAGES)
+
+build:
+	@$(PYTHON) setup.py -q build_ext --inplace
+	@$(MAKE) --no-print-directory shim
+
+shim:
+	@if [ -f src/shim/Makefile ]; then $(MAKE) --no-print-directory -C src/shim; fi
+
+tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(wildcard src/*.h)
+	@mkdir -p tests/c/bin
+	$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -o $@ $< $(PURE_SOURCES) -lrt -lpthread -lm -ldl
+
+ctest: $(CTESTS)
+	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
+
+pytest: build
+	$(PYTHON) -m pytest tests/python
+
+matrix:
+	@$(PYTHON) tools/matrix.py $(PYVERSIONS)
+
+asan:
+	@$(PYTHON) tools/asan.py
+
+test: deps build ctest pytest matrix asan
+	@echo "all test tiers passed"
+
+bench: deps build
+	$(PYTHON) bench/run.py --out docs/benchmarks.md
+
+example: deps build
+	PYTHONPATH=python $(PYTHON) -m lprof -l -v examples/primes.py 2000
+
+clean:
+	rm -rf build tests/c/bin python/lprof/*.so src/shim/build .venv-*

@@ -1,0 +1,7 @@
+/* binding: placeholder until this component lands; adds no functions. */
+#include "pymodule.h"
+
+int lp_pysampler_init(PyObject *module) {
+    (void)module;
+    return 0;
+}
