@@ -1,0 +1,294 @@
+/* Synthetic event streams with fake timestamps -> exact hits and ticks. */
+#include "harness.h"
+#include "tracer_core.h"
+
+static int ids[64]; /* distinct addresses serve as opaque code ids */
+
+static lp_tc_code *reg(int k, int first) {
+    int is_new = 0;
+    lp_tc_code *c = lp_tc_register(&ids[k], first, NULL, &is_new);
+    return c;
+}
+
+static uint64_t hits(lp_tc_code *c, int line) {
+    int i = line - c->firstlineno;
+    return (i >= 0 && (uint32_t)i < c->nlines) ? c->lines[i].hits : 0;
+}
+
+static uint64_t ticks(lp_tc_code *c, int line) {
+    int i = line - c->firstlineno;
+    return (i >= 0 && (uint32_t)i < c->nlines) ? c->lines[i].ticks : 0;
+}
+
+TEST(test_simple_loop) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(0, 10);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 11, 5);   /* for */
+    lp_tc_line(th, a, 12, 10);  /* body */
+    lp_tc_line(th, a, 11, 30);
+    lp_tc_line(th, a, 12, 32);
+    lp_tc_line(th, a, 11, 50);
+    lp_tc_line(th, a, 13, 51);  /* return line */
+    lp_tc_exit(th, a, 60);
+    CHECK_EQ_INT(hits(a, 11), 3);
+    CHECK_EQ_INT(hits(a, 12), 2);
+    CHECK_EQ_INT(hits(a, 13), 1);
+    CHECK_EQ_INT(ticks(a, 11), 5 + 2 + 1);
+    CHECK_EQ_INT(ticks(a, 12), 20 + 18);
+    CHECK_EQ_INT(ticks(a, 13), 9);
+    CHECK_EQ_INT(a->total_ticks, 60);
+    CHECK_EQ_INT(th->depth, 0);
+    lp_tc_thread_free(th);
+}
+
+/* def fact(n):          line 1
+ *     if n <= 1:         line 2
+ *         return 1       line 3
+ *     return n*fact(n-1) line 4     fact(2) */
+TEST(test_recursion) {
+    lp_tc_reset_registry();
+    lp_tc_code *f = reg(1, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, f, -1, 0);
+    lp_tc_line(th, f, 2, 1);
+    lp_tc_line(th, f, 4, 3);
+    lp_tc_enter(th, f, -1, 10);
+    lp_tc_line(th, f, 2, 11);
+    lp_tc_line(th, f, 3, 15);
+    lp_tc_exit(th, f, 20);
+    lp_tc_exit(th, f, 25);
+    CHECK_EQ_INT(hits(f, 2), 2);
+    CHECK_EQ_INT(hits(f, 3), 1);
+    CHECK_EQ_INT(hits(f, 4), 1);
+    CHECK_EQ_INT(ticks(f, 2), 2 + 4);
+    CHECK_EQ_INT(ticks(f, 3), 5);
+    CHECK_EQ_INT(ticks(f, 4), 22); /* includes the nested call */
+    CHECK_EQ_INT(f->total_ticks, 25); /* outermost activation only */
+    CHECK_EQ_INT(f->depth, 0);
+    lp_tc_thread_free(th);
+}
+
+/* Mutual recursion a -> b -> a: a's total counts its outer call only. */
+TEST(test_mutual_recursion) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(2, 1), *b = reg(3, 100);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 2, 0);
+    lp_tc_enter(th, b, -1, 10);
+    lp_tc_line(th, b, 101, 10);
+    lp_tc_enter(th, a, -1, 20);
+    lp_tc_line(th, a, 3, 20);
+    lp_tc_exit(th, a, 30);
+    lp_tc_exit(th, b, 40);
+    lp_tc_exit(th, a, 50);
+    CHECK_EQ_INT(a->total_ticks, 50);
+    CHECK_EQ_INT(b->total_ticks, 30);
+    CHECK_EQ_INT(ticks(a, 2), 50);
+    CHECK_EQ_INT(ticks(a, 3), 10);
+    lp_tc_thread_free(th);
+}
+
+/* def g():        line 1
+ *     x = yield 1  line 2
+ *     y = x        line 3
+ * Suspended time (yield -> resume) counts nowhere. */
+TEST(test_generator_suspend) {
+    lp_tc_reset_registry();
+    lp_tc_code *g = reg(4, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, g, -1, 0);
+    lp_tc_line(th, g, 2, 2);
+    lp_tc_exit(th, g, 7);            /* PY_YIELD */
+    lp_tc_enter(th, g, 2, 1007);     /* PY_RESUME on line 2 */
+    lp_tc_line(th, g, 3, 1010);
+    lp_tc_exit(th, g, 1020);         /* return */
+    CHECK_EQ_INT(hits(g, 2), 1);     /* resuming is not a new hit */
+    CHECK_EQ_INT(ticks(g, 2), 5 + 3);
+    CHECK_EQ_INT(hits(g, 3), 1);
+    CHECK_EQ_INT(ticks(g, 3), 10);
+    CHECK_EQ_INT(g->total_ticks, 7 + 13);
+    lp_tc_thread_free(th);
+}
+
+/* a calls b; b raises and unwinds; a catches it and keeps going. */
+TEST(test_exception_unwind) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(5, 1), *b = reg(6, 50);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 2, 0);         /* try: b() */
+    lp_tc_enter(th, b, -1, 5);
+    lp_tc_line(th, b, 51, 5);        /* raise */
+    lp_tc_exit(th, b, 9);            /* PY_UNWIND */
+    lp_tc_line(th, a, 3, 12);        /* except: */
+    lp_tc_line(th, a, 4, 13);
+    lp_tc_exit(th, a, 20);
+    CHECK_EQ_INT(ticks(a, 2), 12);
+    CHECK_EQ_INT(ticks(b, 51), 4);
+    CHECK_EQ_INT(b->total_ticks, 4);
+    CHECK_EQ_INT(hits(a, 3), 1);
+    CHECK_EQ_INT(hits(a, 4), 1);
+    CHECK_EQ_INT(ticks(a, 4), 7);
+    CHECK_EQ_INT(a->total_ticks, 20);
+    CHECK_EQ_INT(th->depth, 0);
+    lp_tc_thread_free(th);
+}
+
+/* A missed exit (b) is closed when its caller exits. */
+TEST(test_missed_exit) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(7, 1), *b = reg(8, 50);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 2, 0);
+    lp_tc_enter(th, b, -1, 5);
+    lp_tc_line(th, b, 51, 5);
+    lp_tc_exit(th, a, 30);
+    CHECK_EQ_INT(th->depth, 0);
+    CHECK_EQ_INT(ticks(b, 51), 25);
+    CHECK_EQ_INT(a->total_ticks, 30);
+    CHECK_EQ_INT(b->depth, 0);
+    lp_tc_exit(th, b, 40); /* stray exit: ignored */
+    CHECK_EQ_INT(b->total_ticks, 25);
+    lp_tc_thread_free(th);
+}
+
+/* Tracing switched on inside a running frame: its first LINE adopts it. */
+TEST(test_adopt_running_frame) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(9, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_line(th, a, 5, 100);
+    lp_tc_line(th, a, 6, 110);
+    lp_tc_exit(th, a, 111);
+    CHECK_EQ_INT(hits(a, 5), 1);
+    CHECK_EQ_INT(ticks(a, 5), 10);
+    CHECK_EQ_INT(ticks(a, 6), 1);
+    CHECK_EQ_INT(a->total_ticks, 11);
+    lp_tc_thread_free(th);
+}
+
+/* Two threads run the same function interleaved (GIL switches). */
+TEST(test_two_threads) {
+    lp_tc_reset_registry();
+    lp_tc_code *f = reg(10, 1);
+    lp_tc_thread *t1 = lp_tc_thread_new(), *t2 = lp_tc_thread_new();
+    lp_tc_enter(t1, f, -1, 0);
+    lp_tc_line(t1, f, 2, 0);
+    lp_tc_enter(t2, f, -1, 5);       /* t2 cannot use f's depth counter */
+    lp_tc_line(t2, f, 2, 5);
+    lp_tc_enter(t2, f, -1, 6);       /* recursion on t2: not outer */
+    lp_tc_line(t2, f, 3, 6);
+    lp_tc_line(t1, f, 3, 10);
+    lp_tc_exit(t1, f, 12);
+    lp_tc_enter(t1, f, -1, 13);      /* new outer call on t1 */
+    lp_tc_line(t1, f, 3, 13);
+    lp_tc_exit(t1, f, 14);
+    lp_tc_exit(t2, f, 20);
+    lp_tc_exit(t2, f, 30);
+    CHECK_EQ_INT(hits(f, 2), 2);
+    CHECK_EQ_INT(hits(f, 3), 3);
+    CHECK_EQ_INT(ticks(f, 2), 10 + 25);
+    CHECK_EQ_INT(ticks(f, 3), 2 + 1 + 14);
+    CHECK_EQ_INT(f->total_ticks, 12 + 1 + 25);
+    CHECK_EQ_INT(t1->uncounted + t2->uncounted, 0);
+    CHECK_EQ_INT(f->depth, 0);
+    lp_tc_thread_free(t1);
+    lp_tc_thread_free(t2);
+}
+
+/* Bookkeeping time reported with lp_tc_overhead is not program time,
+ * also for the caller's line that spans a traced callee. */
+TEST(test_overhead_subtracted) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(11, 1), *b = reg(12, 50);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_overhead(th, 0, 3);
+    lp_tc_line(th, a, 2, 3);
+    lp_tc_overhead(th, 3, 6);
+    lp_tc_enter(th, b, -1, 10);
+    lp_tc_overhead(th, 10, 12);
+    lp_tc_line(th, b, 51, 12);
+    lp_tc_overhead(th, 12, 15);
+    lp_tc_exit(th, b, 25);
+    lp_tc_overhead(th, 25, 27);
+    lp_tc_exit(th, a, 30);
+    CHECK_EQ_INT(ticks(b, 51), 10);
+    CHECK_EQ_INT(b->total_ticks, 15 - 5);
+    CHECK_EQ_INT(ticks(a, 2), (30 - 3) - (3 + 2 + 3 + 2));
+    CHECK_EQ_INT(a->total_ticks, 30 - 3 - 10);
+    lp_tc_thread_free(th);
+}
+
+TEST(test_epoch_and_clear) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(13, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 2, 0);
+    lp_tc_new_epoch();               /* tracing switched off and on */
+    CHECK(lp_tc_top_code(th) == NULL);
+    lp_tc_exit(th, a, 50);           /* stale frame gone: ignored */
+    CHECK_EQ_INT(ticks(a, 2), 0);
+    CHECK_EQ_INT(th->depth, 0);
+    lp_tc_enter(th, a, -1, 60);
+    CHECK(lp_tc_top_code(th) == a);
+    lp_tc_line(th, a, 300, 60);      /* far line: array grows */
+    lp_tc_exit(th, a, 70);
+    CHECK_EQ_INT(hits(a, 300), 1);
+    CHECK_EQ_INT(ticks(a, 300), 10);
+    CHECK_EQ_INT(hits(a, 2), 1);
+    lp_tc_line(th, a, 0, 80);        /* before firstlineno: no line */
+    lp_tc_exit(th, a, 90);
+    lp_tc_clear();
+    CHECK_EQ_INT(hits(a, 300), 0);
+    CHECK_EQ_INT(a->total_ticks, 0);
+    lp_tc_thread_free(th);
+}
+
+TEST(test_registry) {
+    lp_tc_reset_registry();
+    int is_new = 0;
+    for (int k = 0; k < 64; k++) {
+        lp_tc_code *c = lp_tc_register(&ids[k], k, NULL, &is_new);
+        REQUIRE(c != NULL);
+        CHECK_EQ_INT(is_new, 1);
+    }
+    CHECK_EQ_INT(lp_tc_ncodes(), 64);
+    for (int k = 0; k < 64; k++) {
+        lp_tc_code *c = lp_tc_find(&ids[k]);
+        REQUIRE(c != NULL);
+        CHECK_EQ_INT(c->firstlineno, k);
+        CHECK(lp_tc_code_at((size_t)k) == c);
+    }
+    lp_tc_register(&ids[5], 5, NULL, &is_new);
+    CHECK_EQ_INT(is_new, 0);
+    CHECK(lp_tc_find(&is_new) == NULL);
+    lp_tc_reset_registry();
+}
+
+/* Deep recursion grows the shadow stack. */
+TEST(test_deep_stack) {
+    lp_tc_reset_registry();
+    lp_tc_code *f = reg(14, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    for (int d = 0; d < 1000; d++) {
+        lp_tc_enter(th, f, -1, (uint64_t)d);
+        lp_tc_line(th, f, 2, (uint64_t)d);
+    }
+    CHECK_EQ_INT(th->depth, 1000);
+    for (int d = 0; d < 1000; d++) lp_tc_exit(th, f, 2000);
+    CHECK_EQ_INT(hits(f, 2), 1000);
+    CHECK_EQ_INT(f->total_ticks, 2000);
+    CHECK_EQ_INT(f->depth, 0);
+    lp_tc_thread_free(th);
+    lp_tc_reset_registry();
+}
+
+RUN_TESTS(test_simple_loop, test_recursion, test_mutual_recursion, test_generator_suspend,
+          test_exception_unwind, test_missed_exit, test_adopt_running_frame, test_two_threads,
+          test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack)
