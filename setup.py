@@ -49,6 +49,6 @@ setup(
     packages=["lprof", "lprof.render", "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"]},
     ext_modules=[ext],
-    entry_points={"console_scripts": ["lprof=lprof.cli:main"]},
+    entry_points={"console_scripts": ["lprof=lprof.cli:entry"]},
     python_requires=">=3.9",
 )

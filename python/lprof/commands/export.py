@@ -1,0 +1,51 @@
+"""`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG."""
+import os
+import sys
+
+from .. import profile_file
+from ..errors import LprofError
+from ..export_json import to_json
+
+EXTENSIONS = {"json": ".json", "folded": ".folded", "speedscope": ".speedscope.json",
+              "svg": ".svg"}
+
+
+def default_output(path, fmt):
+    base = path[:-len(".lprof")] if path.endswith(".lprof") else path
+    return base + EXTENSIONS[fmt]
+
+
+def main(args):
+    prof = profile_file.load(args.file)
+    out = args.output or default_output(args.file, args.format)
+    if args.format == "json":
+        text = to_json(prof)
+        if out == "-":
+            sys.stdout.write(text)
+        else:
+            _write_text(out, text)
+    else:
+        from .. import stacks
+        metric = args.metric or ("wall" if prof.get("sampling", {}).get("mode") == "wall"
+                                 else "cpu")
+        if out == "-" and args.format != "folded":
+            raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)
+        try:
+            stacks.export(prof, args.format, metric, "/dev/stdout" if out == "-" else out)
+        except ValueError as exc:
+            raise LprofError(str(exc), 2) from None
+        except OSError as exc:
+            raise LprofError(f"cannot write {out}: {exc.strerror}", 2) from None
+    if out != "-":
+        sys.stderr.write(f"lprof: wrote {out}\n")
+    return 0
+
+
+def _write_text(path, text):
+    try:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise LprofError(f"cannot write {path}: {exc.strerror}", 2) from None

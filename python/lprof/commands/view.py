@@ -1,0 +1,27 @@
+"""`lprof view FILE`: print a saved profile again."""
+import sys
+
+from .. import profile_file
+
+
+def render(prof, args):
+    parts = []
+    if prof.get("functions") or "lines" in prof["meta"].get("modes", []):
+        from ..render.listing import render_lines
+        parts.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
+                                  sort=args.sort, summarize=args.summarize))
+    if "sampling" in prof:
+        from .. import sampling
+        parts.append(sampling.render_listing(
+            prof, reduced=args.reduced, profile_only=args.profile_only or None,
+            profile_all=args.profile_all, threshold_pct=args.threshold,
+            per_thread=args.per_thread))
+    if not parts:
+        parts.append("The profile holds no data.\n")
+    return "\n".join(parts)
+
+
+def main(args):
+    prof = profile_file.load(args.file)
+    sys.stdout.write(render(prof, args))
+    return 0

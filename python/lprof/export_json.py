@@ -1,0 +1,48 @@
+"""The JSON export: everything a profile holds, under a versioned schema.
+
+Schema "lprof.export" version 1 (docs/formats.md): list rows of the profile
+file become objects with named fields so consumers need no column list."""
+import json
+
+SCHEMA = "lprof.export"
+SCHEMA_VERSION = 1
+
+SAMPLING_LINE_FIELDS = ("file", "line", "function", "cpu_python_s", "cpu_native_s",
+                        "cpu_system_s", "wall_s", "samples")
+MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", "net_bytes",
+                      "peak_bytes", "python_share", "count")
+LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
+
+
+def _rows(rows, fields):
+    return [dict(zip(fields, row)) for row in rows]
+
+
+def export_dict(prof):
+    out = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "meta": prof["meta"]}
+    out["functions"] = [
+        {"file": f["file"], "name": f["name"], "first_line": f["first_line"],
+         "total_s": f.get("total_s", 0.0),
+         "lines": [{"line": ln, "hits": hits, "time_s": t} for ln, hits, t in f["lines"]]}
+        for f in prof.get("functions", [])]
+    if "sampling" in prof:
+        s = dict(prof["sampling"])
+        s["lines"] = _rows(s.get("lines", []), SAMPLING_LINE_FIELDS)
+        out["sampling"] = s
+    if "memory" in prof:
+        m = dict(prof["memory"])
+        m["lines"] = _rows(m.get("lines", []), MEMORY_LINE_FIELDS)
+        m["leaks"] = _rows(m.get("leaks", []), LEAK_FIELDS)
+        out["memory"] = m
+    if "stacks" in prof:
+        st = prof["stacks"]
+        out["stacks"] = {
+            "frames": [{"file": f[0], "function": f[1], "first_line": f[2], "line": f[3]}
+                       for f in st.get("frames", [])],
+            "stacks": [{"frames": ids, "thread": thread, "metrics": metrics}
+                       for ids, thread, metrics in st.get("stacks", [])]}
+    return out
+
+
+def to_json(prof):
+    return json.dumps(export_dict(prof), indent=1) + "\n"

@@ -1,0 +1,114 @@
+"""The line_profiler-shaped listing of `lprof -l` (exact line timing).
+
+Header per function: Total time, File, Function; then Line #, Hits, Time,
+Per Hit, % Time, Line Contents, with memory columns when the profile has them."""
+import os
+
+from ..source import block_range, read_lines
+
+_MIN_WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
+
+
+def _fmt_num(value, width):
+    text = f"{value:5.1f}"
+    if len(text) > width:
+        text = f"{value:5.3g}"
+    return text
+
+
+def _fmt_bytes(n):
+    if n is None:
+        return ""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def _memory_columns(profile):
+    """Per-(file, line) memory fields, or {} when the profile has none."""
+    if not profile.get("memory"):
+        return {}
+    try:
+        from ..memory import line_columns
+    except ImportError:
+        return {}
+    return line_columns(profile)
+
+
+def render_function(fn, unit, memory=None, source_cache=None):
+    memory = memory or {}
+    source_cache = source_cache if source_cache is not None else {}
+    path = fn["file"]
+    if path not in source_cache:
+        source_cache[path] = read_lines(path)
+    lines = source_cache[path]
+    rows = {ln: (hits, t) for ln, hits, t in fn["lines"]}
+    line_sum = sum(t for _h, t in rows.values())
+    out = [f"Total time: {fn.get('total_s', line_sum):g} s",
+           f"File: {path}",
+           f"Function: {fn['name']} at line {fn['first_line']}", ""]
+    mem_cols = bool(memory) and any((path, ln) in memory for ln in range(
+        fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
+    header = (f"{'Line #':>6} {'Hits':>9} {'Time':>12} {'Per Hit':>8} {'% Time':>8}")
+    if mem_cols:
+        header += f" {'Alloc':>10} {'Net':>10}"
+    header += "  Line Contents"
+    out += [header, "=" * len(header)]
+    if lines is None:
+        out.append(f"(source not found: {path}; showing recorded lines only)")
+        span = sorted(rows)
+    else:
+        first, last = block_range(lines, fn["first_line"])
+        last = max([last] + list(rows))
+        span = range(first, last + 1)
+    for ln in span:
+        text = lines[ln - 1] if lines is not None and 0 < ln <= len(lines) else ""
+        if ln in rows:
+            hits, t = rows[ln]
+            cells = (f"{ln:>6} {hits:>9} {_fmt_num(t / unit, 12):>12} "
+                     f"{_fmt_num(t / unit / hits if hits else 0.0, 8):>8} "
+                     f"{(_fmt_num(100.0 * t / line_sum, 8) if line_sum else ''):>8}")
+        else:
+            cells = f"{ln:>6} {'':>9} {'':>12} {'':>8} {'':>8}"
+        if mem_cols:
+            m = memory.get((path, ln))
+            cells += (f" {_fmt_bytes(m['alloc_bytes']):>10} {_fmt_bytes(m['net_bytes']):>10}"
+                      if m else f" {'':>10} {'':>10}")
+        out.append(f"{cells}  {text}".rstrip() if not text else f"{cells}  {text}")
+    out.append("")
+    return "\n".join(out) + "\n"
+
+
+def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=False):
+    """The whole `lprof -l` listing as text."""
+    unit = unit or 1e-6
+    functions = list(profile.get("functions", []))
+    if skip_zero:
+        functions = [f for f in functions if any(h for _l, h, _t in f["lines"])]
+    if sort == "time":
+        functions.sort(key=lambda f: -f.get("total_s", 0.0))
+    else:
+        functions.sort(key=lambda f: (f["file"], f["first_line"]))
+    memory = _memory_columns(profile)
+    parts = [f"Timer unit: {unit:g} s\n\n"]
+    if not functions:
+        parts.append("No @profile functions were registered or run.\n"
+                     "(Decorate functions with @profile, or use -p to name them.)\n")
+    cache = {}
+    for fn in functions:
+        parts.append(render_function(fn, unit, memory, cache))
+        parts.append("\n")
+    if summarize and functions:
+        parts.append(render_summary(functions))
+    return "".join(parts)
+
+
+def render_summary(functions):
+    out = []
+    for fn in sorted(functions, key=lambda f: f.get("total_s", 0.0)):
+        out.append(f"{fn.get('total_s', 0.0):6.2f} seconds - "
+                   f"{os.path.relpath(fn['file'])}:{fn['first_line']} - {fn['name']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,62 @@
+"""Assembling a profile dict from the collectors that ran (see docs/contracts.md)."""
+import os
+import platform
+import socket
+import sys
+import time
+
+from . import _lprof
+
+STARTED = time.time()
+
+
+def base_profile(modes, argv=None):
+    return {
+        "format": "lprof",
+        "version": 1,
+        "meta": {
+            "argv": list(argv if argv is not None else sys.argv),
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "cwd": os.getcwd(),
+            "started": STARTED,
+            "duration_s": time.time() - STARTED,
+            "exit_code": None,
+            "modes": list(modes),
+            "timer": _lprof.timer_name(),
+            "timer_unit_s": _lprof.timer_unit(),
+            "lprof_version": _version(),
+        },
+        "functions": [],
+    }
+
+
+def _version():
+    from . import __version__
+    return __version__
+
+
+def merge_snapshot(profile, snapshot):
+    """Merges one collector's snapshot into the profile; 'stacks' are concatenated."""
+    for key, value in snapshot.items():
+        if key == "stacks" and "stacks" in profile:
+            _append_stacks(profile["stacks"], value)
+        else:
+            profile[key] = value
+    return profile
+
+
+def _append_stacks(into, more):
+    """Appends `more`'s stacks to `into`, renumbering frame ids."""
+    index = {tuple(f): i for i, f in enumerate(into["frames"])}
+    remap = []
+    for frame in more.get("frames", []):
+        key = tuple(frame)
+        if key not in index:
+            index[key] = len(into["frames"])
+            into["frames"].append(list(frame))
+        remap.append(index[key])
+    for ids, thread, metrics in more.get("stacks", []):
+        into["stacks"].append([[remap[i] for i in ids], thread, metrics])
