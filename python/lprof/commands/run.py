@@ -148,7 +148,12 @@ def main(args, raw_argv):
         from .. import preload
         preload.maybe_reexec(raw_argv)
     target = args.module or args.script
-    code = None if args.module else runner.read_script(args.script)
+    try:
+        code = None if args.module else runner.read_script(args.script)
+    except (SyntaxError, ValueError) as exc:
+        # As Python reports a script that does not compile: no traceback of ours.
+        runner.print_exception(exc.with_traceback(None))
+        return 1
     outfile = args.outfile or default_outfile(target)
     out_dir = os.path.dirname(os.path.abspath(outfile))
     if not os.path.isdir(out_dir):

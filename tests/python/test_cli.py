@@ -1,0 +1,223 @@
+"""The lprof command: the program behaves exactly as without lprof, bad input
+gets a one-line error, and the profile is saved on every exit path."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import function_lines, lprof_env
+
+PRINT_CONTEXT = """
+    import os, sys
+    print(repr(sys.argv))
+    print(__name__)
+    print(sys.path[0])
+    print(os.path.basename(__file__))
+"""
+
+
+def test_context_matches_plain_python(run_lprof, run_python, write_script, tmp_path):
+    script = write_script("ctx.py", PRINT_CONTEXT)
+    plain = run_python("ctx.py", "a", "--b", "-c")
+    for flags in (["-l"], []):
+        prof = run_lprof(*flags, "-q", "ctx.py", "a", "--b", "-c")
+        assert prof.returncode == 0, prof.stderr
+        assert prof.stdout == plain.stdout
+    assert (tmp_path / "ctx.py.lprof").exists()
+    assert script.exists()
+
+
+@pytest.mark.parametrize("body, status", [
+    ("import sys\nsys.exit(3)\n", 3),
+    ("import sys\nsys.exit(0)\n", 0),
+    ("import sys\nsys.exit()\n", 0),
+    ("import sys\nsys.exit('bye now')\n", 1),
+    ("raise ValueError('boom')\n", 1),
+])
+def test_exit_status_and_profile_saved(run_lprof, run_python, write_script, load_profile,
+                                       tmp_path, body, status):
+    write_script("ex.py", "@profile\ndef f(n):\n    return n + 1\nf(1)\nf(2)\n" + body)
+    plain = run_python("-c", "import builtins; builtins.profile = lambda f: f; "
+                       "exec(open('ex.py').read())")
+    result = run_lprof("-l", "ex.py")
+    assert result.returncode == status == plain.returncode
+    assert "lprof/" not in result.stderr.replace("lprof/ex", "")  # no frames of lprof's own
+    prof = load_profile(str(tmp_path / "ex.py.lprof"))
+    assert function_lines(prof, "f")[3][0] == 2
+    assert prof["meta"]["exit_code"] == status
+    if "bye now" in body:
+        assert "bye now" in result.stderr
+    if "ValueError" in body:
+        assert "ValueError: boom" in result.stderr
+        assert 'File "' in result.stderr and "ex.py" in result.stderr
+        assert "runner.py" not in result.stderr
+
+
+def test_keyboard_interrupt_raised_by_script(run_lprof, run_python, write_script, load_profile,
+                                            tmp_path):
+    write_script("kb.py", "@profile\ndef f():\n    raise KeyboardInterrupt\nf()\n")
+    plain = run_python("-c", "import builtins; builtins.profile = lambda f: f; "
+                       "exec(compile(open('kb.py').read(), 'kb.py', 'exec'))")
+    result = run_lprof("-l", "kb.py")
+    assert plain.returncode == -signal.SIGINT
+    assert result.returncode == plain.returncode
+    assert "KeyboardInterrupt" in result.stderr
+    assert function_lines(load_profile(str(tmp_path / "kb.py.lprof")), "f")[3][0] == 1
+
+
+def test_ctrl_c_while_running(write_script, tmp_path, load_profile):
+    write_script("loop.py", """
+        import sys, time
+        @profile
+        def spin():
+            print("ready", flush=True)
+            while True:
+                time.sleep(0.01)
+        spin()
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "lprof", "-l", "-v", "loop.py"], cwd=tmp_path,
+                            env=lprof_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGINT
+    assert "KeyboardInterrupt" in err
+    assert "Line #" in out  # the listing was printed
+    hits = function_lines(load_profile(str(tmp_path / "loop.py.lprof")), "spin")
+    assert hits[7][0] >= 5  # time.sleep line ran many times
+
+
+def test_os_exit_keeps_status(run_lprof, write_script):
+    write_script("ox.py", "import os\nos._exit(5)\n")
+    assert run_lprof("-l", "ox.py").returncode == 5
+
+
+@pytest.mark.parametrize("args, message, status", [
+    (["-l", "missing.py"], "can't open file 'missing.py'", 2),
+    (["-l", "."], "is a directory", 2),
+    ([], "no script to profile", 2),
+    (["view", "missing.lprof"], "cannot read", 2),
+    (["view", "garbage.lprof"], "not an lprof profile", 2),
+    (["export", "garbage.lprof", "--format", "json"], "not an lprof profile", 2),
+])
+def test_bad_input_one_line_error(run_lprof, tmp_path, args, message, status):
+    (tmp_path / "garbage.lprof").write_text("this is not a profile\n" * 20)
+    result = run_lprof(*args)
+    assert result.returncode == status
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_syntax_error_reported_like_python(run_lprof, run_python, write_script):
+    write_script("bad.py", "x = (\nprint('never')\n")
+    plain = run_python("bad.py")
+    result = run_lprof("-l", "bad.py")
+    assert result.returncode == plain.returncode == 1
+    assert "SyntaxError" in result.stderr
+    assert "lprof" not in result.stderr.replace("bad.py", "")
+
+
+def test_script_classes_pickle_as_main(run_lprof, write_script):
+    write_script("pk.py", """
+        import pickle
+        class Point:
+            def __init__(self, x): self.x = x
+        data = pickle.dumps(Point(3))
+        assert b"__main__" in data, data
+        print(pickle.loads(data).x)
+    """)
+    result = run_lprof("-l", "pk.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3"
+
+
+def test_multiprocessing_spawn_with_bare_profile(run_lprof, write_script):
+    write_script("mp.py", """
+        import multiprocessing as mp
+
+        @profile
+        def square(x):
+            return x * x
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(sum(pool.map(square, range(10))))
+    """)
+    result = run_lprof("-l", "mp.py", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "285"
+
+
+def test_program_signal_handlers_work(run_lprof, write_script):
+    write_script("sig.py", """
+        import os, signal
+        got = []
+        signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+        os.kill(os.getpid(), signal.SIGUSR1)
+        print(got == [signal.SIGUSR1])
+    """)
+    for flags in (["-l"], []):
+        result = run_lprof(*flags, "-q", "sig.py")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "True"
+
+
+def test_module_mode(run_lprof, run_python, write_script, tmp_path):
+    write_script("pkg/__init__.py", "")
+    write_script("pkg/tool.py", PRINT_CONTEXT)
+    plain = run_python("-m", "pkg.tool", "x")
+    result = run_lprof("-l", "-m", "pkg.tool", "x")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == plain.stdout
+    assert (tmp_path / "pkg.tool.lprof").exists()
+
+
+def test_setup_code_runs_first(run_lprof, write_script):
+    write_script("st.py", "print(SETUP_VALUE)\n")
+    result = run_lprof("-l", "-s", "SETUP_VALUE = 41 + 1", "st.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "42"
+
+
+def test_output_interval_writes_while_running(write_script, tmp_path):
+    write_script("slow.py", """
+        import time
+        @profile
+        def work():
+            for _ in range(30):
+                time.sleep(0.05)
+        work()
+    """)
+    proc = subprocess.Popen([sys.executable, "-m", "lprof", "-l", "-i", "0.2", "slow.py"],
+                            cwd=tmp_path, env=lprof_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    out = tmp_path / "slow.py.lprof"
+    deadline = time.time() + 20
+    seen_while_running = False
+    while proc.poll() is None and time.time() < deadline:
+        if out.exists():
+            seen_while_running = True
+            break
+        time.sleep(0.05)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert seen_while_running
+
+
+def test_version_and_help(run_lprof):
+    v = run_lprof("--version")
+    assert v.returncode == 0 and v.stdout.startswith("lprof ")
+    h = run_lprof("--help")
+    assert h.returncode == 0 and "--line-by-line" in h.stdout
+
+
+def test_output_dir_missing(run_lprof, write_script):
+    write_script("ok.py", "pass\n")
+    result = run_lprof("-l", "-o", "nodir/out.lprof", "ok.py")
+    assert result.returncode == 2
+    assert "does not exist" in result.stderr

@@ -1,0 +1,144 @@
+"""lprof -l end to end: exact hit counts, time shares, listing, view, export."""
+import json
+
+import pytest
+
+from conftest import function_lines, line_of
+
+KNOWN_COUNTS = """
+    @profile
+    def branches(n):
+        total = 0                     # L_total
+        for i in range(n):            # L_for
+            if i % 3 == 0:            # L_if
+                total += 1            # L_true
+            else:
+                total -= 1            # L_false
+        return total                  # L_ret
+
+    @profile
+    def fact(n):
+        if n <= 1:                    # L_base_if
+            return 1                  # L_base
+        return n * fact(n - 1)        # L_rec
+
+    @profile
+    def comp(n):
+        return [i * 2 for i in range(n)]   # L_comp
+
+    branches(30)
+    fact(6)
+    comp(5)
+"""
+
+
+def test_exact_hit_counts(run_lprof, write_script, load_profile, tmp_path):
+    path = write_script("counts.py", KNOWN_COUNTS)
+    result = run_lprof("-l", "counts.py")
+    assert result.returncode == 0, result.stderr
+    prof = load_profile(str(tmp_path / "counts.py.lprof"))
+    b = function_lines(prof, "branches")
+    L = lambda m: line_of(path, m)  # noqa: E731
+    assert b[L("L_total")][0] == 1
+    assert b[L("L_for")][0] == 31          # 30 iterations + the exhausted check
+    assert b[L("L_if")][0] == 30
+    assert b[L("L_true")][0] == 10
+    assert b[L("L_false")][0] == 20
+    assert b[L("L_ret")][0] == 1
+    f = function_lines(prof, "fact")
+    assert f[L("L_base_if")][0] == 6
+    assert f[L("L_base")][0] == 1
+    assert f[L("L_rec")][0] == 5
+    c = function_lines(prof, "comp")
+    assert c[L("L_comp")][0] >= 1
+
+
+def test_time_shares(run_lprof, write_script, load_profile, tmp_path):
+    path = write_script("shares.py", """
+        import time
+        @profile
+        def work():
+            for _ in range(4):
+                time.sleep(0.02)      # SHORT
+                time.sleep(0.06)      # LONG
+        work()
+    """)
+    assert run_lprof("-l", "shares.py").returncode == 0
+    lines = function_lines(load_profile(str(tmp_path / "shares.py.lprof")), "work")
+    short, long_ = lines[line_of(path, "SHORT")][1], lines[line_of(path, "LONG")][1]
+    share = long_ / (short + long_)
+    assert 0.70 <= share <= 0.80, (short, long_)
+    assert 0.30 <= short + long_ <= 0.6
+
+
+def test_listing_shape_and_view(run_lprof, write_script, tmp_path):
+    write_script("lst.py", """
+        @profile
+        def f():
+            x = 1
+            return x
+        f()
+    """)
+    result = run_lprof("-l", "-v", "lst.py")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Timer unit: 1e-06 s" in out
+    assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in out
+    assert "Function: f at line 2" in out
+    assert "            x = 1" in out
+    again = run_lprof("view", "lst.py.lprof")
+    assert again.returncode == 0
+    assert again.stdout.split("Total time")[1] == out.split("Total time")[1]
+
+
+def test_export_json_schema(run_lprof, write_script, tmp_path):
+    write_script("ej.py", "@profile\ndef f(n):\n    return n * 2\nf(1); f(2); f(3)\n")
+    assert run_lprof("-l", "ej.py").returncode == 0
+    result = run_lprof("export", "ej.py.lprof", "--format", "json", "-o", "out.json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["schema"] == "lprof.export" and data["schema_version"] == 1
+    (fn,) = [f for f in data["functions"] if f["name"] == "f"]
+    assert fn["first_line"] == 1 and fn["file"].endswith("ej.py")
+    (row,) = [r for r in fn["lines"] if r["line"] == 3]
+    assert row["hits"] == 3 and row["time_s"] >= 0
+
+
+def test_prof_mod_without_decorators(run_lprof, write_script, load_profile, tmp_path):
+    write_script("nodeco.py", """
+        def helper(n):
+            return sum(range(n))
+        def main():
+            return [helper(i) for i in range(4)]
+        main()
+    """)
+    result = run_lprof("-l", "-p", "nodeco.py", "nodeco.py")
+    assert result.returncode == 0, result.stderr
+    prof = load_profile(str(tmp_path / "nodeco.py.lprof"))
+    assert function_lines(prof, "helper")[3][0] == 4
+
+
+def test_prof_mod_module_function(run_lprof, write_script, load_profile, tmp_path):
+    write_script("mylib.py", "def twice(x):\n    return 2 * x\n")
+    write_script("use.py", "import mylib\nprint(mylib.twice(2) + mylib.twice(3))\n")
+    result = run_lprof("-l", "-p", "mylib.twice", "use.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "10"
+    assert function_lines(load_profile(str(tmp_path / "use.py.lprof")), "twice")[2][0] == 2
+
+
+def test_skip_zero(run_lprof, write_script):
+    write_script("z.py", "@profile\ndef never():\n    pass\n@profile\ndef once():\n    pass\nonce()\n")
+    shown = run_lprof("-l", "-v", "z.py").stdout
+    hidden = run_lprof("-l", "-v", "-z", "z.py").stdout
+    assert "Function: never" in shown and "Function: never" not in hidden
+    assert "Function: once" in hidden
+
+
+def test_source_missing_still_prints(run_lprof, write_script, tmp_path):
+    write_script("gone.py", "@profile\ndef f():\n    return 1\nf()\n")
+    assert run_lprof("-l", "gone.py").returncode == 0
+    (tmp_path / "gone.py").unlink()
+    result = run_lprof("view", "gone.py.lprof")
+    assert result.returncode == 0
+    assert "source not found" in result.stdout
