@@ -1,0 +1,145 @@
+"""Section 3: memory profiler accuracy on known allocations, and overhead."""
+import os
+
+import lprof_tool
+import peers
+from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
+                    run_timed, workload)
+
+NAME = "m_known"
+# Expected per line (MB = 1e6 bytes): total allocated, live at the process peak.
+EXPECTED = {"K": (200.0, 200.0), "O": (40.0, 40.0), "L": (26.2144, 26.2144),
+            "C": (1000.0, 50.0)}
+TOOLS = ["lprof", "scalene", "memray", "memory_profiler"]
+OVERHEAD = [("allocation-heavy", "allocs", ["250", "5000"], 1.3),
+            ("CPU-bound", "mixed", ["1200", "2000"], 1.05)]
+OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
+
+
+def profile_once(tool, script, args, base):
+    """Returns (wall, {lineno: {...}}, leak lines, peak lines)."""
+    env = {"BENCH_TRUTH": base + ".truth.json"}
+    if tool == "lprof":
+        prof = base + ".lprof"
+        if os.path.exists(prof):
+            os.remove(prof)
+        wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, memory=True),
+                              env_extra=env)[0]
+        lines, leaks = lprof_tool.memory_lines(lprof_tool.export_json(prof), script)
+        peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
+    elif tool == "scalene":
+        out = base + ".scalene.json"
+        wall = run_timed(peers.scalene_cmd(script, args, out, memory=True), env_extra=env)[0]
+        lines, leaks = peers.scalene_lines(out, script)
+        peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
+    elif tool == "memray":
+        out = base + ".memray.bin"
+        wall = run_timed(peers.memray_cmd(script, args, out), env_extra=env)[0]
+        raw, leaks, peaks = peers.memray_lines(out, script)
+        lines = {no: {"alloc_mb": v["alloc_bytes"] / 1e6, "peak_mb": v["peak_bytes"] / 1e6}
+                 for no, v in raw.items()}
+    elif tool == "memory_profiler":
+        wall, stdout, _ = run_timed(peers.mprof_cmd(script, args), env_extra=env)
+        lines = peers.mprof_lines(stdout)
+        leaks, peaks = [], sorted(lines, key=lambda no: -lines[no]["incr_mb"])
+    else:
+        wall = run_timed([peers.VPY, script] + args, env_extra=env)[0]
+        lines, leaks, peaks = {}, [], []
+    return wall, lines, leaks, peaks
+
+
+def _within(v, exp):
+    return v is not None and abs(v - exp) <= 0.10 * exp
+
+
+def accuracy(repeats, log):
+    script = workload(NAME)
+    marks = marker_lines(script)
+
+    def one(tool, r):
+        _, lines, leaks, peaks = profile_once(tool, script, [],
+                                              os.path.join(SCRATCH, f"{NAME}.{tool}"))
+        if not lines:
+            raise Failed("no lines of the workload in the output")
+        out = {"leak_named": bool(leaks) and leaks[0] == marks["L"],
+               "peak_named": bool(peaks) and peaks[0] == marks["K"]}
+        for label, no in marks.items():
+            out[label] = lines.get(no, {})
+        return out
+
+    res = alternate(TOOLS, repeats, one)
+    log("  memory/accuracy: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in TOOLS))
+    rows, targets = [], []
+    for label in ["K", "O", "L", "C"]:
+        ea, ep = EXPECTED[label]
+        row = [f"{label} (line {marks[label]})", f"{ea:.1f} / {ep:.1f}"]
+        for t in TOOLS:
+            runs = res[t]["runs"]
+            if not runs:
+                row.append("n/a (" + str(res[t]["error"]) + ")")
+                continue
+            if t == "memory_profiler":
+                inc = median([x[label].get("incr_mb") for x in runs])
+                row.append(f"RSS incr {fmt(inc, '.1f')}")
+                continue
+            a = median([x[label].get("alloc_mb") for x in runs])
+            p = median([x[label].get("peak_mb") for x in runs])
+            ok = _within(a, ea) and _within(p, ep)
+            row.append(f"{fmt(a, '.1f')} / {fmt(p, '.1f')}" + (" ok" if ok else " **off**"))
+            if t == "lprof":
+                targets.append((f"memory, line {label}: allocated and peak within 10%", ok,
+                                f"{fmt(a, '.1f')} / {fmt(p, '.1f')} MB"))
+        rows.append(row)
+    for key, what in (("leak_named", "leaking line (L) named first"),
+                      ("peak_named", "peak line (K) named first")):
+        row = ["", what]
+        for t in TOOLS:
+            runs = res[t]["runs"]
+            if not runs:
+                row.append("n/a")
+                continue
+            n = sum(1 for x in runs if x[key])
+            row.append(f"{n}/{len(runs)} runs")
+            if t == "lprof":
+                targets.append((f"memory: {what}", n == len(runs), f"{n}/{len(runs)}"))
+        rows.append(row)
+    rows[-2][0] = rows[-1][0] = "naming"
+    header = ["line", "expected alloc / peak MB"] + [
+        f"{t} alloc / peak MB" if t != "memory_profiler" else "memory_profiler (RSS increment MB)"
+        for t in TOOLS]
+    return (header, rows), targets
+
+
+def overhead(repeats, log):
+    rows, targets = [], []
+    for title, name, args, limit in OVERHEAD:
+        script = workload(name)
+
+        def one(tool, r):
+            wall, lines, _, _ = profile_once(tool, script, args,
+                                             os.path.join(SCRATCH, f"{name}.mem.{tool}"))
+            return wall
+
+        res = alternate(OVH_TOOLS, repeats, one)
+        log(f"  memory/overhead/{name}: " + ", ".join(
+            f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
+        plain = median(res["plain"]["runs"])
+        ratios = {}
+        row = [title, fmt(plain, ".3f")]
+        for t in OVH_TOOLS[1:]:
+            m = median(res[t]["runs"])
+            ratios[t] = m / plain if m and plain else None
+            row.append(f"{ratios[t]:.2f}x" if ratios[t] else "n/a (" + str(res[t]["error"]) + ")")
+        row.append("n/a (needs @profile; traces every line)")
+        lp = ratios.get("lprof")
+        met = None
+        if lp is not None:
+            peers_ok = all(lp < v for k, v in ratios.items() if k != "lprof" and v)
+            met = lp <= limit and peers_ok
+        row.append({True: "yes", False: "**no**", None: "n/a"}[met])
+        rows.append(row)
+        targets.append((f"memory overhead, {title}: lprof <= {limit:.2f}x and below "
+                        "scalene and memray", met, fmt(lp, ".2f") + "x" if lp else "n/a"))
+    header = ["workload", "plain s", "lprof --memory", "scalene (memory)", "memray run",
+              "memory_profiler", "target met"]
+    return (header, rows), targets

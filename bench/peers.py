@@ -1,0 +1,170 @@
+"""The peer profilers: a private virtualenv, their command lines, and readers
+for their outputs. Peers are only measured here; lprof never uses them."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+from common import BENCH, ROOT, Failed, run_timed
+
+VENV = os.path.join(ROOT, "build", "bench-venv")
+VPY = os.path.join(VENV, "bin", "python")
+# PyPI distribution -> module that proves it is installed
+PEERS = {"line_profiler": "line_profiler", "scalene": "scalene", "py-spy": None,
+         "memray": "memray", "pyinstrument": "pyinstrument",
+         "memory_profiler": "memory_profiler"}
+
+
+def vbin(name):
+    return os.path.join(VENV, "bin", name)
+
+
+def ensure_venv(log=print):
+    """Create build/bench-venv and pip-install missing peers, quietly."""
+    if not os.path.exists(VPY):
+        log("bench: creating build/bench-venv for the peer profilers")
+        # system site packages: the same numpy as the plain runs
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", VENV],
+                       check=True)
+    missing = []
+    for dist, mod in PEERS.items():
+        if mod is None:
+            ok = os.path.exists(vbin(dist))
+        else:
+            ok = subprocess.run([VPY, "-c", f"import {mod}"], capture_output=True).returncode == 0
+        if not ok:
+            missing.append(dist)
+    if missing:
+        log("bench: pip install " + " ".join(missing) + " (into build/bench-venv)")
+        r = subprocess.run([VPY, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+                           + missing, capture_output=True, text=True)
+        if r.returncode != 0:
+            log("bench: pip failed; the affected peers will show n/a\n" + r.stderr[-2000:])
+
+
+def versions():
+    code = ("import importlib.metadata as m, json, sys\n"
+            "out = {}\n"
+            "for d in sys.argv[1:]:\n"
+            "    try: out[d] = m.version(d)\n"
+            "    except Exception: out[d] = 'not installed'\n"
+            "print(json.dumps(out))")
+    try:
+        r = subprocess.run([VPY, "-c", code] + list(PEERS), capture_output=True, text=True)
+        return json.loads(r.stdout)
+    except (OSError, ValueError):
+        return {d: "not installed" for d in PEERS}
+
+
+# ---- command lines -------------------------------------------------------
+
+def kernprof_cmd(script, args, out):
+    return [vbin("kernprof"), "-l", "-o", out, script] + args
+
+
+def scalene_cmd(script, args, out, memory=False):
+    opts = ["--cpu-percent-threshold", "0"]
+    if not memory:
+        opts = ["--cpu-only"] + opts
+    return [vbin("scalene"), "run", "-o", out] + opts + [script] + (["---"] + args if args else [])
+
+
+def pyspy_cmd(script, args, out, wall=False, rate=None):
+    cmd = [vbin("py-spy"), "record", "-f", "raw", "-o", out]
+    if wall:
+        cmd.append("--idle")
+    if rate:
+        cmd += ["--rate", str(rate)]
+    return cmd + ["--", VPY, script] + args
+
+
+def memray_cmd(script, args, out):
+    return [vbin("memray"), "run", "-q", "-f", "-o", out, script] + args
+
+
+def mprof_cmd(script, args):
+    return [VPY, "-m", "memory_profiler", script] + args
+
+
+# ---- output readers: {lineno: metrics} for one workload file -------------
+
+def _same_file(a, b):
+    return os.path.basename(a) == os.path.basename(b)
+
+
+def scalene_lines(json_path, script):
+    """{lineno: {"cpu": pct, "native_frac": f, "alloc_mb": MB, "peak_mb": MB}}, leaks, peak line."""
+    try:
+        with open(json_path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Failed(f"scalene output unreadable: {e}")
+    out, leaks = {}, []
+    for fname, fd in d.get("files", {}).items():
+        if not _same_file(fname, script):
+            continue
+        for ln in fd.get("lines", []):
+            py = ln.get("n_cpu_percent_python", 0.0)
+            c = ln.get("n_cpu_percent_c", 0.0)
+            sysp = ln.get("n_sys_percent", 0.0)
+            out[ln["lineno"]] = {
+                "cpu": py + c + sysp,
+                "native_frac": c / (py + c) if py + c > 0 else None,
+                "alloc_mb": ln.get("n_malloc_mb", 0.0) * 1.048576,   # MiB -> MB
+                "peak_mb": ln.get("n_peak_mb", 0.0) * 1.048576}
+        lk = fd.get("leaks") or {}
+        leaks = sorted(lk.items(), key=lambda kv: -kv[1].get("velocity_mb_s", 0.0))
+    return out, [int(k) for k, _ in leaks]
+
+
+_FRAME = re.compile(r"^(.*) \((.*):(\d+)\)$")
+
+
+def pyspy_lines(raw_path, script):
+    """{lineno: {"samples": n}} charged to the deepest frame in `script`."""
+    out = {}
+    try:
+        f = open(raw_path)
+    except OSError as e:
+        raise Failed(f"py-spy output unreadable: {e}")
+    with f:
+        for row in f:
+            row = row.rstrip("\n")
+            stack, _, count = row.rpartition(" ")
+            if not stack or not count.isdigit():
+                continue
+            line = None
+            for fr in stack.split(";"):
+                m = _FRAME.match(fr)
+                if m and _same_file(m.group(2), script):
+                    line = int(m.group(3))
+            if line is not None:
+                out.setdefault(line, {"samples": 0})["samples"] += int(count)
+    return out
+
+
+MEMRAY_READER = os.path.join(BENCH, "memray_read.py")
+
+
+def memray_lines(bin_path, script):
+    r = subprocess.run([VPY, MEMRAY_READER, bin_path, script], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise Failed("memray reader: " + (r.stderr.strip().splitlines() or ["?"])[-1][:80])
+    d = json.loads(r.stdout)
+    return {int(k): v for k, v in d["lines"].items()}, d["leak_lines"], d["peak_lines"]
+
+
+_MPROF = re.compile(r"^\s*(\d+)\s+([\d.]+) MiB\s+(-?[\d.]+) MiB\s+(\d+)\s")
+
+
+def mprof_lines(stdout):
+    """memory_profiler listing -> {lineno: {"incr_mb": MB}} (RSS increments)."""
+    out = {}
+    for row in stdout.splitlines():
+        m = _MPROF.match(row)
+        if m:
+            out[int(m.group(1))] = {"incr_mb": float(m.group(3)) * 1.048576}
+    if not out:
+        raise Failed("no memory_profiler listing in output")
+    return out

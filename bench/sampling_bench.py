@@ -1,0 +1,173 @@
+"""Section 2: sampling profiler accuracy (line shares) and overhead."""
+import json
+import os
+
+import lprof_tool
+import peers
+from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
+                    run_timed, workload)
+
+# (title, workload, args, mode, {label: expected native fraction} or None)
+ACCURACY = [
+    ("pure Python, 25/75 by design", "s_shares", ["40", "400000"], "cpu", None),
+    ("Python + numpy", "s_numpy", ["60", "300000", "1000000"], "cpu", {"A": 0.0, "B": 1.0}),
+    ("two threads, 1:3 by design", "s_threads", ["40", "400000"], "cpu", None),
+    ("sleeping line (wall mode)", "s_sleep", ["20", "400000", "0.075"], "wall", None),
+]
+TOOLS = ["lprof", "scalene", "py-spy"]
+OVERHEAD = ("mixed", ["1200", "2000"])
+
+
+def truth_shares(truth, mode):
+    labels = truth["labels"]
+    if mode == "wall":
+        total = truth["work_wall_s"]
+        return {k: v["wall"] / total for k, v in labels.items()}
+    total = sum(truth["threads_cpu_s"].values())
+    return {k: v["cpu"] / total for k, v in labels.items()}
+
+
+def read_truth(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        raise Failed("workload wrote no ground truth")
+
+
+def profile_once(tool, script, args, mode, base, rate=None):
+    """Run one profiled process; return (wall s, {lineno: metric}, {lineno: native_frac})."""
+    truth_path = base + ".truth.json"
+    env = {"BENCH_TRUTH": truth_path}
+    if tool == "lprof":
+        prof = base + ".lprof"
+        if os.path.exists(prof):
+            os.remove(prof)
+        wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall",
+                                                    rate=rate), env_extra=env)[0]
+        lines = lprof_tool.sampling_lines(lprof_tool.export_json(prof), script)
+        metric = {k: v["wall" if mode == "wall" else "cpu"] for k, v in lines.items()}
+        split = {k: v["native_frac"] for k, v in lines.items()}
+    elif tool == "scalene":
+        out = base + ".scalene.json"
+        wall = run_timed(peers.scalene_cmd(script, args, out), env_extra=env)[0]
+        lines, _ = peers.scalene_lines(out, script)
+        metric = {k: v["cpu"] for k, v in lines.items()}
+        split = {k: v["native_frac"] for k, v in lines.items()}
+    elif tool == "py-spy":
+        out = base + ".pyspy.txt"
+        wall = run_timed(peers.pyspy_cmd(script, args, out, wall=mode == "wall",
+                                         rate=rate), env_extra=env)[0]
+        metric = {k: v["samples"] for k, v in peers.pyspy_lines(out, script).items()}
+        split = {}
+    else:
+        wall = run_timed([peers.VPY, script] + args, env_extra=env)[0]
+        metric, split = {}, {}
+    return wall, metric, split, read_truth(truth_path)
+
+
+def accuracy(repeats, log):
+    rows, split_rows, targets = [], [], []
+    worst = {}
+    for title, name, args, mode, native in ACCURACY:
+        script = workload(name)
+        marks = marker_lines(script)
+
+        def one(tool, r):
+            base = os.path.join(SCRATCH, f"{name}.{tool}")
+            _, metric, split, truth = profile_once(tool, script, args, mode, base)
+            total = sum(metric.values())
+            if total <= 0:
+                raise Failed("no samples in the workload file")
+            tshare = truth_shares(truth, mode)
+            out = {}
+            for label, no in marks.items():
+                share = metric.get(no, 0.0) / total
+                out[label] = {"share": share, "truth": tshare[label],
+                              "err": abs(share - tshare[label]) * 100,
+                              "native": split.get(no)}
+            return out
+
+        res = alternate(TOOLS, repeats, one)
+        for label in sorted(marks):
+            truths = [run[label]["truth"] for t in TOOLS for run in res[t]["runs"]]
+            row = [title, f"{label} (line {marks[label]})", fmt(median(truths) and median(truths) * 100, ".1f") + "%"]
+            for t in TOOLS:
+                runs = res[t]["runs"]
+                if not runs:
+                    row.append("n/a (" + str(res[t]["error"]) + ")")
+                    continue
+                share = median([x[label]["share"] for x in runs]) * 100
+                err = median([x[label]["err"] for x in runs])
+                row.append(f"{share:.1f}% (err {err:.1f})")
+                if t == "lprof":
+                    worst[(title, label)] = err
+            rows.append(row)
+            if native:
+                srow = [title, f"{label} (line {marks[label]})", f"{native[label] * 100:.0f}%"]
+                for t in ("lprof", "scalene"):
+                    vals = [x[label]["native"] for x in res[t]["runs"]]
+                    m = median(vals)
+                    if m is None:
+                        srow.append("n/a" + (f" ({res[t]['error']})" if res[t]["error"] else ""))
+                    else:
+                        e = abs(m - native[label]) * 100
+                        srow.append(f"{m * 100:.1f}% (err {e:.1f})")
+                        if t == "lprof":
+                            targets.append((f"sampling, {title}: native share of line {label} "
+                                            "within 5 points", e <= 5, f"{e:.1f}"))
+                srow.append("n/a (no split)")
+                split_rows.append(srow)
+        log(f"  sampling/{name}: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in TOOLS))
+        for label in sorted(marks):
+            e = worst.get((title, label))
+            targets.append((f"sampling, {title}: line {label} share within 2 points",
+                            None if e is None else e <= 2, fmt(e, ".1f")))
+    header = ["workload", "line", "known share"] + [f"{t} share (abs err, points)" for t in TOOLS]
+    split_header = ["workload", "line", "expected native", "lprof native", "scalene native",
+                    "py-spy native"]
+    return (header, rows), (split_header, split_rows), targets
+
+
+def overhead(repeats, log):
+    name, args = OVERHEAD
+    script = workload(name)
+    tools = ["plain", "lprof", "lprof@1000", "scalene", "py-spy"]
+
+    def one(tool, r):
+        base = os.path.join(SCRATCH, f"{name}.ovh.{tool}")
+        kind = tool.split("@")[0]
+        rate = 1000 if tool.endswith("@1000") else None
+        wall, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate)
+        if kind != "plain" and not metric:
+            raise Failed("no samples in the workload file")
+        return {"wall": wall, "work": truth["work_wall_s"]}
+
+    res = alternate(tools, repeats, one)
+    log("  sampling/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
+    plain = median([x["wall"] for x in res["plain"]["runs"]])
+    plain_work = median([x["work"] for x in res["plain"]["runs"]])
+    rows, targets = [], []
+    limits = {"lprof": 2.0, "lprof@1000": 5.0}
+    labels = {"plain": "plain", "lprof": "lprof (100 Hz)", "lprof@1000": "lprof --rate 1000",
+              "scalene": "scalene --cpu-only", "py-spy": "py-spy record (100 Hz)"}
+    for t in tools:
+        runs = res[t]["runs"]
+        if not runs or plain is None:
+            rows.append([labels[t], "n/a", "n/a (" + str(res[t]["error"]) + ")", "n/a", "-"])
+            if t in limits:
+                targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", None, "n/a"))
+            continue
+        w = median([x["wall"] for x in runs])
+        wk = median([x["work"] for x in runs])
+        ovh = (w / plain - 1) * 100
+        met = None
+        if t in limits:
+            met = ovh <= limits[t]
+            targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", met, f"{ovh:+.1f}%"))
+        rows.append([labels[t], f"{w:.3f}", f"{w / plain:.3f}x ({ovh:+.1f}%)",
+                     f"{wk / plain_work:.3f}x" if plain_work else "n/a",
+                     {True: "yes", False: "**no**", None: "-"}[met]])
+    header = ["tool", "wall s (median)", "wall ratio (overhead)", "in-script time ratio",
+              "target met"]
+    return (header, rows), targets
