@@ -44,8 +44,13 @@ def short_reason(text, limit=90):
         if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln):
             last = ln
             break
-    last = last.replace("|", "/")
+    last = clean(last)
     return last if len(last) <= limit else last[:limit - 3] + "..."
+
+
+def clean(text):
+    """Drop file paths in parentheses and table separators from a reason."""
+    return re.sub(r" \((/|<)[^)]*\)?", "", text).replace("|", "/")
 
 
 def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):

@@ -4,6 +4,7 @@ lprof is run from the source tree (PYTHONPATH=python) with the same
 interpreter as the peers; a mode that is missing or fails shows as n/a."""
 import json
 import os
+import re
 
 from common import ROOT, Failed, run_timed
 from peers import VPY
@@ -13,10 +14,10 @@ ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}
 
 def not_built(reason):
     low = reason.lower()
-    if ("no module named lprof" in low or "no module named 'lprof" in low
-            or "unrecognized arguments" in low or "invalid choice" in low
-            or "_lprof" in low and "has no attribute" in low):
-        return "not built: " + reason
+    if any(k in low for k in ("modulenotfounderror", "importerror", "attributeerror",
+                              "notimplementederror", "unrecognized arguments",
+                              "invalid choice", "no module named")):
+        return "not built: " + re.sub(r"^exit \d+: ", "", reason)
     return reason
 
 
@@ -35,9 +36,11 @@ def sample_cmd(script, args, out, wall=False, rate=None, memory=False):
     return cmd + [script] + args
 
 
-def run(argv, **kw):
+def run(argv, env_extra=None, **kw):
+    env = dict(env_extra or {})
+    env.update(ENV)
     try:
-        return run_timed(argv, env_extra=ENV, **kw)
+        return run_timed(argv, env_extra=env, **kw)
     except Failed as e:
         raise Failed(not_built(str(e)))
 

@@ -98,6 +98,9 @@ def accuracy(repeats, log):
             if not runs:
                 row.append("n/a")
                 continue
+            if t == "memory_profiler":
+                row.append("n/a (no leak or peak report)")
+                continue
             n = sum(1 for x in runs if x[key])
             row.append(f"{n}/{len(runs)} runs")
             if t == "lprof":

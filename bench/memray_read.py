@@ -30,7 +30,10 @@ def main(path, script):
         return lines.setdefault(no, {"alloc_bytes": 0, "peak_bytes": 0, "leak_bytes": 0})
 
     for rec in r.get_allocation_records():
-        name = getattr(rec.allocator, "name", str(rec.allocator))
+        try:
+            name = memray.AllocatorType(rec.allocator).name
+        except (ValueError, AttributeError):
+            name = getattr(rec.allocator, "name", str(rec.allocator))
         if name in ALLOCATING and rec.size > 0:
             no = line_of(rec, base)
             if no is not None:

@@ -63,11 +63,11 @@ def export_section(repeats, log):
         except (ValueError, IndexError):
             d = {"error": common.short_reason(r.stderr)}
         if "error" in d:
-            err = {"folded": d["error"], "svg": d["error"]}
+            err = {"folded": common.clean(d["error"]), "svg": common.clean(d["error"])}
             break
         for fmt in runs:
             if "error" in d.get(fmt, {}):
-                err[fmt] = d[fmt]["error"]
+                err[fmt] = common.clean(d[fmt]["error"])
             elif fmt in d:
                 runs[fmt].append(d[fmt]["seconds"])
     rows, targets = [], []
