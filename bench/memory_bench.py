@@ -11,8 +11,8 @@ NAME = "m_known"
 EXPECTED = {"K": (200.0, 200.0), "O": (40.0, 40.0), "L": (26.2144, 26.2144),
             "C": (1000.0, 50.0)}
 TOOLS = ["lprof", "scalene", "memray", "memory_profiler"]
-OVERHEAD = [("allocation-heavy", "allocs", ["250", "5000"], 1.3),
-            ("CPU-bound", "mixed", ["1200", "2000"], 1.05)]
+OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
+            ("CPU-bound", "mixed", ["2000", "2000"], 1.05)]
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
 
 

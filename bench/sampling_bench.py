@@ -10,12 +10,12 @@ from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
 # (title, workload, args, mode, {label: expected native fraction} or None)
 ACCURACY = [
     ("pure Python, 25/75 by design", "s_shares", ["40", "400000"], "cpu", None),
-    ("Python + numpy", "s_numpy", ["60", "300000", "1000000"], "cpu", {"A": 0.0, "B": 1.0}),
+    ("Python + numpy", "s_numpy", ["100", "300000", "1000000"], "cpu", {"A": 0.0, "B": 1.0}),
     ("two threads, 1:3 by design", "s_threads", ["40", "400000"], "cpu", None),
-    ("sleeping line (wall mode)", "s_sleep", ["20", "400000", "0.075"], "wall", None),
+    ("sleeping line (wall mode)", "s_sleep", ["25", "400000", "0.075"], "wall", None),
 ]
 TOOLS = ["lprof", "scalene", "py-spy"]
-OVERHEAD = ("mixed", ["1200", "2000"])
+OVERHEAD = ("mixed", ["2000", "2000"])
 
 
 def truth_shares(truth, mode):
