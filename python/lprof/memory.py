@@ -1,0 +1,202 @@
+"""Memory profiling: per line and per stack, bytes allocated, freed, live at
+the process peak, Python-object vs native share, leaks, and a live-bytes
+timeline (docs/design-memory.md).
+
+Python objects are seen through CPython's allocator hooks; native allocations
+(numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
+(`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
+import os
+import sys
+import sysconfig
+
+from . import _lprof
+
+# A line is reported as a leak when the chance that its next allocation is
+# never freed (Laplace rule over sampled blocks) exceeds this...
+LEAK_SCORE = 0.95
+# ...its surviving blocks were allocated over at least this share of the run...
+LEAK_SPAN_SHARE = 0.25
+# ...with at least this many surviving samples, holding this share of the peak.
+LEAK_MIN_SURVIVORS = 8
+LEAK_MIN_PEAK_SHARE = 0.01
+
+_NO_FRAME = ("<native>", "[no Python frame]", 0, 0)
+
+
+def native_covered():
+    """True when the allocator shim is preloaded (native allocations are seen)."""
+    return bool(_lprof.memory_native_covered())
+
+
+def _library_dirs():
+    dirs = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(os.path.realpath(p) + os.sep)
+    dirs.add(os.path.dirname(os.path.realpath(__file__)) + os.sep)
+    return tuple(dirs)
+
+
+class _Owner:
+    """Chooses the line a stack is charged to: its innermost frame outside
+    the standard library, site-packages and lprof (else the innermost)."""
+
+    def __init__(self):
+        self.dirs = _library_dirs()
+        self.cache = {}
+
+    def is_user(self, path):
+        hit = self.cache.get(path)
+        if hit is None:
+            if not path or path.startswith("<"):
+                hit = path.startswith("<string>") or path.startswith("<stdin>")
+            else:
+                hit = not os.path.realpath(path).startswith(self.dirs)
+            self.cache[path] = hit
+        return hit
+
+    def frame(self, frames):
+        """frames root first -> (file, function, first_line, line)."""
+        if not frames:
+            return _NO_FRAME
+        for f in reversed(frames):
+            if f[0] and self.is_user(f[0]):
+                return f
+        return frames[-1]
+
+
+def _build(raw):
+    """Raw rows from _lprof.memory_snapshot() -> ("memory" section, "stacks")."""
+    owner = _Owner()
+    peak = raw.get("peak_bytes", 0.0)
+    duration = max(raw.get("duration_s", 0.0), 1e-9)
+    lines = {}
+    frame_ids, frames_out, stacks = {}, [], {}
+    for (frames, thread, alloc, freed, count, py_bytes, at_peak,
+         n_alloc, n_freed, ln, lw, lst, lst2) in raw.get("rows", []):
+        f = owner.frame(frames)
+        key = (f[0], f[3], f[1])
+        e = lines.get(key)
+        if e is None:
+            e = lines[key] = [0.0] * 10
+        for i, v in enumerate((alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed,
+                               ln, lw, lst)):
+            e[i] += v
+        e.append(lst2)  # summed below
+        ids = []
+        for fr in frames or [_NO_FRAME]:
+            fid = frame_ids.get(fr)
+            if fid is None:
+                fid = frame_ids[fr] = len(frames_out)
+                frames_out.append(list(fr))
+            ids.append(fid)
+        skey = (tuple(ids), thread)
+        m = stacks.get(skey)
+        if m is None:
+            m = stacks[skey] = {"alloc_bytes": 0, "alloc_count": 0, "freed_bytes": 0,
+                                "live_bytes": 0, "peak_bytes": 0}
+        m["alloc_bytes"] += alloc
+        m["alloc_count"] += count
+        m["freed_bytes"] += freed
+        m["live_bytes"] += alloc - freed
+        m["peak_bytes"] += at_peak
+    out_lines, leaks = [], []
+    for (path, line, func), e in lines.items():
+        alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed, ln, lw, lst = e[:10]
+        lst2 = sum(e[10:])
+        net = alloc - freed
+        out_lines.append([path, line, func, round(alloc), round(freed), round(net), round(at_peak),
+                          (py_bytes / alloc) if alloc else 0.0, round(count)])
+        slope, span, score = _leak(ln, lw, lst, lst2, n_alloc, n_freed)
+        if (score > LEAK_SCORE and slope > 0 and span >= LEAK_SPAN_SHARE * duration
+                and ln >= LEAK_MIN_SURVIVORS and net >= LEAK_MIN_PEAK_SHARE * peak):
+            leaks.append([path, line, func, slope, score])
+    out_lines.sort(key=lambda r: -r[3])
+    leaks.sort(key=lambda r: -r[3])
+    section = {
+        "sample_bytes": raw.get("sample_bytes", 0),
+        "native_covered": bool(raw.get("native_covered", False)),
+        "peak_bytes": round(peak),
+        "peak_time_s": raw.get("peak_time_s", 0.0),
+        "live_bytes": round(raw.get("live_bytes", 0.0)),
+        "timeline": raw.get("timeline", []),
+        "lines": out_lines,
+        "leaks": leaks,
+        "stats": raw.get("stats", {}),
+    }
+    stack_list = [[list(ids), thread, {k: round(v) for k, v in m.items()}]
+                  for (ids, thread), m in stacks.items()]
+    return section, {"frames": frames_out, "stacks": stack_list}
+
+
+def _leak(n, w, st, st2, n_alloc, n_freed):
+    """(slope bytes/s, span s, score) from the survivors' allocation times
+    (steady growth = uniform times: span = sqrt(12) * stddev)."""
+    score = 1.0 - (n_freed + 1.0) / (n_alloc - n_freed + 2.0) if n_alloc >= n_freed else 0.0
+    if n < 2:
+        return 0.0, 0.0, score
+    mean = st / n
+    var = st2 / n - mean * mean
+    if var <= 0:
+        return 0.0, 0.0, score
+    span = (12.0 * var) ** 0.5
+    return w / span, span, score
+
+
+class MemoryCollector:
+    """Collector for the runner: start(), stop(), snapshot()."""
+
+    def __init__(self, sample_bytes=16384):
+        if int(sample_bytes) <= 0:
+            raise ValueError("sample_bytes must be positive")
+        self.sample_bytes = int(sample_bytes)
+        self._final = None
+        self._running = False
+
+    def start(self):
+        self._final = None
+        _lprof.memory_start(self.sample_bytes)
+        self._running = True
+        if not native_covered():
+            sys.stderr.write("lprof: native allocations are not covered (allocator shim not "
+                             "preloaded); memory shows Python objects only\n")
+
+    def stop(self):
+        if not self._running:
+            return
+        self._running = False
+        _lprof.memory_stop()
+        self._final = _lprof.memory_snapshot()
+
+    def snapshot(self):
+        raw = self._final if self._final is not None else _lprof.memory_snapshot()
+        if not raw:
+            return {}
+        section, stacks = _build(raw)
+        return {"memory": section, "stacks": stacks}
+
+
+def line_columns(profile):
+    """{(file, line): {alloc_bytes, freed_bytes, net_bytes, peak_bytes,
+    peak_share, python_share, count}} from a profile's "memory" section."""
+    mem = profile.get("memory") or {}
+    peak = mem.get("peak_bytes") or 0
+    out = {}
+    for path, line, _func, alloc, freed, net, at_peak, py_share, count in mem.get("lines", []):
+        e = out.get((path, line))
+        if e is None:
+            out[(path, line)] = {"alloc_bytes": alloc, "freed_bytes": freed, "net_bytes": net,
+                                 "peak_bytes": at_peak,
+                                 "peak_share": (at_peak / peak) if peak else 0.0,
+                                 "python_share": py_share, "count": count}
+        else:  # the same line under two function names (rare): sum
+            py = e["python_share"] * e["alloc_bytes"] + py_share * alloc
+            e["alloc_bytes"] += alloc
+            e["freed_bytes"] += freed
+            e["net_bytes"] += net
+            e["peak_bytes"] += at_peak
+            e["peak_share"] = (e["peak_bytes"] / peak) if peak else 0.0
+            e["python_share"] = py / e["alloc_bytes"] if e["alloc_bytes"] else 0.0
+            e["count"] += count
+    return out

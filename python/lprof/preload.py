@@ -1,0 +1,78 @@
+"""Re-executes the interpreter with lprof's allocator shim preloaded, so that
+`lprof --memory` sees native allocations (numpy, torch, C/C++ extensions).
+
+The shim must be in place before the first allocation: loading it later
+would hand it blocks that another allocator owns. So `maybe_reexec` execs
+`sys.executable -m lprof <argv>` with LD_PRELOAD prepended and a marker
+variable. Children of the profiled program inherit LD_PRELOAD (their native
+allocations go through the shim too; they are attributed only if they run
+lprof themselves)."""
+import ctypes
+import os
+import sys
+
+MARKER = "LPROF_SHIM_PRELOADED"
+SHIM_NAME = "liblprof_shim.so"
+
+
+def shim_path():
+    """Path of liblprof_shim.so: $LPROF_SHIM, the installed package, or the
+    source tree's build folder; None when not found."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.environ.get("LPROF_SHIM"),
+                  os.path.join(here, SHIM_NAME),
+                  os.path.join(here, "..", "..", "src", "shim", "build", SHIM_NAME)]
+    for c in candidates:
+        if c and os.path.isfile(c):
+            return os.path.realpath(c)
+    return None
+
+
+def shim_loaded():
+    """True when the shim is in this process (preloaded)."""
+    try:
+        return hasattr(ctypes.CDLL(None), "lprof_shim_api_v1")
+    except OSError:
+        return False
+
+
+def reexec_env(path, env=None):
+    """The environment for the re-executed interpreter."""
+    env = dict(os.environ if env is None else env)
+    old = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = path + (":" + old if old else "")
+    env[MARKER] = "1"
+    # the child must import this same lprof package
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pp = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = pkg_parent + (os.pathsep + pp if pp else "")
+    return env
+
+
+def maybe_reexec(argv):
+    """Execs `python -m lprof <argv>` with the shim preloaded unless it is
+    already loaded. Returns (without exec) when the shim is loaded, missing,
+    or a previous attempt failed to load it; then memory profiling covers
+    Python objects only and says so."""
+    if shim_loaded():
+        return
+    if os.environ.get(MARKER):
+        sys.stderr.write("lprof: the allocator shim did not load (LD_PRELOAD ignored?); "
+                         "native allocations are not covered\n")
+        return
+    path = shim_path()
+    if path is None:
+        sys.stderr.write(f"lprof: {SHIM_NAME} not found (run `make build`); native "
+                         "allocations are not covered\n")
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    args = [sys.executable]
+    # keep the interpreter's own options (-X, -W, -u, ...) where they are known
+    orig = getattr(sys, "orig_argv", None)
+    if orig and "-m" in orig:
+        args += orig[1:orig.index("-m")]
+    os.execve(sys.executable, args + ["-m", "lprof"] + list(argv), reexec_env(path))

@@ -1,0 +1,332 @@
+/* collect: PyMem hooks + shim callbacks -> stack capture -> account.
+ * See pymemhooks.h. Hot paths (every PyMem call) do: guard, wrapped call,
+ * countdown; only sampled events capture a stack (1 per T bytes). */
+#include <Python.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "agg.h"
+#include "memsample.h"
+#include "pyframes.h"
+#include "pymemhooks.h"
+
+typedef struct {
+    PyMemAllocatorEx orig;
+    PyMemAllocatorEx mine;
+    PyMemAllocatorDomain domain;
+    int python;    /* 1: counts as Python-object memory */
+    int installed;
+} hook_domain;
+
+static hook_domain domains[3];
+static const lp_shim_api *shim;
+static int enabled;          /* atomic: attribute events */
+static uint64_t mean_bytes = LP_MEMSAMPLE_DEFAULT_BYTES;
+static lp_livemem live;      /* PyMem-domain sampled blocks */
+static lp_memacct account;      /* rows indexed by stack id + 1; row 0 unattributed */
+static int tables_ready;
+
+static __thread lp_memsample tls_sampler;
+static __thread int tls_guard; /* used when there is no shim */
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int lp_memhooks_guard_enter(void) {
+    if (shim) return shim->enter();
+    int prev = tls_guard;
+    tls_guard = 1;
+    return prev;
+}
+
+void lp_memhooks_guard_leave(int prev) {
+    if (shim) shim->leave(prev);
+    else tls_guard = prev;
+}
+
+/* ---- keeping code objects alive until their stacks are resolved -------- */
+
+#define KEEP_SLOTS (1u << 16)
+#define PENDING_SLOTS 1024u
+static void **keep;           /* open addressing set of code objects we hold */
+static uint32_t keep_count;   /* GIL held for writes */
+static void *pending[PENDING_SLOTS];
+static uint32_t pending_len;
+static int pending_lock;
+
+static uint32_t keep_slot(const void *code) {
+    uint32_t i = (uint32_t)(((uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (KEEP_SLOTS - 1);
+    while (keep[i] != NULL && keep[i] != code) i = (i + 1) & (KEEP_SLOTS - 1);
+    return i;
+}
+
+int lp_memhooks_code_kept(const void *code) {
+    if (keep == NULL || code == NULL) return 0;
+    return keep[keep_slot(code)] == code;
+}
+
+static void keep_code(void *code) { /* GIL held */
+    uint32_t i = keep_slot(code);
+    if (keep[i] == code || keep_count >= KEEP_SLOTS / 4 * 3) return;
+    Py_INCREF((PyObject *)code);
+    keep[i] = code;
+    keep_count++;
+}
+
+static void spin_lock(int *l) {
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+void lp_memhooks_keep_pending(void) { /* GIL held */
+    void *todo[PENDING_SLOTS];
+    spin_lock(&pending_lock);
+    uint32_t n = pending_len;
+    memcpy(todo, pending, n * sizeof(void *));
+    pending_len = 0;
+    spin_unlock(&pending_lock);
+    /* the owning thread may have dropped them since: check before touching */
+    for (uint32_t i = 0; i < n; i++)
+        if (!lp_memhooks_code_kept(todo[i]) && lp_pyframes_is_code(todo[i], lp_pyframes_safe_read))
+            keep_code(todo[i]);
+}
+
+static void keep_frames(const lp_rawframe *f, int n, int gil) {
+    if (keep == NULL) return;
+    if (gil) {
+        for (int i = 0; i < n; i++)
+            if (f[i].code) keep_code(f[i].code);
+        if (__atomic_load_n(&pending_len, __ATOMIC_RELAXED)) lp_memhooks_keep_pending();
+        return;
+    }
+    spin_lock(&pending_lock);
+    for (int i = 0; i < n && pending_len < PENDING_SLOTS; i++)
+        if (f[i].code && !lp_memhooks_code_kept(f[i].code)) pending[pending_len++] = f[i].code;
+    spin_unlock(&pending_lock);
+}
+
+/* ---- attribution -------------------------------------------------------- */
+
+/* Captures the calling thread's stack and charges the sample to it. Returns
+ * the stack id + 1 (0 is reserved for "not attributed"). */
+static uint32_t attribute(uint64_t size, double weight, int python, uint64_t t) {
+    PyThreadState *ts = PyGILState_GetThisThreadState();
+    lp_rawframe buf[LP_MEM_MAX_DEPTH];
+    int n = 0, truncated = 0;
+    uint64_t key = 0;
+    if (ts != NULL) {
+        n = lp_pyframes_capture(ts, buf, LP_MEM_MAX_DEPTH, &truncated, NULL);
+        if (n < 0) n = 0;
+        key = lp_pyframes_thread_key(ts);
+        keep_frames(buf, n, python || lp_pyframes_holds_gil(ts, NULL) == 1);
+    }
+    uint32_t id = lp_agg_intern(key, buf, (size_t)n, truncated) + 1;
+    lp_memacct_alloc(&account, id, weight, size, python, t);
+    return id;
+}
+
+static uint32_t shim_on_alloc(uint64_t addr, uint64_t size, double weight, uint32_t kind, uint64_t t) {
+    (void)addr; (void)kind;
+    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return 0;
+    return attribute(size, weight, 0, t);
+}
+
+static void shim_on_free(const lp_shim_block *b, uint64_t t) {
+    if (b->stack != 0 && __atomic_load_n(&enabled, __ATOMIC_ACQUIRE))
+        lp_memacct_free(&account, b->stack, b->weight, t);
+}
+
+static const lp_shim_hooks shim_hooks = {LP_SHIM_ABI, sizeof(lp_shim_hooks), shim_on_alloc,
+                                         shim_on_free};
+
+static void sampled(void *p, size_t size, int python) {
+    uint64_t mean = __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED);
+    if (LP_UNLIKELY(tls_sampler.rng == 0)) {
+        lp_memsample_init(&tls_sampler, mean, (uint64_t)(uintptr_t)&tls_sampler ^ now_ns());
+        if (!lp_memsample_step(&tls_sampler, size)) return;
+    }
+    tls_sampler.mean = mean;
+    lp_memsample_redraw(&tls_sampler);
+    int prev = lp_memhooks_guard_enter();
+    lp_live_block b;
+    memset(&b, 0, sizeof b);
+    b.addr = (uintptr_t)p;
+    b.size = size;
+    b.weight = lp_memsample_weight(size, mean);
+    b.t_ns = now_ns();
+    b.kind = python ? LP_MEM_PYTHON : LP_MEM_NATIVE;
+    b.stack = attribute(size, b.weight, python, b.t_ns);
+    lp_live_block old;
+    if (lp_livemem_insert(&live, &b, &old) == 2) lp_memacct_free(&account, old.stack, old.weight, b.t_ns);
+    lp_memhooks_guard_leave(prev);
+}
+
+static inline void after_alloc(void *p, size_t size, int python) {
+    if (LP_LIKELY(!lp_memsample_step(&tls_sampler, size))) return;
+    if (__atomic_load_n(&enabled, __ATOMIC_RELAXED)) sampled(p, size, python);
+}
+
+static void forget(void *p) {
+    lp_live_block b;
+    if (lp_livemem_remove(&live, (uintptr_t)p, &b)) lp_memacct_free(&account, b.stack, b.weight, now_ns());
+}
+
+/* ---- the PyMem wrappers ------------------------------------------------- */
+
+static void *h_malloc(void *ctx, size_t n) {
+    hook_domain *d = ctx;
+    int prev = lp_memhooks_guard_enter();
+    void *p = d->orig.malloc(d->orig.ctx, n);
+    lp_memhooks_guard_leave(prev);
+    if (p != NULL && !prev) after_alloc(p, n ? n : 1, d->python);
+    return p;
+}
+
+static void *h_calloc(void *ctx, size_t nelem, size_t elsize) {
+    hook_domain *d = ctx;
+    int prev = lp_memhooks_guard_enter();
+    void *p = d->orig.calloc(d->orig.ctx, nelem, elsize);
+    lp_memhooks_guard_leave(prev);
+    if (p != NULL && !prev) {
+        size_t n = nelem * elsize; /* cannot overflow: the allocation succeeded */
+        after_alloc(p, n ? n : 1, d->python);
+    }
+    return p;
+}
+
+static void *h_realloc(void *ctx, void *p, size_t n) {
+    hook_domain *d = ctx;
+    lp_live_block old;
+    int had = p != NULL && lp_livemem_maybe(&live, p) && lp_livemem_remove(&live, (uintptr_t)p, &old);
+    int prev = lp_memhooks_guard_enter();
+    void *q = d->orig.realloc(d->orig.ctx, p, n);
+    lp_memhooks_guard_leave(prev);
+    if (q == NULL) {
+        if (had) lp_livemem_insert(&live, &old, NULL);
+        return NULL;
+    }
+    if (had) lp_memacct_free(&account, old.stack, old.weight, now_ns());
+    if (!prev) after_alloc(q, n ? n : 1, d->python);
+    return q;
+}
+
+static void h_free(void *ctx, void *p) {
+    hook_domain *d = ctx;
+    if (p != NULL && LP_UNLIKELY(lp_livemem_maybe(&live, p))) forget(p);
+    int prev = lp_memhooks_guard_enter();
+    d->orig.free(d->orig.ctx, p);
+    lp_memhooks_guard_leave(prev);
+}
+
+static void install(hook_domain *d, PyMemAllocatorDomain dom, int python) {
+    d->domain = dom;
+    d->python = python;
+    PyMem_GetAllocator(dom, &d->orig);
+    d->mine.ctx = d;
+    d->mine.malloc = h_malloc;
+    d->mine.calloc = h_calloc;
+    d->mine.realloc = h_realloc;
+    d->mine.free = h_free;
+    PyMem_SetAllocator(dom, &d->mine);
+    d->installed = 1;
+}
+
+static void uninstall(hook_domain *d) {
+    if (!d->installed) return;
+    PyMemAllocatorEx cur;
+    PyMem_GetAllocator(d->domain, &cur);
+    /* only when nobody wrapped us since; otherwise stay as a pass-through */
+    if (cur.ctx == d && cur.malloc == h_malloc) {
+        PyMem_SetAllocator(d->domain, &d->orig);
+        d->installed = 0;
+    }
+}
+
+/* ---- fork: no lock may be held across fork() ---------------------------- */
+
+static void before_fork(void) {
+    lp_memacct_lock(&account);
+    lp_livemem_lock(&live);
+}
+static void after_fork(void) {
+    lp_livemem_unlock(&live);
+    lp_memacct_unlock(&account);
+}
+
+static void at_exit(void) { lp_memhooks_stop(); }
+
+static int ensure_tables(void) {
+    if (tables_ready) return 0;
+    if (lp_agg_init() < 0 || lp_livemem_init(&live, 18) < 0 ||
+        lp_memacct_init(&account, (1u << 20) + 2, now_ns()) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    keep = mmap(NULL, KEEP_SLOTS * sizeof(void *), PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (keep == MAP_FAILED) keep = NULL;
+    lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
+    const lp_shim_api *api = get ? get() : NULL;
+    if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) shim = api;
+    pthread_atfork(before_fork, after_fork, after_fork);
+    Py_AtExit(at_exit);
+    tables_ready = 1;
+    return 0;
+}
+
+int lp_memhooks_start(uint64_t sample_bytes) {
+    if (ensure_tables() < 0) return -1;
+    lp_memhooks_stop();
+    __atomic_store_n(&mean_bytes, sample_bytes ? sample_bytes : 1, __ATOMIC_RELAXED);
+    /* the account is rebuilt from scratch; blocks sampled before stay unknown */
+    int prev = lp_memhooks_guard_enter();
+    lp_livemem_clear(&live);
+    lp_memacct_destroy(&account);
+    int rc = lp_memacct_init(&account, (1u << 20) + 2, now_ns());
+    lp_memhooks_guard_leave(prev);
+    if (rc < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    tls_sampler.rng = 0;
+    if (!domains[1].installed) install(&domains[1], PYMEM_DOMAIN_MEM, 1);
+    if (!domains[2].installed) install(&domains[2], PYMEM_DOMAIN_OBJ, 1);
+    /* RAW is plain malloc: the shim sees it; without the shim, hook it */
+    if (!shim && !domains[0].installed) install(&domains[0], PYMEM_DOMAIN_RAW, 0);
+    if (shim) {
+        shim->set_sample_bytes(sample_bytes);
+        if (shim->set_hooks(&shim_hooks) != 0) shim = NULL;
+    }
+    __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void lp_memhooks_stop(void) {
+    if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return;
+    __atomic_store_n(&enabled, 0, __ATOMIC_RELEASE);
+    if (shim) shim->set_hooks(NULL);
+    for (int i = 0; i < 3; i++) uninstall(&domains[i]);
+    lp_memacct_mark(&account, now_ns());
+}
+
+int lp_memhooks_running(void) { return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE); }
+
+const lp_shim_api *lp_memhooks_shim(void) {
+    if (!tables_ready) {
+        lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
+        const lp_shim_api *api = get ? get() : NULL;
+        return api && api->abi == LP_SHIM_ABI ? api : NULL;
+    }
+    return shim;
+}
+
+lp_memacct *lp_memhooks_acct(void) { return &account; }
+lp_livemem *lp_memhooks_live(void) { return &live; }
+uint64_t lp_memhooks_sample_bytes(void) { return __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED); }
