@@ -171,6 +171,22 @@ def test_add_code_while_enabled(tracer):
     assert hits_of(late_added) == {}
 
 
+def enables_inside():
+    L.tracer_enable()
+    x = 1
+    y = 2
+    return x + y
+
+
+def test_enable_inside_running_function(tracer):
+    """A frame already running when tracing starts is adopted at its next line."""
+    traced(enables_inside)
+    assert enables_inside() == 3
+    tracer.tracer_disable()
+    assert hits_of(enables_inside) == {2: 1, 3: 1, 4: 1}
+    assert stats_of(enables_inside)[1] > 0
+
+
 # --- generators and coroutines -----------------------------------------------
 
 def gen(n):
