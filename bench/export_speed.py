@@ -43,7 +43,7 @@ def main(outdir):
         path = os.path.join(outdir, "synthetic." + fmt)
         t0 = time.perf_counter()
         try:
-            stacks.export(prof, fmt, "samples", path)
+            stacks.export(prof, fmt, "cpu", path)
         except Exception as e:      # report, do not crash the benchmark
             out[fmt] = {"error": f"{type(e).__name__}: {e}"[:90]}
             continue

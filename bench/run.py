@@ -163,7 +163,7 @@ def main():
         (h, rows), t = export_section(max(1, min(3, repeats)), log)
         targets += t
         md += ["## 4. Export speed", "",
-               "`lprof.stacks.export(profile, fmt, \"samples\", path)` on a synthetic profile "
+               "`lprof.stacks.export(profile, fmt, \"cpu\", path)` on a synthetic profile "
                "of 1,000,000 unfolded samples over 20,000 distinct stacks (depth 3-40, "
                "3,000 frames); time of the call only, median of up to 3 processes.", "",
                table(h, rows), ""]
