@@ -58,6 +58,7 @@ static struct {
     uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring;   /* producer: wall thread */
     uintptr_t interp_lo, interp_hi;
+    uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault */
     pthread_t wall_thread;
     int wall_running;
     uint64_t signals, dropped_reads, truncated, wall_reads;
@@ -119,6 +120,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     if (lp_pyframes_holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
     if (pc >= S.interp_lo && pc < S.interp_hi) flags |= LP_SF_IN_INTERP;
     if (after_syscall(pc)) flags |= LP_SF_SYSCALL;
+    if (pc >= S.eval_lo && pc < S.eval_hi) flags |= LP_SF_IN_EVAL;
     int truncated = 0;
     int n = lp_pyframes_capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, rd);
     if (truncated) {
@@ -237,6 +239,13 @@ static int setup_memory(void) {
                  LP_SAMPLER_RING_BYTES);
     uintptr_t probe = (uintptr_t)(void *)&PyEval_EvalCode;
     dl_iterate_phdr(find_text_segment, &probe);
+    void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        S.eval_lo = (uintptr_t)eval;
+        S.eval_hi = S.eval_lo + sym->st_size;
+    }
     return 0;
 }
 

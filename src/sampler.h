@@ -25,6 +25,7 @@ typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 #define LP_SF_SYSCALL 4u       /* PC right after a syscall instruction */
 #define LP_SF_DETACHED 8u      /* wall mode: read from the sampler thread */
 #define LP_SF_TRUNCATED 16u    /* root-side frames were dropped */
+#define LP_SF_IN_EVAL 32u      /* PC inside _PyEval_EvalFrameDefault itself */
 
 /* One sample as the drain sees it. */
 typedef struct {

@@ -1,0 +1,163 @@
+"""Scalene-style listing of a sampled profile: per file, source lines with
+CPU % (Python / native / system), wall % and seconds, plus a per-function
+summary. Time in library code is charged to the innermost frame whose file
+passes the filter (the user's calling line)."""
+import linecache
+import os
+import sysconfig
+import tokenize
+
+_COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
+
+
+def _library_dirs():
+    dirs = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(os.path.realpath(p))
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    dirs.add(here)  # lprof itself
+    return tuple(sorted(dirs))
+
+
+def _make_filter(profile_only, profile_all):
+    if isinstance(profile_only, str):
+        profile_only = [p for p in profile_only.split(",") if p]
+    libs = _library_dirs()
+
+    def accept(path):
+        if not path or path.startswith("<"):
+            return False
+        if profile_all:
+            return True
+        if profile_only:
+            return any(p in path for p in profile_only)
+        real = os.path.realpath(path)
+        if "site-packages" in real or "dist-packages" in real:
+            return False
+        return not any(real == d or real.startswith(d + os.sep) for d in libs)
+    return accept
+
+
+def _read_source(path):
+    try:
+        with tokenize.open(path) as fh:
+            return fh.read().splitlines()
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        lines = linecache.getlines(path)
+        return [ln.rstrip("\n") for ln in lines] if lines else None
+
+
+def _charge(profile, accept, thread=None):
+    st = profile.get("stacks") or {}
+    frames = st.get("frames", [])
+    lines, funcs = {}, {}
+    for ids, th, m in st.get("stacks", []):
+        if thread is not None and str(th) != str(thread):
+            continue
+        vals = [m.get(c, 0.0) for c in _COLS]
+        if not any(vals):
+            continue
+        chosen = None
+        for fid in reversed(ids):  # leaf first
+            if accept(frames[fid][0]):
+                chosen = frames[fid]
+                break
+        if chosen is None:
+            continue
+        key = (chosen[0], chosen[3])
+        row = lines.setdefault(key, [0.0] * 4)
+        frow = funcs.setdefault((chosen[0], chosen[1], chosen[2]), [0.0] * 4)
+        for i, v in enumerate(vals):
+            row[i] += v
+            frow[i] += v
+    return lines, funcs
+
+
+def _fmt_pct(v, total):
+    if not total or not v:
+        return ""
+    return f"{100.0 * v / total:5.1f}%"
+
+
+def _render_one(profile, accept, reduced, threshold_pct, thread=None):
+    samp = profile.get("sampling") or {}
+    mode = samp.get("mode", "cpu")
+    lines, funcs = _charge(profile, accept, thread)
+    cpu_total = sum(sum(v[:3]) for v in lines.values())
+    wall_total = sum(v[3] for v in lines.values())
+    main_total = wall_total if mode == "wall" else cpu_total
+    out = []
+    if not lines:
+        out.append("(no samples in the selected files)")
+        return out
+    by_file = {}
+    for (path, ln), v in lines.items():
+        by_file.setdefault(path, {})[ln] = v
+    hdr = f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7} {'wall%':>7} {'time(s)':>9}  source"
+
+    def main_value(v):
+        return v[3] if mode == "wall" else sum(v[:3])
+
+    def pct_of_main(v):
+        return 100.0 * main_value(v) / main_total if main_total else 0.0
+
+    files = sorted(by_file, key=lambda p: -sum(main_value(v) for v in by_file[p].values()))
+    for path in files:
+        file_lines = by_file[path]
+        ftime = sum(main_value(v) for v in file_lines.values())
+        out.append("")
+        out.append(f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
+                   f" of {mode} time)")
+        src = _read_source(path)
+        if src is None:
+            out.append("  (source not available)")
+        out.append(hdr)
+        if reduced:
+            shown = sorted(ln for ln, v in file_lines.items() if pct_of_main(v) >= threshold_pct)
+        else:
+            shown = list(range(1, (len(src) if src else 0) + 1))
+            shown = sorted(set(shown) | set(file_lines))
+        for ln in shown:
+            v = file_lines.get(ln, [0.0] * 4)
+            text = src[ln - 1] if src and 0 < ln <= len(src) else ""
+            secs = main_value(v)
+            out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
+                       f"{_fmt_pct(v[2], cpu_total):>7} {_fmt_pct(v[3], wall_total):>7} "
+                       f"{(f'{secs:.3f}' if secs else ''):>9}  {text}")
+        fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
+        if fl:
+            out.append(f"  function summary:")
+            for (p, func, first), v in fl:
+                if reduced and pct_of_main(v) < threshold_pct:
+                    continue
+                out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
+                           f"{_fmt_pct(v[2], cpu_total):>7} {_fmt_pct(v[3], wall_total):>7} "
+                           f"{main_value(v):>9.3f}  {func}")
+    return out
+
+
+def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0, per_thread=False):
+    samp = profile.get("sampling") or {}
+    accept = _make_filter(profile_only, profile_all)
+    head = (f"lprof sampling ({samp.get('mode', 'cpu')} mode, {samp.get('rate_hz_requested', 0):g} Hz requested, "
+            f"{samp.get('rate_hz_effective', 0):.0f} Hz effective, signal {samp.get('signal')}): "
+            f"{samp.get('samples', 0)} samples, CPU {samp.get('cpu_total_s', 0.0):.3f} s, "
+            f"wall {samp.get('wall_total_s', 0.0):.3f} s")
+    extra = []
+    if samp.get("dropped"):
+        extra.append(f"{samp['dropped']} samples dropped")
+    if samp.get("truncated"):
+        extra.append(f"{samp['truncated']} stacks truncated")
+    out = [head + (" [" + ", ".join(extra) + "]" if extra else "")]
+    if per_thread:
+        threads = samp.get("threads", {})
+        seen = sorted({str(t) for _i, t, _m in (profile.get("stacks") or {}).get("stacks", [])})
+        for t in seen:
+            out.append("")
+            out.append(f"== thread {threads.get(t, t)} ({t})")
+            out.extend(_render_one(profile, accept, reduced, threshold_pct, thread=t))
+    else:
+        out.extend(_render_one(profile, accept, reduced, threshold_pct))
+    return "\n".join(out) + "\n"

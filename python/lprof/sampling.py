@@ -1,0 +1,266 @@
+"""Whole-program sampling: CPU or wall time per Python line and stack.
+
+The C sampler (src/pysampler_signal.c) takes samples from a signal handler
+into per-thread rings; a background drain thread moves them into the shared
+stack table every 100 ms (and at stop). Design: docs/design-sampler.md.
+"""
+import contextlib
+import os
+import signal as _signal
+import sys
+import threading
+import time
+
+from . import _lprof
+
+SAMPLING_METRICS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "samples")
+_DRAIN_PERIOD_S = 0.1
+
+
+def _call_opcodes():
+    import opcode
+    return bytes(sorted(v for k, v in opcode.opmap.items() if "CALL" in k and v < 256))
+
+
+def _parse_signal(spec):
+    """'SIGPROF', 'PROF', 'SIGRTMIN+3', '27' -> signal number."""
+    if spec is None:
+        return None
+    if isinstance(spec, int):
+        return spec
+    s = str(spec).strip().upper()
+    if s.isdigit():
+        return int(s)
+    if not s.startswith("SIG"):
+        s = "SIG" + s
+    if s.startswith("SIGRTMIN"):
+        rest = s[len("SIGRTMIN"):]
+        return _signal.SIGRTMIN + (int(rest) if rest else 0)
+    try:
+        return int(getattr(_signal, s))
+    except AttributeError:
+        raise ValueError(f"unknown signal {spec!r}") from None
+
+
+def _signal_name(signo):
+    try:
+        return _signal.Signals(signo).name
+    except ValueError:
+        if _signal.SIGRTMIN <= signo <= _signal.SIGRTMAX:
+            return f"SIGRTMIN+{signo - _signal.SIGRTMIN}"
+        return str(signo)
+
+
+_active = None  # the running collector (one per process)
+_patched = False
+_orig_bootstrap_inner = None
+
+
+def _install_thread_hook():
+    """Threads started while sampling register themselves (and unregister)."""
+    global _patched, _orig_bootstrap_inner
+    if _patched:
+        return
+    _orig_bootstrap_inner = threading.Thread._bootstrap_inner
+
+    def _bootstrap_inner(self):
+        col = _active
+        registered = False
+        if col is not None and not getattr(self, "_lprof_internal", False):
+            registered = col._register_current(self)
+        try:
+            _orig_bootstrap_inner(self)
+        finally:
+            if registered:
+                _lprof.sampler_unregister_current()
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+    _patched = True
+
+
+class SamplingCollector:
+    """Samples every Python thread of this process; section "sampling"."""
+
+    def __init__(self, mode="cpu", rate_hz=100, signal=None):
+        if mode not in ("cpu", "wall"):
+            raise ValueError("mode must be 'cpu' or 'wall'")
+        if not rate_hz or rate_hz <= 0:
+            raise ValueError("rate_hz must be positive")
+        self.mode = mode
+        self.rate_hz = float(rate_hz)
+        spec = signal if signal is not None else os.environ.get("LPROF_SIGNAL") or None
+        self._signo = _parse_signal(spec)
+        self._running = False
+        self._stopped = False
+        self._drainer = None
+        self._stop_event = threading.Event()
+        self._threads = {}
+        self._t0 = self._t1 = None
+        self._cpu0 = self._cpu1 = None
+        self._pid = None
+
+    # -- life cycle --
+    def start(self):
+        global _active
+        if self._running:
+            return
+        if _active is not None:
+            raise RuntimeError("lprof: sampling is already running in this process")
+        if self._signo is None:
+            self._signo = _lprof.sampler_default_signal()
+        _lprof.sampler_set_call_opcodes(_call_opcodes())
+        _lprof.sampler_start(self.mode, self.rate_hz, self._signo)
+        _active = self
+        self._running = True
+        self._pid = os.getpid()
+        self._t0 = time.perf_counter()
+        self._cpu0 = time.process_time()
+        _install_thread_hook()
+        me = threading.current_thread()
+        self._register_current(me)
+        others = [(t.ident, getattr(t, "native_id", 0) or 0) for t in threading.enumerate()
+                  if t is not me and t.ident is not None and not getattr(t, "_lprof_internal", False)]
+        for t in threading.enumerate():
+            if t is not me and t.ident is not None:
+                self._threads[t.ident] = t.name
+        if others:
+            _lprof.sampler_register_threads(others)
+        self._stop_event.clear()
+        self._drainer = threading.Thread(target=self._drain_loop, name="lprof-drain", daemon=True)
+        self._drainer._lprof_internal = True
+        self._drainer.start()
+
+    def _register_current(self, thread):
+        self._threads[threading.get_ident()] = thread.name
+        return _lprof.sampler_register_current()
+
+    def _drain_loop(self):
+        while not self._stop_event.wait(_DRAIN_PERIOD_S):
+            try:
+                _lprof.sampler_drain()
+            except Exception:  # never break the program for the profiler
+                pass
+
+    def _after_fork_child(self):
+        # The C side disabled itself in the child (pthread_atfork); forget
+        # the parent's drain thread so stop() in the child is a clean no-op.
+        global _active
+        self._running = False
+        self._stopped = True
+        self._drainer = None
+        _active = None
+
+    def stop(self):
+        global _active
+        if not self._running:
+            return
+        self._running = False
+        self._stopped = True
+        self._t1 = time.perf_counter()
+        self._cpu1 = time.process_time()
+        self._stop_event.set()
+        if self._drainer is not None and self._drainer is not threading.current_thread():
+            self._drainer.join(timeout=5)
+        self._drainer = None
+        _lprof.sampler_stop()
+        self._stats = _lprof.sampler_stats()
+        if _active is self:
+            _active = None
+
+    # -- results --
+    def snapshot(self):
+        if self._running:
+            _lprof.sampler_drain()
+        stats = self._stats if self._stopped and hasattr(self, "_stats") else _lprof.sampler_stats()
+        from .stacks import stacks_section
+        stacks = stacks_section(SAMPLING_METRICS)
+        t1 = self._t1 if self._t1 is not None else time.perf_counter()
+        duration = (t1 - self._t0) if self._t0 is not None else 0.0
+        lines = {}
+        totals = [0.0] * 5
+        frames = stacks["frames"]
+        for ids, _thread, metrics in stacks["stacks"]:
+            if not ids:
+                continue
+            f = frames[ids[-1]]
+            key = (f[0], f[3], f[1])
+            row = lines.get(key)
+            if row is None:
+                row = lines[key] = [0.0] * 5
+            for i, name in enumerate(SAMPLING_METRICS):
+                v = metrics.get(name, 0)
+                row[i] += v
+                totals[i] += v
+        cpu_s = sum(totals[:3])
+        section = {
+            "mode": self.mode,
+            "rate_hz_requested": self.rate_hz,
+            "rate_hz_effective": (stats["signals"] / (cpu_s if self.mode == "cpu" else duration)
+                                  if (cpu_s if self.mode == "cpu" else duration) > 0 else 0.0),
+            "signal": _signal_name(self._signo) if self._signo else None,
+            "samples": int(totals[4]),
+            "signals": stats["signals"],
+            "dropped": stats["dropped"],
+            "truncated": stats["truncated"],
+            "stack_overflows": stats["stack_overflows"],
+            "duration_s": duration,
+            "cpu_total_s": cpu_s,
+            "wall_total_s": totals[3],
+            "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
+                              - self._cpu0) if self._cpu0 is not None else 0.0,
+            "threads": {str(k): v for k, v in self._threads.items()},
+            "lines": sorted([[k[0], k[1], k[2]] + [round(x, 9) for x in v[:4]] + [int(v[4])]
+                             for k, v in lines.items()]),
+        }
+        return {"sampling": section, "stacks": stacks}
+
+
+def _at_fork_child():
+    if _active is not None:
+        _active._after_fork_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_at_fork_child)
+
+
+# -- lprof.start() / lprof.stop() / lprof.sampling() --
+_api_collector = None
+
+
+def start(mode="cpu", rate_hz=100, signal=None):
+    """Starts sampling this process; stop() returns the profile dict."""
+    global _api_collector
+    _lprof.stacks_reset() if _api_collector is None and _active is None else None
+    _api_collector = SamplingCollector(mode=mode, rate_hz=rate_hz, signal=signal)
+    _api_collector.start()
+    return _api_collector
+
+
+def stop():
+    """Stops sampling started by start(); returns {"sampling":..., "stacks":...}."""
+    global _api_collector
+    col = _api_collector
+    if col is None:
+        return None
+    col.stop()
+    _api_collector = None
+    return col.snapshot()
+
+
+@contextlib.contextmanager
+def sampling(**kw):
+    """with sampling(mode="cpu") as result: ...; result["profile"] after the block."""
+    result = {}
+    start(**kw)
+    try:
+        yield result
+    finally:
+        result["profile"] = stop()
+
+
+def render_listing(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0,
+                   per_thread=False):
+    from .render.sampled_listing import render
+    return render(profile, reduced=reduced, profile_only=profile_only, profile_all=profile_all,
+                  threshold_pct=threshold_pct, per_thread=per_thread)

@@ -1,0 +1,108 @@
+"""Stack sections and stack exports: folded, speedscope, SVG flame graph.
+
+stacks_section(metrics) turns the C stack table into the profile's "stacks"
+section; export(profile, fmt, metric, out_path) writes one metric of a
+profile's stacks. Folding runs in C (_lprof.fold).
+"""
+import json
+
+from . import _lprof
+
+# export metric -> (stack metric columns summed, unit of the output integers)
+METRICS = {
+    "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
+    "wall": (("wall_s",), "us"),
+    "alloc": (("alloc_bytes",), "bytes"),
+    "peak": (("peak_bytes",), "bytes"),
+    "leak": (("live_bytes",), "bytes"),
+}
+FORMATS = ("folded", "speedscope", "svg")
+
+
+def _metric_table():
+    return [(name, unit) for name, unit, _merge in _lprof.metric_names()]
+
+
+def stacks_section(metrics=None):
+    """The C stack table as {"frames": [...], "stacks": [[ids, thread, {m: v}]]}.
+
+    Only the named metric columns are included (all by default) and stacks
+    where all of them are zero are left out, so that two collectors sharing
+    the table can each emit their own columns. Times are seconds."""
+    frames, rows = _lprof.stacks_snapshot()
+    table = _metric_table()
+    wanted = [(i, name, unit) for i, (name, unit) in enumerate(table)
+              if metrics is None or name in metrics]
+    out = []
+    for ids, thread, values in rows:
+        m = {}
+        for i, name, unit in wanted:
+            v = values[i]
+            if v:
+                m[name] = v * 1e-9 if unit == "ns" else v
+        if m:
+            out.append([list(ids), thread, m])
+    return {"frames": [list(f) for f in frames], "stacks": out}
+
+
+def frame_name(frame):
+    file, func, _first, line = frame[:4]
+    return f"{func} ({file}:{line})"
+
+
+def _values(profile, metric):
+    if metric not in METRICS:
+        raise ValueError(f"unknown stack metric {metric!r} (choose from {', '.join(METRICS)})")
+    cols, unit = METRICS[metric]
+    scale = 1e6 if unit == "us" else 1
+    st = profile.get("stacks") or {"frames": [], "stacks": []}
+    frames = st.get("frames", [])
+    ids_list, vals, threads = [], [], []
+    for ids, thread, m in st.get("stacks", []):
+        v = sum(m.get(c, 0) for c in cols)
+        iv = int(round(v * scale))
+        if iv > 0 and ids:
+            ids_list.append(ids)
+            vals.append(iv)
+            threads.append(thread)
+    return frames, ids_list, vals, threads, unit
+
+
+def export(profile, fmt, metric, out_path):
+    """Writes profile's stacks for `metric` (cpu, wall, alloc, peak, leak)
+    as `fmt` (folded, speedscope, svg) to out_path. ValueError for unknown
+    names."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
+    frames, ids_list, vals, threads, unit = _values(profile, metric)
+    names = [frame_name(f) for f in frames]
+    if fmt == "folded":
+        _lprof.fold(names, ids_list, vals, out_path, -1)
+    elif fmt == "svg":
+        from .render.flamegraph import write_svg
+        write_svg(names, ids_list, vals, out_path, title=f"lprof {metric}", unit=unit)
+    else:
+        _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path)
+
+
+def _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path):
+    by_thread = {}
+    for ids, v, t in zip(ids_list, vals, threads):
+        by_thread.setdefault(t, ([], []))
+        by_thread[t][0].append(list(ids))
+        by_thread[t][1].append(v)
+    thread_names = (profile.get("sampling") or {}).get("threads", {})
+    sframes = [{"name": f[1], "file": f[0], "line": f[3]} for f in frames]
+    unit_name = {"us": "microseconds", "bytes": "bytes"}[unit]
+    profiles = []
+    for t in sorted(by_thread):
+        samples, weights = by_thread[t]
+        name = thread_names.get(str(t), f"thread {t}")
+        profiles.append({"type": "sampled", "name": f"{name} ({metric})", "unit": unit_name,
+                         "startValue": 0, "endValue": sum(weights),
+                         "samples": samples, "weights": weights})
+    doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
+           "shared": {"frames": sframes}, "profiles": profiles,
+           "name": f"lprof {metric}", "activeProfileIndex": 0, "exporter": "lprof"}
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
