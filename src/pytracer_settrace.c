@@ -28,6 +28,7 @@ static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
 static PyThreadState *saved_tstate; /* the enabling thread's previous tracer */
 static Py_tracefunc saved_func;
 static PyObject *saved_obj;
+static int source_on;             /* between enable and disable */
 
 /* The resumed line of a generator/coroutine frame, or -1 for a new call. */
 static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
@@ -64,6 +65,11 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
         lp_tc_line(th, c, frame->f_lineno, t);
         break;
     case PyTrace_CALL:
+        if (LP_UNLIKELY(!source_on)) {
+            /* A thread that missed disable (it was starting up): leave. */
+            PyEval_SetTrace(NULL, NULL);
+            return 0;
+        }
         c = lp_tc_find(co);
         if (c == NULL) {
             frame->f_trace_lines = 0; /* not ours: no LINE events for it */
@@ -94,7 +100,7 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
  * trace function there and asks for no further Python-level tracing. */
 static PyObject *install_in_thread(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self; (void)args; (void)nargs;
-    PyEval_SetTrace(trace_fn, NULL);
+    PyEval_SetTrace(source_on ? trace_fn : NULL, NULL);
     Py_RETURN_NONE;
 }
 
@@ -145,11 +151,13 @@ int lp_pyt_source_enable(void) {
          ts != NULL; ts = PyThreadState_Next(ts)) {
         if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) return -1;
     }
+    source_on = 1;
     return 0;
 }
 
 int lp_pyt_source_disable(void) {
     int r = 0;
+    source_on = 0;
     PyThreadState *me = PyThreadState_Get();
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
          ts != NULL; ts = PyThreadState_Next(ts)) {
