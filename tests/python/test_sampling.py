@@ -1,0 +1,198 @@
+"""Sampler attribution on known workloads (tests/scripts/sampling_workloads.py),
+run in subprocesses; exports parsed back and checked against line totals."""
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCRIPT = os.path.join(ROOT, "tests", "scripts", "sampling_workloads.py")
+PYPATH = os.path.join(ROOT, "python")
+
+
+def marks():
+    out = {}
+    with open(SCRIPT) as fh:
+        for i, line in enumerate(fh, 1):
+            m = re.search(r"# MARK:(\w+)", line)
+            if m:
+                out[m.group(1)] = i
+    return out
+
+
+MARK = marks()
+
+
+def run(name, mode="cpu", tmp_path=None, env=None):
+    out = os.path.join(str(tmp_path), f"{name}-{mode}.json")
+    e = dict(os.environ, PYTHONPATH=PYPATH + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e.update(env or {})
+    p = subprocess.run([sys.executable, SCRIPT, name, mode, out], capture_output=True, text=True,
+                       env=e, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with open(out) as fh:
+        return json.load(fh), p.stdout
+
+
+def line_rows(snap):
+    rows = {}
+    for f, ln, func, py, nat, sys_, wall, n in snap["sampling"]["lines"]:
+        if os.path.basename(f) == "sampling_workloads.py":
+            rows[ln] = {"py": py, "native": nat, "system": sys_, "wall": wall, "cpu": py + nat + sys_, "n": n}
+    return rows
+
+
+def incl(snap, line, key="cpu"):
+    """Inclusive seconds of stacks passing through that workload line."""
+    frames = snap["stacks"]["frames"]
+    total = 0.0
+    for ids, _t, m in snap["stacks"]["stacks"]:
+        if any(frames[i][3] == line and frames[i][0].endswith("sampling_workloads.py") for i in ids):
+            if key == "cpu":
+                total += m.get("cpu_python_s", 0) + m.get("cpu_native_s", 0) + m.get("cpu_system_s", 0)
+            else:
+                total += m.get("wall_s", 0)
+    return total
+
+
+def test_two_lines_ratio(tmp_path):
+    snap, _ = run("ratio", tmp_path=tmp_path)
+    cheap, dear = incl(snap, MARK["cheap"]), incl(snap, MARK["dear"])
+    share = 100.0 * cheap / (cheap + dear)
+    # the dear line does 3x the work of the cheap one: expected 25% share
+    assert 17 <= share <= 33, (cheap, dear)
+    s = snap["sampling"]
+    assert s["mode"] == "cpu" and s["samples"] > 30
+    assert abs(s["cpu_total_s"] - s["process_cpu_s"]) < 0.35 * s["process_cpu_s"]
+
+
+def test_native_call_counted_native(tmp_path):
+    snap, _ = run("native", tmp_path=tmp_path)
+    r = line_rows(snap)[MARK["native"]]
+    assert r["native"] > 0.6 * r["cpu"], r
+
+
+def test_sleep_only_in_wall_mode(tmp_path):
+    cpu, _ = run("sleep", "cpu", tmp_path)
+    rows = line_rows(cpu)
+    assert rows.get(MARK["sleep"], {"cpu": 0})["cpu"] < 0.05
+    assert incl(cpu, MARK["spin"]) > 0.15
+    wall, _ = run("sleep", "wall", tmp_path)
+    rows = line_rows(wall)
+    assert 0.25 <= rows[MARK["sleep"]]["wall"] <= 0.6, rows
+    assert rows[MARK["sleep"]]["cpu"] < 0.05
+    assert incl(wall, MARK["spin"], "wall") > 0.15
+
+
+def test_two_threads_both_appear(tmp_path):
+    snap, _ = run("threads", tmp_path=tmp_path)
+    rows = line_rows(snap)
+    a, b = incl(snap, MARK["thread_a"]), incl(snap, MARK["thread_b"])
+    assert a > 0.2 and b > 0.2, (a, b)
+    names = set(snap["sampling"]["threads"].values())
+    assert {"worker-a", "worker-b"} <= names
+    threads = {t for _ids, t, _m in snap["stacks"]["stacks"]}
+    assert len(threads) >= 2
+
+
+def test_deep_recursion_truncated_leaf_kept(tmp_path):
+    snap, _ = run("deep", tmp_path=tmp_path)
+    assert incl(snap, MARK["deep_leaf"]) > 0.25
+    assert snap["sampling"]["truncated"] > 0
+    frames = snap["stacks"]["frames"]
+    deep = [ids for ids, _t, m in snap["stacks"]["stacks"] if m.get("cpu_python_s", 0) + m.get("cpu_native_s", 0) > 0]
+    assert any(frames[ids[0]][1] == "[truncated]" for ids in deep)
+
+
+def test_generators(tmp_path):
+    snap, _ = run("generators", tmp_path=tmp_path)
+    assert incl(snap, MARK["gen_work"]) > 0.6 * snap["sampling"]["cpu_total_s"] > 0.2
+    # the generator frame sits on top of its caller
+    frames = snap["stacks"]["frames"]
+    for ids, _t, _m in snap["stacks"]["stacks"]:
+        if frames[ids[-1]][3] == MARK["gen_work"]:
+            assert frames[ids[-2]][3] == MARK["gen_next"]
+            break
+    else:
+        pytest.fail("no sample in the generator")
+
+
+def test_program_sigalrm_keeps_working(tmp_path):
+    snap, out = run("sigalrm", tmp_path=tmp_path)
+    assert "ALARMS" in out
+    assert snap["sampling"]["samples"] > 20
+
+
+def test_fork_child_and_parent(tmp_path):
+    snap, out = run("fork", tmp_path=tmp_path)
+    assert "CHILD 0" in out
+    rows = line_rows(snap)
+    assert incl(snap, MARK["before_fork"]) > 0.1 and incl(snap, MARK["after_fork"]) > 0.1
+
+
+def test_sigprof_in_use_switches_to_rt_signal(tmp_path):
+    code = ("import signal, importlib; signal.signal(signal.SIGPROF, lambda *a: None);"
+            "s = importlib.import_module('lprof.sampling'); c = s.SamplingCollector(); c.start(); c.stop();"
+            "print(c.snapshot()['sampling']['signal'])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PYPATH))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().startswith("SIGRTMIN"), p.stdout
+    p = subprocess.run([sys.executable, "-c", code.replace("signal.signal(signal.SIGPROF, lambda *a: None);", "")],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=PYPATH, LPROF_SIGNAL="SIGRTMIN+2"))
+    assert p.stdout.strip() == "SIGRTMIN+2", p.stdout + p.stderr
+
+
+def _folded_totals(path):
+    totals = {}
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    assert lines == sorted(lines) or len(lines) < 2
+    for line in lines:
+        stack, value = line.rsplit(" ", 1)
+        leaf = stack.split(";")[-1]
+        totals[leaf] = totals.get(leaf, 0) + int(value)
+    return totals
+
+
+def test_exports_match_line_totals(tmp_path):
+    sys.path.insert(0, PYPATH)
+    from lprof import stacks
+    snap, _ = run("ratio", tmp_path=tmp_path)
+    folded = tmp_path / "p.folded"
+    stacks.export(snap, "folded", "cpu", str(folded))
+    totals = _folded_totals(folded)
+    for f, ln, func, py, nat, sys_, wall, n in snap["sampling"]["lines"]:
+        key = f"{func} ({f}:{ln})"
+        assert abs(totals.get(key, 0) - (py + nat + sys_) * 1e6) <= 2, key
+    svg = tmp_path / "p.svg"
+    stacks.export(snap, "svg", "cpu", str(svg))
+    root = ET.parse(str(svg)).getroot()
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert any("unit (" in t for t in titles) and any("w_ratio (" in t for t in titles)
+    sc = tmp_path / "p.speedscope.json"
+    stacks.export(snap, "speedscope", "cpu", str(sc))
+    doc = json.loads(sc.read_text())
+    assert doc["profiles"][0]["type"] == "sampled"
+    total = sum(sum(p["weights"]) for p in doc["profiles"])
+    assert abs(total - sum(totals.values())) <= 2
+    with pytest.raises(ValueError):
+        stacks.export(snap, "folded", "bogus", str(folded))
+    with pytest.raises(ValueError):
+        stacks.export(snap, "png", "cpu", str(folded))
+
+
+def test_listing_renders_user_lines(tmp_path):
+    sys.path.insert(0, PYPATH)
+    import importlib
+    sampling = importlib.import_module("lprof.sampling")
+    snap, _ = run("native", tmp_path=tmp_path)
+    text = sampling.render_listing(snap)
+    assert "sampling_workloads.py" in text and "sum(range(2_000_000))" in text
+    # nothing from the stdlib by default, but it shows with profile_all
+    assert "threading.py" not in text
