@@ -128,6 +128,7 @@ def print_exception(exc):
     tb = exc.__traceback__
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
         tb = tb.tb_next
+    exc.__traceback__ = tb  # the hook prints exc.__traceback__ on newer versions
     try:
         sys.excepthook(type(exc), exc, tb)
     except Exception:

@@ -1,5 +1,6 @@
 """lprof -l end to end: exact hit counts, time shares, listing, view, export."""
 import json
+import re
 
 import pytest
 
@@ -85,7 +86,8 @@ def test_listing_shape_and_view(run_lprof, write_script, tmp_path):
     assert "Timer unit: 1e-06 s" in out
     assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in out
     assert "Function: f at line 2" in out
-    assert "            x = 1" in out
+    assert re.search(r"^\s+4\s+1\s+[\d.e+-]+\s+[\d.e+-]+\s+[\d.]+      x = 1$", out, re.M), out
+    assert re.search(r"^\s+2\s+@profile$", out, re.M), out
     again = run_lprof("view", "lst.py.lprof")
     assert again.returncode == 0
     assert again.stdout.split("Total time")[1] == out.split("Total time")[1]

@@ -132,8 +132,15 @@ def _write_stacks(args, prof):
                 sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
 
 
+_interrupted = []
+
+
 def _die_by_sigint():
-    # What CPython does after an uncaught KeyboardInterrupt: exit by SIGINT.
+    # What CPython does after an uncaught KeyboardInterrupt: run the atexit
+    # handlers, then end the process by SIGINT. Registered before the program
+    # runs, so it runs after the program's own atexit handlers.
+    if not _interrupted:
+        return
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -147,6 +154,7 @@ def main(args, raw_argv):
     if args.memory:
         from .. import preload
         preload.maybe_reexec(raw_argv)
+    atexit.register(_die_by_sigint)
     target = args.module or args.script
     try:
         code = None if args.module else runner.read_script(args.script)
@@ -180,5 +188,5 @@ def main(args, raw_argv):
     _write_stacks(args, prof)
     _print_outputs(args, prof)
     if outcome.keyboard_interrupt:
-        atexit.register(_die_by_sigint)  # registered last, so it runs first: after output
+        _interrupted.append(True)
     return outcome.exit_code
