@@ -61,7 +61,7 @@ def incl(snap, line, key="cpu"):
 
 
 def test_two_lines_ratio(tmp_path):
-    snap, _ = run("ratio", tmp_path=tmp_path)
+    snap, _ = run("ratio", tmp_path=tmp_path, env={"RATE": "250"})
     cheap, dear = incl(snap, MARK["cheap"]), incl(snap, MARK["dear"])
     share = 100.0 * cheap / (cheap + dear)
     # the dear line does 3x the work of the cheap one: expected 25% share
@@ -197,3 +197,28 @@ def test_listing_renders_user_lines(tmp_path):
     assert "sampling_workloads.py" in text and "sum(range(2_000_000))" in text
     # nothing from the stdlib by default, but it shows with profile_all
     assert "threading.py" not in text
+
+
+def test_fold_one_million_samples_fast(tmp_path):
+    """Folding a big profile (200k distinct stacks, 1M samples) into a folded
+    file and an SVG stays under 2 s."""
+    import random
+    import time
+    sys.path.insert(0, PYPATH)
+    from lprof import stacks
+    rnd = random.Random(7)
+    frames = [["/src/mod%d.py" % (i % 50), "f%d" % i, i, i + 3] for i in range(3000)]
+    st = []
+    for _ in range(200000):
+        depth = rnd.randrange(5, 40)
+        st.append([[rnd.randrange(3000) for _ in range(depth)], 1, {"cpu_python_s": 5 * 0.01}])
+    prof = {"stacks": {"frames": frames, "stacks": st}}
+    t0 = time.perf_counter()
+    stacks.export(prof, "folded", "cpu", str(tmp_path / "big.folded"))
+    stacks.export(prof, "svg", "cpu", str(tmp_path / "big.svg"))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 2.0, elapsed
+    with open(tmp_path / "big.folded") as fh:
+        total = sum(int(line.rsplit(" ", 1)[1]) for line in fh)
+    assert total == 200000 * 50000
+    ET.parse(str(tmp_path / "big.svg"))
