@@ -74,6 +74,7 @@ static PyObject *py_fold(PyObject *self, PyObject *args) {
         Py_DECREF(bytes);
         if (!out) { PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_o); goto done; }
         int rc;
+        setvbuf(out, NULL, _IOFBF, 1 << 20);
         Py_BEGIN_ALLOW_THREADS
         rc = lp_folded_write(f, out);
         rc |= fclose(out);

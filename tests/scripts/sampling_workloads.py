@@ -121,6 +121,18 @@ def w_fork():
     spin(0.3)  # MARK:after_fork
 
 
+def w_dyncode():
+    # code objects created and destroyed while sampled (registry / destroy hook)
+    t0 = time.process_time()
+    k = 0
+    while time.process_time() - t0 < 0.6:
+        ns = {}
+        exec(compile("def f():\n    s = 0\n    for i in range(20000):\n        s += i\n    return s\n",
+                     "<dyn%d>" % k, "exec"), ns)
+        ns["f"]()
+        k += 1
+
+
 def main():
     name, mode, out = sys.argv[1:4]
     col = sampling.SamplingCollector(mode=mode, rate_hz=float(os.environ.get("RATE", 100)))
