@@ -30,8 +30,15 @@ static lp_livemem live;      /* PyMem-domain sampled blocks */
 static lp_memacct account;      /* rows indexed by stack id + 1; row 0 unattributed */
 static int tables_ready;
 
-static __thread lp_memsample tls_sampler;
-static __thread int tls_guard; /* used when there is no shim */
+/* Initial-exec: these are read on every PyMem call; a general-dynamic access
+ * would call __tls_get_addr each time. 40 bytes of static TLS. */
+typedef struct {
+    lp_memsample sampler;
+    int *guard;    /* the shim's guard for this thread, or &own_guard */
+    int own_guard; /* used when there is no shim */
+} hook_tls;
+static __thread hook_tls tls __attribute__((tls_model("initial-exec")));
+#define tls_sampler (tls.sampler)
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -39,17 +46,19 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static inline int *guard_slot(void) {
+    if (LP_UNLIKELY(tls.guard == NULL)) tls.guard = shim ? shim->guard_ptr() : &tls.own_guard;
+    return tls.guard;
+}
+
 int lp_memhooks_guard_enter(void) {
-    if (shim) return shim->enter();
-    int prev = tls_guard;
-    tls_guard = 1;
+    int *g = guard_slot();
+    int prev = *g;
+    *g = 1;
     return prev;
 }
 
-void lp_memhooks_guard_leave(int prev) {
-    if (shim) shim->leave(prev);
-    else tls_guard = prev;
-}
+void lp_memhooks_guard_leave(int prev) { *guard_slot() = prev; }
 
 /* ---- keeping code objects alive until their stacks are resolved -------- */
 
@@ -217,12 +226,12 @@ static void *h_realloc(void *ctx, void *p, size_t n) {
     return q;
 }
 
+/* No guard here: a free is never counted twice (the outer hook removes the
+ * block from its table first; the shim's free only finds blocks it sampled). */
 static void h_free(void *ctx, void *p) {
     hook_domain *d = ctx;
     if (p != NULL && LP_UNLIKELY(lp_livemem_maybe(&live, p))) forget(p);
-    int prev = lp_memhooks_guard_enter();
     d->orig.free(d->orig.ctx, p);
-    lp_memhooks_guard_leave(prev);
 }
 
 static void install(hook_domain *d, PyMemAllocatorDomain dom, int python) {
@@ -275,6 +284,7 @@ static int ensure_tables(void) {
     lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
     const lp_shim_api *api = get ? get() : NULL;
     if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) shim = api;
+    tls.guard = NULL; /* this thread may have cached its own guard before */
     pthread_atfork(before_fork, after_fork, after_fork);
     Py_AtExit(at_exit);
     tables_ready = 1;

@@ -79,6 +79,10 @@ typedef struct lp_shim_api {
     /* Visits every live sampled block (the table is locked: fn must not
      * allocate or free). */
     void (*foreach_live)(void (*fn)(const lp_shim_block *block, void *ctx), void *ctx);
+    /* Address of the calling thread's guard (the flag enter/leave set), so
+     * that a hook on a hot path can set it with two stores, no call. Valid for
+     * the life of the thread. */
+    int *(*guard_ptr)(void);
 } lp_shim_api;
 
 typedef const lp_shim_api *(*lp_shim_api_fn)(void);

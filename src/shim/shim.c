@@ -226,6 +226,8 @@ static int api_enter(void) {
 
 static void api_leave(int prev) { lp_shim_tls.guard = prev; }
 
+static int *api_guard_ptr(void) { return &lp_shim_tls.guard; }
+
 static void api_stats(lp_shim_stats *s) {
     memset(s, 0, sizeof *s);
     s->sampled = __atomic_load_n(&st_sampled, __ATOMIC_RELAXED);
@@ -259,6 +261,7 @@ _Static_assert(offsetof(lp_shim_block, gen) == offsetof(lp_live_block, gen), "la
 static const lp_shim_api api = {
     LP_SHIM_ABI,      sizeof(lp_shim_api), api_set_hooks, api_set_sample_bytes,
     api_enter,        api_leave,           api_stats,     api_foreach_live,
+    api_guard_ptr,
 };
 
 SHIM_EXPORT const lp_shim_api *lprof_shim_api_v1(void) { return &api; }
