@@ -17,7 +17,9 @@ def find_interpreter(version):
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates = sorted(glob.glob(os.path.join(pyenv_root, "versions", version + ".*", "bin",
                                                "python" + version)))
-    candidates = [c for c in candidates if "t/" not in c.replace(version + ".", "")]
+    # skip free-threaded builds (versions/3.13.0t): lprof needs the GIL
+    candidates = [c for c in candidates
+                  if not os.path.basename(os.path.dirname(os.path.dirname(c))).endswith("t")]
     if candidates:
         return candidates[-1]
     return shutil.which("python" + version)

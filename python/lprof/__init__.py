@@ -4,25 +4,45 @@
 unless lprof -l (or `profile.enable()`) turns tracing on."""
 __version__ = "0.1.0"
 
+import contextlib  # noqa: E402
+
 from .decorator import profile  # noqa: E402
 
 
 def start(mode="cpu", rate_hz=100):
-    """Starts whole-program sampling of this process (see lprof.sampling)."""
-    from . import sampling
-    return sampling.start(mode=mode, rate_hz=rate_hz)
+    """Starts whole-program sampling of this process (see lprof.sampler)."""
+    from . import sampler
+    return sampler.start(mode=mode, rate_hz=rate_hz)
 
 
 def stop():
     """Stops sampling started by start(); returns the profile dict."""
-    from . import sampling
-    return sampling.stop()
+    from . import sampler, session
+    snapshot = sampler.stop()
+    if snapshot is None:
+        return None
+    mode = snapshot.get("sampling", {}).get("mode", "cpu")
+    return session.merge_snapshot(session.base_profile([mode]), snapshot)
 
 
-def sampling(**kwargs):
-    """Context manager: sample the enclosed region (`with lprof.sampling(): ...`)."""
-    from . import sampling as _sampling
-    return _sampling.sampling(**kwargs)
+@contextlib.contextmanager
+def sampling(mode="cpu", rate_hz=100):
+    """Samples the enclosed region; the dict it yields gets "profile" at exit.
+
+        with lprof.sampling() as result: work()
+        print(lprof.render_listing(result["profile"]))"""
+    result = {}
+    start(mode=mode, rate_hz=rate_hz)
+    try:
+        yield result
+    finally:
+        result["profile"] = stop()
 
 
-__all__ = ["profile", "start", "stop", "sampling", "__version__"]
+def render_listing(profile, **options):
+    """The annotated listing of a sampled profile, as text."""
+    from . import sampler
+    return sampler.render_listing(profile, **options)
+
+
+__all__ = ["profile", "start", "stop", "sampling", "render_listing", "__version__"]

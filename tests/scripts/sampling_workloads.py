@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-sampling = importlib.import_module("lprof.sampling")
+sampling = importlib.import_module("lprof.sampler")
 
 
 def spin(seconds):

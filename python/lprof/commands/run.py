@@ -28,7 +28,7 @@ def _make_collectors(args):
         collectors.append(line_collector)
         modes.append("lines")
     if not args.line_by_line or args.sample:
-        from .. import sampling
+        from .. import sampler as sampling
         mode = "wall" if args.wall else "cpu"
         collectors.append(sampling.SamplingCollector(mode=mode, rate_hz=args.rate,
                                                      signal=args.signal))
@@ -104,7 +104,7 @@ def _print_outputs(args, prof):
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                 summarize=args.summarize))
     if "sampling" in prof and not args.quiet:
-        from .. import sampling
+        from .. import sampler as sampling
         out.append(sampling.render_listing(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,
