@@ -60,3 +60,34 @@ def _append_stacks(into, more):
         remap.append(index[key])
     for ids, thread, metrics in more.get("stacks", []):
         into["stacks"].append([[remap[i] for i in ids], thread, metrics])
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def strip_launcher_frames(profile):
+    """Drops lprof's own frames (and runpy's above them) from the root of every stack.
+
+    Stacks sampled under the lprof command start with runpy, lprof's CLI and
+    runner; the program's stacks begin below the last lprof frame. Stacks that
+    become equal are merged (metrics summed)."""
+    stacks = profile.get("stacks")
+    if not stacks:
+        return profile
+    frames = stacks["frames"]
+    own = [f[0].startswith(_PACKAGE_DIR) for f in frames]
+    merged = {}
+    for ids, thread, metrics in stacks["stacks"]:
+        cut = 0
+        for i, fid in enumerate(ids):
+            if own[fid]:
+                cut = i + 1
+        key = (tuple(ids[cut:]), thread)
+        if key in merged:
+            into = merged[key]
+            for name, value in metrics.items():
+                into[name] = into.get(name, 0) + value
+        else:
+            merged[key] = dict(metrics)
+    stacks["stacks"] = [[list(ids), thread, m] for (ids, thread), m in merged.items() if ids]
+    return profile

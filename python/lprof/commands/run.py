@@ -83,7 +83,7 @@ class _Run:
         prof["meta"]["exit_code"] = exit_code
         for c in self.collectors:
             session.merge_snapshot(prof, c.snapshot())
-        return prof
+        return session.strip_launcher_frames(prof)
 
     def save(self, prof):
         with self.lock:

@@ -1,0 +1,83 @@
+"""Sampling through the lprof command: stacks start at the program, exports, API."""
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+from conftest import lprof_env
+
+BUSY = """
+    def spin(n):
+        t = 0
+        for i in range(n):
+            t += i % 7
+        return t
+
+    def main():
+        return spin(2_000_000)
+
+    main()
+"""
+
+
+def test_stacks_begin_at_the_program(run_lprof, write_script, tmp_path):
+    write_script("busy.py", BUSY)
+    result = run_lprof("-q", "--stacks", "out.folded", "busy.py")
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "out.folded").read_text().splitlines()
+    assert lines
+    for line in lines:
+        stack, value = line.rsplit(" ", 1)
+        assert int(value) > 0
+        assert stack.startswith("<module> (") and "busy.py:" in stack.split(";")[0], line
+        assert "lprof" not in stack.replace("busy.py", "")
+    assert any("spin (" in ln for ln in lines)
+
+
+def test_view_and_exports_of_sampled_profile(run_lprof, write_script, tmp_path):
+    write_script("busy.py", BUSY)
+    assert run_lprof("-q", "busy.py").returncode == 0
+    view = run_lprof("view", "busy.py.lprof")
+    assert view.returncode == 0 and "busy.py" in view.stdout
+    for fmt, out in (("folded", "o.folded"), ("speedscope", "o.json"), ("svg", "o.svg"),
+                     ("json", "full.json")):
+        r = run_lprof("export", "busy.py.lprof", "--format", fmt, "-o", out)
+        assert r.returncode == 0, r.stderr
+    ET.parse(tmp_path / "o.svg")
+    speedscope = json.loads((tmp_path / "o.json").read_text())
+    assert "profiles" in speedscope and speedscope["shared"]["frames"]
+    full = json.loads((tmp_path / "full.json").read_text())
+    lines = full["sampling"]["lines"]
+    assert lines and {"file", "line", "cpu_python_s", "cpu_native_s", "wall_s"} <= set(lines[0])
+    bad = run_lprof("export", "busy.py.lprof", "--format", "folded", "--metric", "nope")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_wall_mode_sees_sleep(run_lprof, write_script, tmp_path):
+    write_script("sl.py", "import time\ntime.sleep(0.6)\n")
+    r = run_lprof("--wall", "-o", "w.lprof", "sl.py")
+    assert r.returncode == 0, r.stderr
+    exported = run_lprof("export", "w.lprof", "--format", "json", "-o", "-")
+    data = json.loads(exported.stdout)
+    wall = sum(row["wall_s"] for row in data["sampling"]["lines"] if row["line"] == 2)
+    assert 0.4 <= wall <= 0.9
+
+
+def test_sampling_context_manager_api(tmp_path):
+    code = (
+        "import lprof\n"
+        "def spin():\n"
+        "    t = 0\n"
+        "    for i in range(3_000_000):\n"
+        "        t += i\n"
+        "with lprof.sampling() as result:\n"
+        "    spin()\n"
+        "prof = result['profile']\n"
+        "assert 'sampling' in prof, prof.keys()\n"
+        "print(sum(r[3] + r[4] for r in prof['sampling']['lines'] if r[2] == 'spin') > 0.05)\n"
+        "print('spin' in lprof.render_listing(prof, profile_all=True))\n")
+    (tmp_path / "api.py").write_text(code)
+    r = subprocess.run([sys.executable, "api.py"], cwd=tmp_path, env=lprof_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]
