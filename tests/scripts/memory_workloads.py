@@ -44,8 +44,12 @@ def case_objects():
     return objs, sum(sys.getsizeof(o) for o in objs) + sys.getsizeof(objs)
 
 
+BARRIER = threading.Barrier(4)
+
+
 def worker():
     import numpy as np
+    BARRIER.wait()  # all alive at once: distinct thread ids
     for _ in range(20):
         a = np.zeros(5 * MB // 8)  # THREAD
         a[::512] = 1

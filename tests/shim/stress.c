@@ -153,9 +153,13 @@ int main(void) {
 
     /* a large anonymous mapping is seen and forgotten */
     void *m = mmap(NULL, 8u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    double freed_before = est_freed; lp_shim_stats s0; api->stats(&s0); fprintf(stderr, "mmaps=%llu m=%p\n", (unsigned long long)s0.mmaps_tracked, m);
+    double freed_before = est_freed;
     munmap(m, 8u << 20);
-    if (est_freed - freed_before < (double)(8u << 20)) fail("mmap not sampled or munmap not seen");
+    /* glibc declares munmap __leaf__: without this the compiler may assume it
+     * cannot call back into this file (on_free) and reuse est_freed */
+    __asm__ __volatile__("" ::: "memory");
+    /* tolerance: the running sums are large doubles */
+    if (est_freed - freed_before < 0.999 * (double)(8u << 20)) fail("mmap not sampled or munmap not seen");
 
     int fork_ok = fork_test();
     api->set_hooks(NULL);
