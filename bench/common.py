@@ -1,6 +1,8 @@
 """Process running, alternating repeats and small statistics for the benchmarks."""
+import collections
 import os
 import re
+import resource
 import statistics
 import subprocess
 import time
@@ -53,8 +55,17 @@ def clean(text):
     return re.sub(r" \((/|<)[^)]*\)?", "", text).replace("|", "/")
 
 
+Run = collections.namedtuple("Run", "wall stdout stderr cpu")
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):
-    """Run argv, return (wall seconds, stdout text). Raises Failed on error."""
+    """Run argv; return Run(wall s, stdout, stderr, cpu s of it and its children).
+    Raises Failed on error."""
     env = dict(os.environ)
     env.update(BASE_ENV)
     if env_extra:
@@ -64,10 +75,12 @@ def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):
             env[k] = v
     out = open(stdout_path, "w") if stdout_path else subprocess.PIPE
     try:
+        c0 = _children_cpu()
         t0 = time.perf_counter()
         p = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.PIPE,
                            text=True, timeout=timeout, cwd=cwd or SCRATCH)
         wall = time.perf_counter() - t0
+        cpu = _children_cpu() - c0
     except subprocess.TimeoutExpired:
         raise Failed(f"timed out after {timeout} s")
     except OSError as e:
@@ -77,7 +90,7 @@ def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):
             out.close()
     if p.returncode != 0:
         raise Failed(f"exit {p.returncode}: {short_reason(p.stderr)}")
-    return wall, (p.stdout if not stdout_path else ""), p.stderr
+    return Run(wall, (p.stdout if not stdout_path else ""), p.stderr, cpu)
 
 
 def alternate(tools, repeats, one_run):

@@ -39,7 +39,8 @@ def profile_once(tool, script, args, base):
         lines = {no: {"alloc_mb": v["alloc_bytes"] / 1e6, "peak_mb": v["peak_bytes"] / 1e6}
                  for no, v in raw.items()}
     elif tool == "memory_profiler":
-        wall, stdout, _ = run_timed(peers.mprof_cmd(script, args), env_extra=env)
+        r = run_timed(peers.mprof_cmd(script, args), env_extra=env)
+        wall, stdout = r.wall, r.stdout
         lines = peers.mprof_lines(stdout)
         leaks, peaks = [], sorted(lines, key=lambda no: -lines[no]["incr_mb"])
     else:

@@ -36,7 +36,7 @@ def read_truth(path):
 
 
 def profile_once(tool, script, args, mode, base, rate=None):
-    """Run one profiled process; return (wall s, {lineno: metric}, {lineno: native_frac})."""
+    """Run one profiled process; return (Run, {lineno: metric}, {lineno: native_frac}, truth)."""
     truth_path = base + ".truth.json"
     env = {"BENCH_TRUTH": truth_path}
     if tool == "lprof":
@@ -44,24 +44,24 @@ def profile_once(tool, script, args, mode, base, rate=None):
         if os.path.exists(prof):
             os.remove(prof)
         wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall",
-                                                    rate=rate), env_extra=env)[0]
+                                                    rate=rate), env_extra=env)
         lines = lprof_tool.sampling_lines(lprof_tool.export_json(prof), script)
         metric = {k: v["wall" if mode == "wall" else "cpu"] for k, v in lines.items()}
         split = {k: v["native_frac"] for k, v in lines.items()}
     elif tool == "scalene":
         out = base + ".scalene.json"
-        wall = run_timed(peers.scalene_cmd(script, args, out), env_extra=env)[0]
+        wall = run_timed(peers.scalene_cmd(script, args, out), env_extra=env)
         lines, _ = peers.scalene_lines(out, script)
         metric = {k: v["cpu"] for k, v in lines.items()}
         split = {k: v["native_frac"] for k, v in lines.items()}
     elif tool == "py-spy":
         out = base + ".pyspy.txt"
         wall = run_timed(peers.pyspy_cmd(script, args, out, wall=mode == "wall",
-                                         rate=rate), env_extra=env)[0]
+                                         rate=rate), env_extra=env)
         metric = {k: v["samples"] for k, v in peers.pyspy_lines(out, script).items()}
         split = {}
     else:
-        wall = run_timed([peers.VPY, script] + args, env_extra=env)[0]
+        wall = run_timed([peers.VPY, script] + args, env_extra=env)
         metric, split = {}, {}
     return wall, metric, split, read_truth(truth_path)
 
@@ -138,15 +138,16 @@ def overhead(repeats, log):
         base = os.path.join(SCRATCH, f"{name}.ovh.{tool}")
         kind = tool.split("@")[0]
         rate = 1000 if tool.endswith("@1000") else None
-        wall, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate)
+        run, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate)
         if kind != "plain" and not metric:
             raise Failed("no samples in the workload file")
-        return {"wall": wall, "work": truth["work_wall_s"]}
+        return {"wall": run.wall, "cpu": run.cpu, "work": truth["work_wall_s"]}
 
     res = alternate(tools, repeats, one)
     log("  sampling/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
     plain = median([x["wall"] for x in res["plain"]["runs"]])
     plain_work = median([x["work"] for x in res["plain"]["runs"]])
+    plain_cpu = median([x["cpu"] for x in res["plain"]["runs"]])
     rows, targets = [], []
     limits = {"lprof": 2.0, "lprof@1000": 5.0}
     labels = {"plain": "plain", "lprof": "lprof (100 Hz)", "lprof@1000": "lprof --rate 1000",
@@ -154,12 +155,13 @@ def overhead(repeats, log):
     for t in tools:
         runs = res[t]["runs"]
         if not runs or plain is None:
-            rows.append([labels[t], "n/a", "n/a (" + str(res[t]["error"]) + ")", "n/a", "-"])
+            rows.append([labels[t], "n/a", "n/a (" + str(res[t]["error"]) + ")", "n/a", "n/a", "-"])
             if t in limits:
                 targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", None, "n/a"))
             continue
         w = median([x["wall"] for x in runs])
         wk = median([x["work"] for x in runs])
+        cp = median([x["cpu"] for x in runs])
         ovh = (w / plain - 1) * 100
         met = None
         if t in limits:
@@ -167,7 +169,8 @@ def overhead(repeats, log):
             targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", met, f"{ovh:+.1f}%"))
         rows.append([labels[t], f"{w:.3f}", f"{w / plain:.3f}x ({ovh:+.1f}%)",
                      f"{wk / plain_work:.3f}x" if plain_work else "n/a",
+                     f"{cp / plain_cpu:.3f}x" if plain_cpu else "n/a",
                      {True: "yes", False: "**no**", None: "-"}[met]])
     header = ["tool", "wall s (median)", "wall ratio (overhead)", "in-script time ratio",
-              "target met"]
+              "CPU time ratio (user+sys, tool included)", "target met"]
     return (header, rows), targets
