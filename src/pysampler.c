@@ -159,7 +159,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
     lp_stacktab *t = lp_agg_stacks();
-    return Py_BuildValue("{sKsKsKsKsisKsKsK}", "signals", (unsigned long long)st.signals, "dropped",
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsK}", "signals", (unsigned long long)st.signals,
+                         "in_profiler", (unsigned long long)st.in_profiler, "dropped",
                          (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
                          "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",
                          (unsigned long long)config.period_ns, "stack_overflows",

@@ -58,10 +58,11 @@ static struct {
     uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring;   /* producer: wall thread */
     uintptr_t interp_lo, interp_hi;
+    uintptr_t self_lo, self_hi; /* lprof's own text: the -l tracer's callbacks */
     uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault */
     pthread_t wall_thread;
     int wall_running;
-    uint64_t signals, dropped_reads, truncated, wall_reads;
+    uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
     int atfork_done;
 } S;
 
@@ -112,10 +113,15 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
         t = slot_by_tid((pid_t)syscall(SYS_gettid));
     }
     if (t == NULL || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != SLOT_ACTIVE) goto out;
+    uintptr_t pc = context_pc(uc);
+    if (pc >= S.self_lo && pc < S.self_hi) {
+        /* inside lprof itself (the -l tracer): not the program's time */
+        __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
+        goto out;
+    }
     lp_sample *s = lp_ring_reserve(&t->ring, SAMPLE_MAX_BYTES);
     if (s == NULL) goto out; /* counted by the ring */
     lp_reader rd = t->safe_reads ? lp_pyframes_safe_read : NULL;
-    uintptr_t pc = context_pc(uc);
     uint32_t flags = 0;
     if (lp_pyframes_holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
     if (pc >= S.interp_lo && pc < S.interp_hi) flags |= LP_SF_IN_INTERP;
@@ -199,16 +205,20 @@ static void *wall_main(void *arg) {
 
 /* ---- set-up (GIL held) ---- */
 
+typedef struct {
+    uintptr_t want, *lo, *hi;
+} text_probe;
+
 static int find_text_segment(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
-    uintptr_t want = *(uintptr_t *)data;
+    text_probe *probe = data;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (want >= lo && want < hi) {
-            S.interp_lo = lo;
-            S.interp_hi = hi;
+        if (probe->want >= lo && probe->want < hi) {
+            *probe->lo = lo;
+            *probe->hi = hi;
             return 1;
         }
     }
@@ -237,8 +247,10 @@ static int setup_memory(void) {
         lp_ring_init(&S.slots[i].ring, S.ring_mem + (size_t)i * LP_SAMPLER_RING_BYTES, LP_SAMPLER_RING_BYTES);
     lp_ring_init(&S.wall_ring, S.ring_mem + (size_t)LP_SAMPLER_MAX_THREADS * LP_SAMPLER_RING_BYTES,
                  LP_SAMPLER_RING_BYTES);
-    uintptr_t probe = (uintptr_t)(void *)&PyEval_EvalCode;
-    dl_iterate_phdr(find_text_segment, &probe);
+    text_probe interp = {(uintptr_t)(void *)&PyEval_EvalCode, &S.interp_lo, &S.interp_hi};
+    dl_iterate_phdr(find_text_segment, &interp);
+    text_probe self = {(uintptr_t)(void *)&find_text_segment, &S.self_lo, &S.self_hi};
+    dl_iterate_phdr(find_text_segment, &self);
     void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
@@ -427,11 +439,12 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->dropped = dropped;
     out->truncated = __atomic_load_n(&S.truncated, __ATOMIC_RELAXED);
     out->wall_reads = __atomic_load_n(&S.wall_reads, __ATOMIC_RELAXED);
+    out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
     out->signo = S.cfg.signo;
 }
 
 void lp_sampler_reset_stats(void) {
-    S.signals = S.dropped_reads = S.truncated = S.wall_reads = 0;
+    S.signals = S.dropped_reads = S.truncated = S.wall_reads = S.in_profiler = 0;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS && S.ring_mem; i++) S.slots[i].ring.dropped = 0;
     if (S.ring_mem) S.wall_ring.dropped = 0;
 }

@@ -73,6 +73,7 @@ typedef struct {
     uint64_t dropped;    /* samples lost: ring full or unreadable */
     uint64_t truncated;  /* samples whose stack was cut at MAX_DEPTH */
     uint64_t wall_reads; /* detached threads read by the wall thread */
+    uint64_t in_profiler; /* signals that landed in lprof's own code: not counted */
     int signo;
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);

@@ -201,6 +201,7 @@ class SamplingCollector:
             "samples": int(totals[4]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],
+            "in_profiler": stats.get("in_profiler", 0),
             "truncated": stats["truncated"],
             "stack_overflows": stats["stack_overflows"],
             "duration_s": duration,

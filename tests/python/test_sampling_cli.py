@@ -81,3 +81,22 @@ def test_sampling_context_manager_api(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]
+
+
+def test_tracing_time_not_charged_when_sampling_with_l(run_lprof, write_script, tmp_path):
+    write_script("both.py", """
+        @profile
+        def spin(n):
+            t = 0
+            for i in range(n):
+                t += i % 7
+            return t
+        spin(1_500_000)
+    """)
+    r = run_lprof("-l", "--sample", "-q", "-o", "both.lprof", "both.py")
+    assert r.returncode == 0, r.stderr
+    data = __import__("json").loads(run_lprof("export", "both.lprof", "--format", "json",
+                                              "-o", "-").stdout)
+    assert data["functions"] and data["sampling"]["samples"] > 0
+    # signals that landed in the tracer's own code are counted apart, not charged to lines
+    assert data["sampling"]["in_profiler"] > 0
