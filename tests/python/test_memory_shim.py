@@ -87,7 +87,7 @@ def test_threads(shim, tmp_path):
     assert near(t[3], 4 * 20 * 5 * MB)
     assert abs(t[5]) < 10 * MB
     threads = {thread for _ids, thread, _m in snap["stacks"]["stacks"]}
-    assert len(threads) >= 5
+    assert len(threads) >= 4  # four workers alive at once (main may have no sample)
 
 
 def test_realloc_growth(shim, tmp_path):
