@@ -15,7 +15,7 @@ PURE_SOURCES := $(filter-out src/py%.c,$(wildcard src/*.c))
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build shim ctest pytest test matrix asan bench example clean
+.PHONY: all help deps build ctest pytest test matrix asan bench example clean
 
 all: build
 
@@ -34,10 +34,6 @@ deps:
 
 build:
 	@$(PYTHON) setup.py -q build_ext --inplace
-	@$(MAKE) --no-print-directory shim
-
-shim:
-	@if [ -f src/shim/Makefile ]; then $(MAKE) --no-print-directory -C src/shim; fi
 
 tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(wildcard src/*.h)
 	@mkdir -p tests/c/bin

@@ -5,9 +5,12 @@ This file is the one list of sources and flags: the Makefile builds through it
 """
 import glob
 import os
+import shutil
+import subprocess
 import sysconfig
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,6 +35,21 @@ def _python_include_flags():
     return [inc, os.path.join(inc, "internal")]
 
 
+class BuildExtWithShim(build_ext):
+    """Also builds the LD_PRELOAD allocator shim (src/shim, its own Makefile)
+    and puts it into the package as lprof/liblprof_shim.so."""
+
+    def run(self):
+        super().run()
+        subprocess.check_call(["make", "--no-print-directory", "-s", "-C",
+                               os.path.join(HERE, "src", "shim")])
+        dest = (os.path.join(HERE, "python", "lprof") if self.inplace
+                else os.path.join(self.build_lib, "lprof"))
+        os.makedirs(dest, exist_ok=True)
+        shutil.copy2(os.path.join(HERE, "src", "shim", "build", "liblprof_shim.so"),
+                     os.path.join(dest, "liblprof_shim.so"))
+
+
 ext = Extension(
     "lprof._lprof",
     sources=SOURCES,
@@ -49,6 +67,7 @@ setup(
     packages=["lprof", "lprof.render", "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"]},
     ext_modules=[ext],
+    cmdclass={"build_ext": BuildExtWithShim},
     entry_points={"console_scripts": ["lprof=lprof.cli:entry"]},
     python_requires=">=3.9",
 )

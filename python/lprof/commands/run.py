@@ -122,8 +122,7 @@ def _write_stacks(args, prof):
     if not (args.stacks or args.flamegraph):
         return
     from .. import stacks
-    metric = args.stacks_metric or ("alloc" if args.memory and "sampling" not in prof
-                                    else "wall" if args.wall else "cpu")
+    metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall else "cpu")
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:

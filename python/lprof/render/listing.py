@@ -5,6 +5,7 @@ Per Hit, % Time, Line Contents, with memory columns when the profile has them.""
 import os
 
 from ..source import block_range, read_lines
+from .memory_report import fmt_bytes, memory_lines, memory_summary
 
 _MIN_WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
 
@@ -14,28 +15,6 @@ def _fmt_num(value, width):
     if len(text) > width:
         text = f"{value:5.3g}"
     return text
-
-
-def _fmt_bytes(n):
-    if n is None:
-        return ""
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return ""
-
-
-def _memory_columns(profile):
-    """Per-(file, line) memory fields, or {} when the profile has none."""
-    if not profile.get("memory"):
-        return {}
-    try:
-        from ..memory import line_columns
-    except ImportError:
-        return {}
-    return line_columns(profile)
 
 
 def render_function(fn, unit, memory=None, source_cache=None):
@@ -54,7 +33,7 @@ def render_function(fn, unit, memory=None, source_cache=None):
         fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
     header = (f"{'Line #':>6} {'Hits':>9} {'Time':>12} {'Per Hit':>8} {'% Time':>8}")
     if mem_cols:
-        header += f" {'Alloc':>10} {'Net':>10}"
+        header += f" {'Alloc':>10} {'Net':>10} {'At peak':>10}"
     header += "  Line Contents"
     out += [header, "=" * len(header)]
     if lines is None:
@@ -75,8 +54,8 @@ def render_function(fn, unit, memory=None, source_cache=None):
             cells = f"{ln:>6} {'':>9} {'':>12} {'':>8} {'':>8}"
         if mem_cols:
             m = memory.get((path, ln))
-            cells += (f" {_fmt_bytes(m['alloc_bytes']):>10} {_fmt_bytes(m['net_bytes']):>10}"
-                      if m else f" {'':>10} {'':>10}")
+            cells += (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10}"
+                      f" {fmt_bytes(m['peak_bytes']):>10}" if m else f" {'':>10} {'':>10} {'':>10}")
         out.append(f"{cells}  {text}".rstrip() if not text else f"{cells}  {text}")
     out.append("")
     return "\n".join(out) + "\n"
@@ -92,7 +71,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
         functions.sort(key=lambda f: -f.get("total_s", 0.0))
     else:
         functions.sort(key=lambda f: (f["file"], f["first_line"]))
-    memory = _memory_columns(profile)
+    memory = memory_lines(profile)
     parts = [f"Timer unit: {unit:g} s\n\n"]
     if not functions:
         parts.append("No @profile functions were registered or run.\n"
@@ -103,6 +82,9 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
         parts.append("\n")
     if summarize and functions:
         parts.append(render_summary(functions))
+    mem = memory_summary(profile)
+    if mem:
+        parts.append("\n".join(mem).lstrip("\n") + "\n")
     return "".join(parts)
 
 

@@ -7,6 +7,8 @@ import os
 import sysconfig
 import tokenize
 
+from .memory_report import fmt_bytes, memory_lines, memory_summary
+
 _COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
 
 
@@ -88,14 +90,34 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     cpu_total = sum(sum(v[:3]) for v in lines.values())
     wall_total = sum(v[3] for v in lines.values())
     main_total = wall_total if mode == "wall" else cpu_total
+    memory = memory_lines(profile, accept) if thread is None else {}
+    alloc_total = sum(m["alloc_bytes"] for m in memory.values())
     out = []
-    if not lines:
+    if not lines and not memory:
         out.append("(no samples in the selected files)")
         return out
     by_file = {}
     for (path, ln), v in lines.items():
         by_file.setdefault(path, {})[ln] = v
-    hdr = f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7} {'wall%':>7} {'time(s)':>9}  source"
+    for path, ln in memory:
+        by_file.setdefault(path, {}).setdefault(ln, [0.0] * 4)
+    hdr = f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7} {'wall%':>7} {'time(s)':>9}"
+    if memory:
+        hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
+    hdr += "  source"
+
+    def mem_cells(path, ln):
+        if not memory:
+            return ""
+        m = memory.get((path, ln))
+        if m is None:
+            return f" {'':>10} {'':>10} {'':>10} {'':>5}"
+        return (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10} "
+                f"{fmt_bytes(m['peak_bytes']):>10} {100 * m['python_share']:>4.0f}%")
+
+    def mem_share(path, ln):
+        m = memory.get((path, ln))
+        return 100.0 * m["alloc_bytes"] / alloc_total if m and alloc_total else 0.0
 
     def main_value(v):
         return v[3] if mode == "wall" else sum(v[:3])
@@ -115,7 +137,8 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
             out.append("  (source not available)")
         out.append(hdr)
         if reduced:
-            shown = sorted(ln for ln, v in file_lines.items() if pct_of_main(v) >= threshold_pct)
+            shown = sorted(ln for ln, v in file_lines.items()
+                           if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct)
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))
@@ -125,7 +148,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
             secs = main_value(v)
             out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                        f"{_fmt_pct(v[2], cpu_total):>7} {_fmt_pct(v[3], wall_total):>7} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}  {text}")
+                       f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}  {text}")
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
             out.append(f"  function summary:")
@@ -160,4 +183,5 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
             out.extend(_render_one(profile, accept, reduced, threshold_pct, thread=t))
     else:
         out.extend(_render_one(profile, accept, reduced, threshold_pct))
+    out.extend(memory_summary(profile))
     return "\n".join(out) + "\n"

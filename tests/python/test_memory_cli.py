@@ -1,0 +1,53 @@
+"""--memory through the lprof command: listings, stacks, exports."""
+import json
+import re
+
+import pytest
+
+pytestmark = pytest.mark.needs_shim
+
+KEEP = """
+    kept = []
+    def keep():
+        kept.append(bytearray(60_000_000))   # KEEP
+    def churn():
+        for _ in range(5):
+            b = bytearray(20_000_000)        # CHURN
+            del b
+    keep()
+    churn()
+"""
+
+
+def _row(listing, marker):
+    for line in listing.splitlines():
+        if line.rstrip().endswith("# " + marker):
+            return line
+    raise AssertionError(f"{marker} not in listing:\n{listing}")
+
+
+def test_sampled_listing_has_memory_columns(run_lprof, write_script, tmp_path):
+    write_script("mem.py", KEEP)
+    r = run_lprof("--memory", "--stacks", "alloc.folded", "mem.py")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"alloc\s+net\s+at peak", r.stdout), r.stdout
+    assert "60.0 MB" in _row(r.stdout, "KEEP") or "59." in _row(r.stdout, "KEEP")
+    churn = _row(r.stdout, "CHURN")
+    assert "100.0 MB" in churn or "99." in churn or "101." in churn, churn
+    assert "peak" in r.stdout
+    folded = (tmp_path / "alloc.folded").read_text().splitlines()
+    keep_bytes = sum(int(l.rsplit(" ", 1)[1]) for l in folded if "keep (" in l)
+    assert 54e6 <= keep_bytes <= 66e6
+
+
+def test_line_listing_has_memory_columns_and_json(run_lprof, write_script, tmp_path):
+    write_script("mem.py", KEEP)
+    r = run_lprof("-l", "--memory", "-v", "-p", "mem.py", "mem.py")
+    assert r.returncode == 0, r.stderr
+    assert "Alloc" in r.stdout and "At peak" in r.stdout
+    row = _row(r.stdout, "KEEP")
+    assert "MB" in row
+    data = json.loads(run_lprof("export", "mem.py.lprof", "--format", "json", "-o", "-").stdout)
+    (keep_line,) = [m for m in data["memory"]["lines"] if m["function"].endswith("keep")]
+    assert 54e6 <= keep_line["alloc_bytes"] <= 66e6
+    assert data["functions"]
