@@ -8,6 +8,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin gcc make
 PIP_PACKAGES := pytest numpy
+# optional, from local wheels only (a CPU torch build, where the machine has one)
+LOCAL_PIP_PACKAGES := torch==2.13.0
 
 CC ?= gcc
 CWARN := -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers
@@ -31,6 +33,7 @@ help:
 deps:
 	@$(PYTHON) tools/deps.py apt $(APT_PACKAGES)
 	@$(PYTHON) tools/deps.py pip $(PYTHON) $(PIP_PACKAGES)
+	@$(PYTHON) tools/deps.py pip-local $(PYTHON) $(LOCAL_PIP_PACKAGES)
 
 build:
 	@$(PYTHON) setup.py -q build_ext --inplace

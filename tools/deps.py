@@ -2,11 +2,13 @@
 
 usage: deps.py apt PKG...          (Debian packages, via apt-get when root)
        deps.py pip PYTHON PKG...   (PyPI packages into that interpreter)
+       deps.py pip-local PYTHON PKG==V...  (only from local wheels; optional)
 """
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 
 def missing_apt(packages):
@@ -50,11 +52,35 @@ def pip(python, packages):
     return r.returncode
 
 
+def optional_local(python, packages):
+    """Installs packages only from pip's configured local wheels (--no-index):
+    e.g. a CPU build of torch lying on disk; never a multi-GB download.
+    Where none is found, the tests that need them are skipped."""
+    probe = ("import importlib.util, sys; "
+             "print(' '.join(p for p in sys.argv[1:] "
+             "if importlib.util.find_spec(p.split('=')[0]) is None))")
+    r = subprocess.run([python, "-c", probe] + packages, capture_output=True, text=True)
+    for pkg in (r.stdout.split() if r.returncode == 0 else []):
+        with tempfile.TemporaryDirectory() as tmp:
+            local = subprocess.run([python, "-m", "pip", "download", "-q", "--no-deps",
+                                    "--no-index", "-d", tmp, pkg], capture_output=True)
+        if local.returncode != 0:
+            print(f"deps: {pkg}: no local wheel; its tests will be skipped")
+            continue
+        # the local wheel wins for the pinned version; its dependencies come from PyPI
+        r = subprocess.run([python, "-m", "pip", "install", "-q",
+                            "--disable-pip-version-check", pkg])
+        print(f"deps: {pkg}: " + ("installed" if r.returncode == 0 else "install failed"))
+    return 0
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "apt":
         return apt(argv[1:])
     if len(argv) >= 3 and argv[0] == "pip":
         return pip(argv[1], argv[2:])
+    if len(argv) >= 3 and argv[0] == "pip-local":
+        return optional_local(argv[1], argv[2:])
     print(__doc__, file=sys.stderr)
     return 2
 

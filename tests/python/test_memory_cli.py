@@ -51,3 +51,35 @@ def test_line_listing_has_memory_columns_and_json(run_lprof, write_script, tmp_p
     (keep_line,) = [m for m in data["memory"]["lines"] if m["function"].endswith("keep")]
     assert 54e6 <= keep_line["alloc_bytes"] <= 66e6
     assert data["functions"]
+
+
+def test_torch_cpu_tensor_attributed(run_lprof, write_script, tmp_path):
+    pytest.importorskip("torch")
+    write_script("tt.py", """
+        import torch
+        keep = []
+        def make():
+            keep.append(torch.ones(25_000_000))      # TENSOR (100 MB float32)
+        make()
+    """)
+    r = run_lprof("--memory", "-q", "tt.py", timeout=300)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(run_lprof("export", "tt.py.lprof", "--format", "json", "-o", "-").stdout)
+    (row,) = [m for m in data["memory"]["lines"] if m["function"].endswith("make")]
+    assert 90e6 <= row["alloc_bytes"] <= 110e6, row
+    assert row["python_share"] < 0.1  # native (torch's allocator), not Python objects
+
+
+def test_multiprocessing_children_run_under_memory(run_lprof, write_script):
+    write_script("mpm.py", """
+        import multiprocessing as mp
+        def work(n):
+            return len(bytearray(n))
+        if __name__ == "__main__":
+            for method in ("fork", "spawn"):
+                with mp.get_context(method).Pool(2) as pool:
+                    print(method, sum(pool.map(work, [1_000_000] * 4)))
+    """)
+    r = run_lprof("--memory", "-q", "mpm.py", timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["fork", "4000000", "spawn", "4000000"]
