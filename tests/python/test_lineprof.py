@@ -144,3 +144,12 @@ def test_source_missing_still_prints(run_lprof, write_script, tmp_path):
     result = run_lprof("view", "gone.py.lprof")
     assert result.returncode == 0
     assert "source not found" in result.stdout
+
+
+def test_encoding_cookie_source(run_lprof, tmp_path):
+    src = ("# -*- coding: latin-1 -*-\n@profile\ndef f():\n    return 'caf\xe9'\nprint(len(f()))\n")
+    (tmp_path / "enc.py").write_bytes(src.encode("latin-1"))
+    r = run_lprof("-l", "-v", "enc.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("4\n")
+    assert "return 'caf\xe9'" in r.stdout

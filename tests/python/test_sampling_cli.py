@@ -1,5 +1,6 @@
 """Sampling through the lprof command: stacks start at the program, exports, API."""
 import json
+import textwrap
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -100,3 +101,51 @@ def test_tracing_time_not_charged_when_sampling_with_l(run_lprof, write_script, 
     assert data["functions"] and data["sampling"]["samples"] > 0
     # signals that landed in the tracer's own code are counted apart, not charged to lines
     assert data["sampling"]["in_profiler"] > 0
+
+
+THREADED = """
+    import threading
+
+    def spin(n):
+        t = 0
+        for i in range(n):
+            t += i % 7
+        return t
+
+    worker = threading.Thread(target=spin, args=(1_500_000,), name="worker-A")
+    worker.start()
+    spin(1_500_000)
+    worker.join()
+"""
+
+
+def test_per_thread_listing(run_lprof, write_script):
+    write_script("thr.py", THREADED)
+    r = run_lprof("--per-thread", "thr.py")
+    assert r.returncode == 0, r.stderr
+    sections = [ln for ln in r.stdout.splitlines() if ln.startswith("== thread ")]
+    assert len(sections) >= 2, r.stdout
+    assert any("worker-A" in s for s in sections), sections
+
+
+def test_listing_filters(run_lprof, write_script, tmp_path):
+    write_script("helper_mod.py", "def spin(n):\n    t = 0\n    for i in range(n):\n"
+                                  "        t += i % 7\n    return t\n")
+    write_script("main_prog.py", "import helper_mod\nhelper_mod.spin(8_000_000)\n")
+    default = run_lprof("main_prog.py").stdout
+    assert "File: " in default and "helper_mod.py" in default
+    only = run_lprof("--profile-only", "main_prog", "main_prog.py").stdout
+    assert "File: " in only and "helper_mod.py" not in only
+    # time inside the filtered-out module is charged to the calling line of main_prog.py
+    assert any(ln.strip().startswith("2 ") and "helper_mod.spin" in ln
+               for ln in only.splitlines()), only
+    every = run_lprof("--all", "--profile-only", "helper_mod", "main_prog.py").stdout
+    assert "def spin(n):" in every  # --all shows lines without samples too
+
+
+def test_exit_paths_keep_sampled_profile(run_lprof, write_script, load_profile, tmp_path):
+    write_script("boom.py", textwrap.dedent(BUSY) + "\nraise RuntimeError('late')\n")
+    r = run_lprof("-q", "boom.py")
+    assert r.returncode == 1 and "RuntimeError: late" in r.stderr
+    prof = load_profile(str(tmp_path / "boom.py.lprof"))
+    assert prof["sampling"]["samples"] > 0 and prof["meta"]["exit_code"] == 1
