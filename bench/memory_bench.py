@@ -16,7 +16,7 @@ OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
 
 
-def profile_once(tool, script, args, base):
+def profile_once(tool, script, args, base, timeout=300):
     """Returns (wall, {lineno: {...}}, leak lines, peak lines)."""
     env = {"BENCH_TRUTH": base + ".truth.json"}
     if tool == "lprof":
@@ -29,7 +29,8 @@ def profile_once(tool, script, args, base):
         peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
     elif tool == "scalene":
         out = base + ".scalene.json"
-        wall = run_timed(peers.scalene_cmd(script, args, out, memory=True), env_extra=env)[0]
+        wall = run_timed(peers.scalene_cmd(script, args, out, memory=True), env_extra=env,
+                         timeout=timeout)[0]
         lines, leaks = peers.scalene_lines(out, script)
         peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
     elif tool == "memray":
@@ -120,8 +121,10 @@ def overhead(repeats, log):
         script = workload(name)
 
         def one(tool, r):
+            # Scalene's memory mode has hung on these for 300 s: give up sooner
             wall, lines, _, _ = profile_once(tool, script, args,
-                                             os.path.join(SCRATCH, f"{name}.mem.{tool}"))
+                                             os.path.join(SCRATCH, f"{name}.mem.{tool}"),
+                                             timeout=120)
             return wall
 
         res = alternate(OVH_TOOLS, repeats, one)
