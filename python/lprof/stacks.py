@@ -50,11 +50,15 @@ def frame_name(frame):
     return f"{func} ({file}:{line})"
 
 
-def _values(profile, metric):
+def _metric(metric):
     if metric not in METRICS:
         raise ValueError(f"unknown stack metric {metric!r} (choose from {', '.join(METRICS)})")
     cols, unit = METRICS[metric]
-    scale = 1e6 if unit == "us" else 1
+    return cols, unit, (1e6 if unit == "us" else 1)
+
+
+def _values(profile, metric):
+    cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {"frames": [], "stacks": []}
     frames = st.get("frames", [])
     ids_list, vals, threads = [], [], []
@@ -74,14 +78,19 @@ def export(profile, fmt, metric, out_path):
     names."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
-    frames, ids_list, vals, threads, unit = _values(profile, metric)
+    cols, unit, scale = _metric(metric)
+    st = profile.get("stacks") or {}
+    frames = st.get("frames", [])
     names = [frame_name(f) for f in frames]
+    rows = st.get("stacks", [])
     if fmt == "folded":
-        _lprof.fold(names, ids_list, vals, out_path, -1)
+        _lprof.fold_rows(names, rows, cols, scale, out_path, -1.0)
     elif fmt == "svg":
-        from .render.flamegraph import write_svg
-        write_svg(names, ids_list, vals, out_path, title=f"lprof {metric}", unit=unit)
+        from .render.flamegraph import MIN_FRACTION, write_svg
+        _lines, total, rects = _lprof.fold_rows(names, rows, cols, scale, None, MIN_FRACTION)
+        write_svg(names, rects, total, out_path, title=f"lprof {metric}", unit=unit)
     else:
+        frames, ids_list, vals, threads, unit = _values(profile, metric)
         _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path)
 
 

@@ -1,13 +1,13 @@
 """Self-contained SVG flame graph (no external script): rectangles come from
-the C folder (_lprof.fold); names on hover (<title>), click-free search box
+the C folder (_lprof.fold_rows); names on hover (<title>), a search box
 driven by a small embedded script."""
 from xml.sax.saxutils import escape
-
-from .. import _lprof
 
 WIDTH = 1200
 ROW = 16
 MIN_PX = 0.1
+# frames narrower than this share of the total would be under MIN_PX wide
+MIN_FRACTION = MIN_PX / WIDTH
 
 _SCRIPT = """
 function search(){var t=prompt('Search (regex)');if(t===null)return;var re=new RegExp(t);
@@ -25,10 +25,8 @@ def _color(name):
     return "rgb(%d,%d,%d)" % (205 + h % 50, 80 + (h >> 8) % 120, (h >> 16) % 60)
 
 
-def write_svg(names, stacks, values, out_path, title="lprof", unit="us"):
-    total = sum(values)
-    min_width = int(total * MIN_PX / WIDTH) if total else 0
-    _lines, total, rects = _lprof.fold(names, stacks, values, None, min_width)
+def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
+    """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their scale."""
     depth = 1 + max((r[0] for r in rects), default=0)
     height = (depth + 3) * ROW
     scale = (WIDTH - 20) / total if total else 0
