@@ -11,6 +11,7 @@
 
 #include "agg.h"
 #include "memsample.h"
+#include "own_alloc.h"
 #include "pyframes.h"
 #include "pymemhooks.h"
 
@@ -59,6 +60,9 @@ int lp_memhooks_guard_enter(void) {
 }
 
 void lp_memhooks_guard_leave(int prev) { *guard_slot() = prev; }
+
+/* lprof's own allocations on program threads (own_alloc.h) pass the guard */
+static const lp_alloc_guard own_guard = {lp_memhooks_guard_enter, lp_memhooks_guard_leave};
 
 /* ---- keeping code objects alive until their stacks are resolved -------- */
 
@@ -314,6 +318,7 @@ int lp_memhooks_start(uint64_t sample_bytes) {
         shim->set_sample_bytes(sample_bytes);
         if (shim->set_hooks(&shim_hooks) != 0) shim = NULL;
     }
+    lp_own_alloc_set_guard(&own_guard);
     __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -321,6 +326,7 @@ int lp_memhooks_start(uint64_t sample_bytes) {
 void lp_memhooks_stop(void) {
     if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return;
     __atomic_store_n(&enabled, 0, __ATOMIC_RELEASE);
+    lp_own_alloc_set_guard(NULL);
     if (shim) shim->set_hooks(NULL);
     for (int i = 0; i < 3; i++) uninstall(&domains[i]);
     lp_memacct_mark(&account, now_ns());

@@ -1,6 +1,8 @@
 /* tracer: shadow stacks and per-code line arrays (see tracer_core.h). */
 #include "tracer_core.h"
 
+#include "own_alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,10 +106,12 @@ void lp_tc_reset_registry(void) {
 }
 
 lp_tc_thread *lp_tc_thread_new(void) {
-    lp_tc_thread *th = calloc(1, sizeof *th);
+    /* runs on the program's thread, under its frame: lp_own_* hides it
+     * from the memory hooks */
+    lp_tc_thread *th = lp_own_calloc(1, sizeof *th);
     if (th == NULL) return NULL;
     th->cap = 64;
-    th->stack = malloc(th->cap * sizeof *th->stack);
+    th->stack = lp_own_malloc(th->cap * sizeof *th->stack);
     if (th->stack == NULL) {
         free(th);
         return NULL;
@@ -144,7 +148,7 @@ static int ensure_line(lp_tc_code *c, uint32_t idx) {
     if (LP_LIKELY(idx < c->nlines)) return 0;
     uint32_t n = c->nlines ? c->nlines : 16;
     while (n <= idx) n *= 2;
-    lp_tc_linestat *v = realloc(c->lines, (size_t)n * sizeof *v);
+    lp_tc_linestat *v = lp_own_realloc(c->lines, (size_t)n * sizeof *v);
     if (v == NULL) return -1;
     memset(v + c->nlines, 0, (size_t)(n - c->nlines) * sizeof *v);
     c->lines = v;
@@ -179,7 +183,7 @@ static int on_stack(const lp_tc_thread *th, const lp_tc_code *c) {
 static lp_tc_frame *push(lp_tc_thread *th, lp_tc_code *c, uint64_t t) {
     if (LP_UNLIKELY(th->depth == th->cap)) {
         uint32_t cap = th->cap * 2;
-        lp_tc_frame *s = realloc(th->stack, (size_t)cap * sizeof *s);
+        lp_tc_frame *s = lp_own_realloc(th->stack, (size_t)cap * sizeof *s);
         if (s == NULL) {
             th->dropped++;
             return NULL;
