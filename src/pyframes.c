@@ -47,6 +47,31 @@ static inline int rd(lp_reader r, void *dst, const void *src, size_t n) {
 
 #define RD(r, dst, src) rd((r), &(dst), (src), sizeof(dst))
 
+/* A signal can land while the interrupted thread is pushing or popping its
+ * top frame: on 3.11/3.12, tstate->cframe points to a C-stack struct whose
+ * current_frame is still uninitialised for a few instructions (a crash seen
+ * under torch), and a freshly linked frame's fields may not all be stored
+ * yet. With lp_pyframes_interrupted_read the walk reads fault-safely (one
+ * process_vm_readv each) until it has seen TRUSTED_RUN consecutive frames
+ * that validate; deeper frames are established and are read directly. A
+ * frame that fails validation before that ends the walk: its pointers cannot
+ * be trusted. Allocator hooks run at call boundaries and read directly. */
+#define TRUSTED_RUN 2
+
+typedef struct {
+    lp_reader caller;  /* NULL: direct reads allowed once trusted */
+    int valid_run;     /* consecutive validated frames so far */
+} walk_reads;
+
+int lp_pyframes_interrupted_read(void *dst, const void *src, size_t n) {
+    return lp_pyframes_safe_read(dst, src, n);
+}
+
+static inline lp_reader hop_reader(const walk_reads *w) {
+    if (w->caller != lp_pyframes_interrupted_read) return w->caller;
+    return w->valid_run >= TRUSTED_RUN ? NULL : lp_pyframes_safe_read;
+}
+
 int lp_pyframes_is_code(const void *addr, lp_reader reader) {
     PyTypeObject *type = NULL;
     if (RD(reader, type, &((const PyObject *)addr)->ob_type) < 0) return 0;
@@ -104,12 +129,14 @@ const void *lp_pyframes_top(const void *tstate, lp_reader reader) {
 /* 3.11+: _PyInterpreterFrame chain. Copy the fixed part of the frame once. */
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
     const _PyInterpreterFrame *f = lp_pyframes_top(tstate, reader);
+    walk_reads w = {reader, 0};
     int n = 0, hops = 0;
     *truncated = 0;
     /* hops bounds the walk even through a torn (cyclic) chain */
     for (; f != NULL && hops < 100000; hops++) {
         _PyInterpreterFrame fr;
-        if (rd(reader, &fr, f, offsetof(_PyInterpreterFrame, localsplus)) < 0) break;
+        lp_reader r = hop_reader(&w);
+        if (rd(r, &fr, f, offsetof(_PyInterpreterFrame, localsplus)) < 0) break;
 #if PY_VERSION_HEX >= 0x030D0000
         PyCodeObject *co = (PyCodeObject *)fr.f_executable;
         _Py_CODEUNIT *instr = fr.instr_ptr;
@@ -121,9 +148,14 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
 #if PY_VERSION_HEX >= 0x030C0000
         if (fr.owner == FRAME_OWNED_BY_CSTACK) { f = next; continue; } /* C entry shim */
 #endif
-        if (!lp_pyframes_is_code(co, reader)) { f = next; continue; }
+        if (!lp_pyframes_is_code(co, r)) {
+            if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
+            f = next;
+            continue;
+        }
+        w.valid_run++;
         int first_traceable = 0;
-        if (RD(reader, first_traceable, &co->_co_firsttraceable) < 0) break;
+        if (RD(r, first_traceable, &co->_co_firsttraceable) < 0) break;
         _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)((char *)co + offsetof(PyCodeObject, co_code_adaptive));
         if (fr.owner != FRAME_OWNED_BY_GENERATOR && instr < code_start + first_traceable) {
             f = next; /* incomplete: being set up, not running its code yet */
@@ -141,12 +173,17 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
 /* 3.9 / 3.10: PyFrameObject chain through f_back. */
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
     const PyFrameObject *f = lp_pyframes_top(tstate, reader);
+    walk_reads w = {reader, 0};
     int n = 0, hops = 0;
     *truncated = 0;
     for (; f != NULL && hops < 100000; hops++) {
         PyFrameObject fr;
-        if (rd(reader, &fr, f, offsetof(PyFrameObject, f_localsplus)) < 0) break;
-        if (lp_pyframes_is_code(fr.f_code, reader)) {
+        lp_reader r = hop_reader(&w);
+        if (rd(r, &fr, f, offsetof(PyFrameObject, f_localsplus)) < 0) break;
+        int valid = lp_pyframes_is_code(fr.f_code, r);
+        if (!valid && w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
+        if (valid) {
+            w.valid_run++;
             if (n == max) { *truncated = 1; break; }
             out[n].code = fr.f_code;
 #if PY_VERSION_HEX >= 0x030A0000

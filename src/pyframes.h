@@ -22,11 +22,16 @@ typedef int (*lp_reader)(void *dst, const void *src, size_t n);
 
 /* process_vm_readv on our own pid: never faults. */
 LP_INTERNAL int lp_pyframes_safe_read(void *dst, const void *src, size_t n);
+/* For a signal handler walking its own, interrupted thread: reads are
+ * fault-safe at the top of the stack (which may be half pushed or popped)
+ * and direct below it. Pass it as the reader; it reads like safe_read. */
+LP_INTERNAL int lp_pyframes_interrupted_read(void *dst, const void *src, size_t n);
 
 /* Captures the Python stack of `tstate` (a PyThreadState*), LEAF FIRST, into
  * out[0..max). Returns the number of frames written; *truncated is set to 1
- * when frames remained on the root side. Signal-safe with reader NULL when
- * tstate is the calling thread's own thread state. For an allocator hook:
+ * when frames remained on the root side. On the calling thread's own thread
+ * state: from a signal handler pass lp_pyframes_interrupted_read (the top
+ * may be half pushed); from an allocator hook, reader NULL:
  *   n = lp_pyframes_capture(tstate, buf, LP_ARRAY_LEN(buf), &trunc, NULL); */
 LP_INTERNAL int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated,
                                     lp_reader reader) LP_SIGNAL_SAFE;

@@ -121,7 +121,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     }
     lp_sample *s = lp_ring_reserve(&t->ring, SAMPLE_MAX_BYTES);
     if (s == NULL) goto out; /* counted by the ring */
-    lp_reader rd = t->safe_reads ? lp_pyframes_safe_read : NULL;
+    lp_reader rd = t->safe_reads ? lp_pyframes_safe_read : lp_pyframes_interrupted_read;
     uint32_t flags = 0;
     if (lp_pyframes_holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
     if (pc >= S.interp_lo && pc < S.interp_hi) flags |= LP_SF_IN_INTERP;

@@ -149,3 +149,38 @@ def test_exit_paths_keep_sampled_profile(run_lprof, write_script, load_profile, 
     assert r.returncode == 1 and "RuntimeError: late" in r.stderr
     prof = load_profile(str(tmp_path / "boom.py.lprof"))
     assert prof["sampling"]["samples"] > 0 and prof["meta"]["exit_code"] == 1
+
+
+def test_stress_c_to_python_entries_at_max_rate(run_lprof, write_script):
+    """Samples landing while a C->Python call pushes its frame (3.11/3.12 link
+    an uninitialised frame pointer for a few instructions) must not crash:
+    a crash under torch came from there. Many such entries, highest rate."""
+    write_script("entries.py", """
+        import threading, time
+
+        class Attrs:
+            def __setattr__(self, name, value):      # C -> Python on every set
+                object.__setattr__(self, name, value)
+            def __getitem__(self, i):
+                return i
+
+        def churn(seconds):
+            end = time.process_time() + seconds
+            a = Attrs()
+            while time.process_time() < end:
+                for i in range(200):
+                    a.x = i
+                    a[i]
+                sorted(range(200), key=lambda v: -v)  # C calling Python
+                list(map(lambda v: v + 1, range(200)))
+
+        t = threading.Thread(target=churn, args=(1.5,))
+        t.start()
+        churn(1.5)
+        t.join()
+        print("ok")
+    """)
+    for mode in ([], ["--wall"]):
+        r = run_lprof(*mode, "--rate", "1000", "-q", "entries.py", timeout=120)
+        assert r.returncode == 0, (mode, r.returncode, r.stderr[-2000:])
+        assert r.stdout.strip() == "ok"
