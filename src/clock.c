@@ -7,7 +7,6 @@
 #include <string.h>
 
 LP_INTERNAL int lp_clock_use_tsc = 0;
-static double seconds_per_tick = 1e-9;
 static int initialised = 0;
 
 static int file_contains(const char *path, const char *needle) {
@@ -30,28 +29,37 @@ static int tsc_is_trustworthy(void) {
 #endif
 }
 
-static void calibrate_tsc(void) {
-    /* Measure TSC ticks against CLOCK_MONOTONIC over ~20 ms. */
+/* The TSC rate is measured against CLOCK_MONOTONIC from a base point taken
+ * at start-up to the moment the unit is asked for (at the end of a run, over
+ * seconds), so start-up never sleeps to calibrate. At least MIN_BASE_NS must
+ * have passed; a caller asking earlier waits out the rest. */
+#define MIN_BASE_NS (5 * 1000 * 1000)
+static uint64_t base_tsc, base_ns;
+
+static void start_tsc(void) {
     lp_clock_use_tsc = 1;
-    uint64_t ns0 = lp_clock_monotonic_ns(), t0 = lp_clock_now();
-    struct timespec pause = {0, 20 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-    uint64_t ns1 = lp_clock_monotonic_ns(), t1 = lp_clock_now();
-    if (t1 <= t0 || ns1 <= ns0) {
-        lp_clock_use_tsc = 0;
-        seconds_per_tick = 1e-9;
-        return;
+    base_ns = lp_clock_monotonic_ns();
+    base_tsc = lp_clock_now();
+}
+
+static double measure_tsc(void) {
+    uint64_t ns = lp_clock_monotonic_ns();
+    if (ns - base_ns < MIN_BASE_NS) {
+        uint64_t wait = MIN_BASE_NS - (ns - base_ns);
+        struct timespec pause = {0, (long)wait};
+        nanosleep(&pause, NULL);
+        ns = lp_clock_monotonic_ns();
     }
-    seconds_per_tick = (double)(ns1 - ns0) * 1e-9 / (double)(t1 - t0);
+    uint64_t t = lp_clock_now();
+    if (t <= base_tsc) return 1e-9;
+    return (double)(ns - base_ns) * 1e-9 / (double)(t - base_tsc);
 }
 
 void lp_clock_force(lp_clock_kind kind) {
-    if (kind == LP_CLOCK_TSC) {
-        calibrate_tsc();
-    } else {
+    if (kind == LP_CLOCK_TSC)
+        start_tsc();
+    else
         lp_clock_use_tsc = 0;
-        seconds_per_tick = 1e-9;
-    }
     initialised = 1;
 }
 
@@ -66,4 +74,4 @@ lp_clock_kind lp_clock_kind_in_use(void) { return lp_clock_use_tsc ? LP_CLOCK_TS
 
 const char *lp_clock_name(void) { return lp_clock_use_tsc ? "tsc" : "monotonic"; }
 
-double lp_clock_seconds_per_tick(void) { return seconds_per_tick; }
+double lp_clock_seconds_per_tick(void) { return lp_clock_use_tsc ? measure_tsc() : 1e-9; }
