@@ -115,6 +115,17 @@ def _parse(parser, argv):
     return parser.parse_args(argv)
 
 
+def _check_run_args(args):
+    if not 1 <= args.rate <= 100_000:
+        raise LprofError(f"--rate {args.rate}: must be between 1 and 100000 samples a second", 2)
+    if args.memory_sample_bytes < 1:
+        raise LprofError(f"--memory-sample-bytes {args.memory_sample_bytes}: must be at least 1", 2)
+    if args.output_interval < 0:
+        raise LprofError(f"--output-interval {args.output_interval:g}: must not be negative", 2)
+    if args.unit is not None and not args.unit > 0:
+        raise LprofError(f"--unit {args.unit:g}: must be a positive number of seconds", 2)
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -133,6 +144,7 @@ def main(argv=None):
         if args.module is None and args.script is None:
             parser.print_usage(sys.stderr)
             raise LprofError("no script to profile (give a script path or -m module)", 2)
+        _check_run_args(args)
         from .commands import run
         return run.main(args, argv)
     except LprofError as exc:

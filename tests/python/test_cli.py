@@ -104,9 +104,15 @@ def test_os_exit_keeps_status(run_lprof, write_script):
     (["view", "missing.lprof"], "cannot read", 2),
     (["view", "garbage.lprof"], "not an lprof profile", 2),
     (["export", "garbage.lprof", "--format", "json"], "not an lprof profile", 2),
+    (["--rate", "0", "ok.py"], "--rate 0: must be between", 2),
+    (["--memory-sample-bytes", "0", "ok.py"], "must be at least 1", 2),
+    (["-l", "-i", "-1", "ok.py"], "must not be negative", 2),
+    (["--signal", "99999", "ok.py"], "cannot start profiling", 2),
+    (["-l", "-p", "no_such_module_xyz", "ok.py"], "no module named", 2),
 ])
 def test_bad_input_one_line_error(run_lprof, tmp_path, args, message, status):
     (tmp_path / "garbage.lprof").write_text("this is not a profile\n" * 20)
+    (tmp_path / "ok.py").write_text("print('ran')\n")
     result = run_lprof(*args)
     assert result.returncode == status
     assert message in result.stderr

@@ -173,7 +173,11 @@ def main(args, raw_argv):
     def on_start():
         if args.prof_mod:
             targets.register(args.prof_mod, args.script, code)
-        run.start()
+        try:
+            run.start()
+        except (ValueError, RuntimeError, OSError) as exc:  # e.g. an unusable --signal
+            run.stop()
+            raise LprofError(f"cannot start profiling: {exc}", 2) from None
 
     outcome = runner.run(target, args.args, is_module=bool(args.module), code=code,
                          setup=args.setup, on_start=on_start)
