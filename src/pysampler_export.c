@@ -28,7 +28,10 @@ static int flat_init(flat_stacks *fs, Py_ssize_t n) {
     fs->ids = malloc(sizeof(uint32_t) * fs->cap);
     fs->offsets = malloc(sizeof(size_t) * (size_t)(n + 1));
     fs->vals = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    if (fs->ids && fs->offsets && fs->vals) return 0;
+    if (fs->ids && fs->offsets && fs->vals) {
+        fs->offsets[0] = 0;
+        return 0;
+    }
     PyErr_NoMemory();
     return -1;
 }

@@ -80,6 +80,9 @@ def export(profile, fmt, metric, out_path):
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {}
+    if not any(any(m.get(c) for c in cols) for _ids, _t, m in st.get("stacks", [])):
+        raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
+                         f"alone hold none; sample with lprof script.py or -l --sample)")
     frames = st.get("frames", [])
     names = [frame_name(f) for f in frames]
     rows = st.get("stacks", [])

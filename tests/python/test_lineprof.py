@@ -153,3 +153,11 @@ def test_encoding_cookie_source(run_lprof, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("4\n")
     assert "return 'caf\xe9'" in r.stdout
+
+
+def test_stack_export_of_line_only_profile_is_a_clear_error(run_lprof, write_script):
+    write_script("lo.py", "@profile\ndef f():\n    return 1\nf()\n")
+    assert run_lprof("-l", "lo.py").returncode == 0
+    for fmt in ("folded", "svg", "speedscope"):
+        r = run_lprof("export", "lo.py.lprof", "--format", fmt, "-o", "out." + fmt)
+        assert r.returncode == 2 and "no stacks" in r.stderr and "Traceback" not in r.stderr
