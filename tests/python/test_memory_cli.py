@@ -48,8 +48,8 @@ def test_line_listing_has_memory_columns_and_json(run_lprof, write_script, tmp_p
     row = _row(r.stdout, "KEEP")
     assert "MB" in row
     data = json.loads(run_lprof("export", "mem.py.lprof", "--format", "json", "-o", "-").stdout)
-    (keep_line,) = [m for m in data["memory"]["lines"] if m["line"] == 4]  # the KEEP line
-    assert 54e6 <= keep_line["alloc_bytes"] <= 66e6
+    keep_alloc = sum(m["alloc_bytes"] for m in data["memory"]["lines"] if m["line"] == 4)  # KEEP
+    assert 54e6 <= keep_alloc <= 66e6
     assert data["functions"]
 
 
@@ -65,8 +65,9 @@ def test_torch_cpu_tensor_attributed(run_lprof, write_script, tmp_path):
     r = run_lprof("--memory", "-q", "tt.py", timeout=300)
     assert r.returncode == 0, r.stderr
     data = json.loads(run_lprof("export", "tt.py.lprof", "--format", "json", "-o", "-").stdout)
-    (row,) = [m for m in data["memory"]["lines"] if m["function"].endswith("make")]
-    assert 90e6 <= row["alloc_bytes"] <= 110e6, row
+    rows = [m for m in data["memory"]["lines"] if m["line"] == 5]  # the TENSOR line
+    row = max(rows, key=lambda m: m["alloc_bytes"])
+    assert 90e6 <= sum(m["alloc_bytes"] for m in rows) <= 110e6, rows
     assert row["python_share"] < 0.1  # native (torch's allocator), not Python objects
 
 
