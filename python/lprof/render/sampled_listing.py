@@ -2,11 +2,10 @@
 CPU % (Python / native / system), wall % and seconds, plus a per-function
 summary. Time in library code is charged to the innermost frame whose file
 passes the filter (the user's calling line)."""
-import linecache
 import os
 import sysconfig
-import tokenize
 
+from ..source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 
 _COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
@@ -40,15 +39,6 @@ def _make_filter(profile_only, profile_all):
             return False
         return not any(real == d or real.startswith(d + os.sep) for d in libs)
     return accept
-
-
-def _read_source(path):
-    try:
-        with tokenize.open(path) as fh:
-            return fh.read().splitlines()
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        lines = linecache.getlines(path)
-        return [ln.rstrip("\n") for ln in lines] if lines else None
 
 
 def _charge(profile, accept, thread=None):
@@ -132,7 +122,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         out.append("")
         out.append(f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
                    f" of {mode} time)")
-        src = _read_source(path)
+        src = read_lines(path)
         if src is None:
             out.append("  (source not available)")
         out.append(hdr)
