@@ -23,7 +23,7 @@ LP_INTERNAL uint64_t lp_pysampler_drain_rings(void);
 LP_INTERNAL int lp_pysampler_has_pending_rings(void);
 /* Returns a new (frames, stacks) tuple or NULL with an exception. */
 LP_INTERNAL PyObject *lp_resolve_snapshot(void);
-/* Adds fold() (pysampler_export.c). */
+/* Adds fold_rows() (pysampler_export.c). */
 LP_INTERNAL int lp_pyexport_init(PyObject *module);
 /* Drops every reference, frame and stack (and clears the stack table). */
 LP_INTERNAL void lp_resolve_reset(void);

@@ -2,7 +2,7 @@
 
 stacks_section(metrics) turns the C stack table into the profile's "stacks"
 section; export(profile, fmt, metric, out_path) writes one metric of a
-profile's stacks. Folding runs in C (_lprof.fold).
+profile's stacks. Folding runs in C (_lprof.fold_rows).
 """
 import json
 
