@@ -37,6 +37,8 @@ deps:
 
 build:
 	@$(PYTHON) setup.py -q build_ext --inplace
+	@# bytecode as `pip install` would leave it: start-up then skips compiling
+	@$(PYTHON) -m compileall -q python/lprof
 
 tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(wildcard src/*.h)
 	@mkdir -p tests/c/bin

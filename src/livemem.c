@@ -27,6 +27,13 @@ static void *map_zero(size_t bytes) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* Zeroes a private anonymous mapping by dropping its pages: the next touch
+ * maps a zero page, so clearing a large, mostly untouched table costs no
+ * page faults (a memset would fault in every page). */
+static void zero_mapping(void *p, size_t bytes) {
+    if (madvise(p, bytes, MADV_DONTNEED) != 0) memset(p, 0, bytes);
+}
+
 int lp_livemem_init(lp_livemem *t, unsigned log2_slots) {
     memset(t, 0, sizeof *t);
     if (log2_slots < 4) log2_slots = 4;
@@ -52,8 +59,8 @@ void lp_livemem_destroy(lp_livemem *t) {
 void lp_livemem_clear(lp_livemem *t) {
     spin_lock(&t->lock);
     if (t->slots) {
-        memset(t->slots, 0, ((size_t)t->mask + 1) * sizeof(lp_live_block));
-        memset(t->filter, 0, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
+        zero_mapping(t->slots, ((size_t)t->mask + 1) * sizeof(lp_live_block));
+        zero_mapping(t->filter, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
     }
     t->count = 0;
     spin_unlock(&t->lock);

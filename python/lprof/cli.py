@@ -145,6 +145,11 @@ def main(argv=None):
             parser.print_usage(sys.stderr)
             raise LprofError("no script to profile (give a script path or -m module)", 2)
         _check_run_args(args)
+        if args.memory:
+            # before the run command's imports: the re-executed process
+            # pays for them again, this one should not
+            from . import preload
+            preload.maybe_reexec(argv)
         from .commands import run
         return run.main(args, argv)
     except LprofError as exc:

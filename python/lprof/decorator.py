@@ -5,7 +5,6 @@ function (or descriptor, or class) is returned, and it behaves exactly as
 before (return values, exceptions, signature, `inspect` results). Outside
 `lprof -l` nothing is enabled, so a decorated function costs nothing."""
 import functools
-import inspect
 import sys
 import types
 
@@ -34,10 +33,10 @@ def _code_objects(obj, seen):
         yield from _code_objects(obj.func, seen)
     elif isinstance(obj, functools.cached_property):
         yield from _code_objects(obj.func, seen)
-    elif inspect.isclass(obj):
+    elif isinstance(obj, type):
         for value in vars(obj).values():
             yield from _code_objects(value, seen)
-    elif inspect.ismodule(obj):
+    elif isinstance(obj, types.ModuleType):
         for value in vars(obj).values():
             if getattr(value, "__module__", None) == obj.__name__:
                 yield from _code_objects(value, seen)

@@ -7,9 +7,10 @@ would hand it blocks that another allocator owns. So `maybe_reexec` execs
 variable. Children of the profiled program inherit LD_PRELOAD (their native
 allocations go through the shim too; they are attributed only if they run
 lprof themselves)."""
-import ctypes
 import os
 import sys
+
+from . import _lprof
 
 MARKER = "LPROF_SHIM_PRELOADED"
 SHIM_NAME = "liblprof_shim.so"
@@ -30,10 +31,7 @@ def shim_path():
 
 def shim_loaded():
     """True when the shim is in this process (preloaded)."""
-    try:
-        return hasattr(ctypes.CDLL(None), "lprof_shim_api_v1")
-    except OSError:
-        return False
+    return bool(_lprof.memory_native_covered())
 
 
 def reexec_env(path, env=None):

@@ -1,7 +1,5 @@
 """Assembling a profile dict from the collectors that ran (see docs/contracts.md)."""
 import os
-import platform
-import socket
 import sys
 import time
 
@@ -16,10 +14,10 @@ def base_profile(modes, argv=None):
         "version": 1,
         "meta": {
             "argv": list(argv if argv is not None else sys.argv),
-            "python": platform.python_version(),
-            "implementation": platform.python_implementation(),
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "implementation": _implementation(),
             "pid": os.getpid(),
-            "hostname": socket.gethostname(),
+            "hostname": os.uname().nodename,
             "cwd": os.getcwd(),
             "started": STARTED,
             "duration_s": time.time() - STARTED,
@@ -31,6 +29,12 @@ def base_profile(modes, argv=None):
         },
         "functions": [],
     }
+
+
+def _implementation():
+    # platform.python_implementation()'s spelling, without importing platform
+    name = sys.implementation.name
+    return {"cpython": "CPython", "pypy": "PyPy"}.get(name, name)
 
 
 def _version():

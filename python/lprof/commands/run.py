@@ -98,9 +98,9 @@ class _Run:
 
 
 def _print_outputs(args, prof):
-    from ..render.listing import render_lines
     out = []
     if "lines" in prof["meta"]["modes"] and args.view and not args.quiet:
+        from ..render.listing import render_lines
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                 summarize=args.summarize))
     if "sampling" in prof and not args.quiet:
@@ -150,9 +150,6 @@ def _die_by_sigint():
 
 
 def main(args, raw_argv):
-    if args.memory:
-        from .. import preload
-        preload.maybe_reexec(raw_argv)
     atexit.register(_die_by_sigint)
     target = args.module or args.script
     try:
