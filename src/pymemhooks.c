@@ -230,20 +230,47 @@ static void *h_realloc(void *ctx, void *p, size_t n) {
     return q;
 }
 
+/* The fast path for pymalloc's small requests (<= 512 bytes, served from its
+ * pools without calling malloc; new 1 MiB arenas are mmapped, which the shim
+ * does not track): no guard, and a tail call into pymalloc unless the
+ * countdown says sample. Installed only when pymalloc is the allocator
+ * (with PYTHONMALLOC=malloc every request would reach the shim as well). */
+#define PYMALLOC_SMALL_REQUEST 512u
+
+static __attribute__((noinline)) void *malloc_sampled(hook_domain *d, size_t n) {
+    int prev = lp_memhooks_guard_enter();
+    void *p = d->orig.malloc(d->orig.ctx, n);
+    lp_memhooks_guard_leave(prev);
+    if (p != NULL && !prev && __atomic_load_n(&enabled, __ATOMIC_RELAXED)) sampled(p, n, d->python);
+    return p;
+}
+
+static void *h_malloc_pymalloc(void *ctx, size_t n) {
+    hook_domain *d = ctx;
+    if (LP_UNLIKELY(n - 1 >= PYMALLOC_SMALL_REQUEST)) return h_malloc(ctx, n); /* 0 or large */
+    if (LP_LIKELY(!lp_memsample_step(&tls_sampler, n))) return d->orig.malloc(d->orig.ctx, n);
+    return malloc_sampled(d, n);
+}
+
 /* No guard here: a free is never counted twice (the outer hook removes the
  * block from its table first; the shim's free only finds blocks it sampled). */
-static void h_free(void *ctx, void *p) {
-    hook_domain *d = ctx;
-    if (p != NULL && LP_UNLIKELY(lp_livemem_maybe(&live, p))) forget(p);
+static __attribute__((noinline, cold)) void forget_and_free(hook_domain *d, void *p) {
+    forget(p);
     d->orig.free(d->orig.ctx, p);
 }
 
-static void install(hook_domain *d, PyMemAllocatorDomain dom, int python) {
+static void h_free(void *ctx, void *p) {
+    hook_domain *d = ctx;
+    if (p != NULL && LP_UNLIKELY(lp_livemem_maybe(&live, p))) forget_and_free(d, p);
+    else d->orig.free(d->orig.ctx, p); /* a tail call: no frame on the fast path */
+}
+
+static void install(hook_domain *d, PyMemAllocatorDomain dom, int python, int pymalloc) {
     d->domain = dom;
     d->python = python;
     PyMem_GetAllocator(dom, &d->orig);
     d->mine.ctx = d;
-    d->mine.malloc = h_malloc;
+    d->mine.malloc = pymalloc ? h_malloc_pymalloc : h_malloc;
     d->mine.calloc = h_calloc;
     d->mine.realloc = h_realloc;
     d->mine.free = h_free;
@@ -251,12 +278,24 @@ static void install(hook_domain *d, PyMemAllocatorDomain dom, int python) {
     d->installed = 1;
 }
 
+/* 1 when every domain still has CPython's default pymalloc allocators (not
+ * PYTHONMALLOC=malloc or debug, not wrapped by another hook). The name
+ * query is private API, so it is looked up, not linked. */
+static int pymalloc_is_default(void) {
+    if (domains[1].installed || domains[2].installed) /* our hooks are in: ask what they wrap */
+        return domains[1].mine.malloc == h_malloc_pymalloc;
+    typedef const char *(*name_fn)(void);
+    name_fn name = (name_fn)dlsym(RTLD_DEFAULT, "_PyMem_GetCurrentAllocatorName");
+    const char *n = name ? name() : NULL;
+    return n != NULL && strcmp(n, "pymalloc") == 0;
+}
+
 static void uninstall(hook_domain *d) {
     if (!d->installed) return;
     PyMemAllocatorEx cur;
     PyMem_GetAllocator(d->domain, &cur);
     /* only when nobody wrapped us since; otherwise stay as a pass-through */
-    if (cur.ctx == d && cur.malloc == h_malloc) {
+    if (cur.ctx == d && cur.malloc == d->mine.malloc) {
         PyMem_SetAllocator(d->domain, &d->orig);
         d->installed = 0;
     }
@@ -310,10 +349,11 @@ int lp_memhooks_start(uint64_t sample_bytes) {
         return -1;
     }
     tls_sampler.rng = 0;
-    if (!domains[1].installed) install(&domains[1], PYMEM_DOMAIN_MEM, 1);
-    if (!domains[2].installed) install(&domains[2], PYMEM_DOMAIN_OBJ, 1);
+    int pym = pymalloc_is_default();
+    if (!domains[1].installed) install(&domains[1], PYMEM_DOMAIN_MEM, 1, pym);
+    if (!domains[2].installed) install(&domains[2], PYMEM_DOMAIN_OBJ, 1, pym);
     /* RAW is plain malloc: the shim sees it; without the shim, hook it */
-    if (!shim && !domains[0].installed) install(&domains[0], PYMEM_DOMAIN_RAW, 0);
+    if (!shim && !domains[0].installed) install(&domains[0], PYMEM_DOMAIN_RAW, 0, 0);
     if (shim) {
         shim->set_sample_bytes(sample_bytes);
         if (shim->set_hooks(&shim_hooks) != 0) shim = NULL;
