@@ -14,8 +14,11 @@ from . import _lprof
 # A line is reported as a leak when the chance that its next allocation is
 # never freed (Laplace rule over sampled blocks) exceeds this...
 LEAK_SCORE = 0.95
-# ...its surviving blocks were allocated over at least this share of the run...
-LEAK_SPAN_SHARE = 0.25
+# ...its surviving blocks were allocated over at least this long (one burst,
+# such as building a list that is then kept, is not growth over time; a leak
+# confined to one phase of a long run still is)...
+LEAK_MIN_SPAN_S = 0.05
+LEAK_MIN_SPAN_SHARE = 0.02
 # ...with at least this many surviving samples, holding this share of the peak.
 LEAK_MIN_SURVIVORS = 8
 LEAK_MIN_PEAK_SHARE = 0.01
@@ -109,11 +112,13 @@ def _build(raw):
         out_lines.append([path, line, func, round(alloc), round(freed), round(net), round(at_peak),
                           (py_bytes / alloc) if alloc else 0.0, round(count)])
         slope, span, score = _leak(ln, lw, lst, lst2, n_alloc, n_freed)
-        if (score > LEAK_SCORE and slope > 0 and span >= LEAK_SPAN_SHARE * duration
+        if (score > LEAK_SCORE and slope > 0
+                and span >= max(LEAK_MIN_SPAN_S, LEAK_MIN_SPAN_SHARE * duration)
                 and ln >= LEAK_MIN_SURVIVORS and net >= LEAK_MIN_PEAK_SHARE * peak):
-            leaks.append([path, line, func, slope, score])
+            leaks.append((net, [path, line, func, slope, score]))
     out_lines.sort(key=lambda r: -r[3])
-    leaks.sort(key=lambda r: -r[3])
+    # the line that lost the most memory first (a growth rate favours short bursts)
+    leaks = [row for net, row in sorted(leaks, key=lambda nr: -nr[0])]
     section = {
         "sample_bytes": raw.get("sample_bytes", 0),
         "native_covered": bool(raw.get("native_covered", False)),

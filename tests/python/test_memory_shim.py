@@ -95,6 +95,15 @@ def test_slow_leak_named(shim, tmp_path):
     assert near(lines[mk["LEAK"]][5], 6_000_000, 0.25)
 
 
+def test_leak_in_one_phase_named_first(shim, tmp_path):
+    # the leak spans a small share of the run; a kept burst is not growth
+    snap, m, lines = run_case(shim, tmp_path, "phase_leak")
+    mk = snap["marks"]
+    assert m["leaks"] and m["leaks"][0][1] == mk["PHASE_LEAK"], m["leaks"]
+    assert mk["BURST"] not in {l[1] for l in m["leaks"]}, m["leaks"]
+    assert near(lines[mk["BURST"]][5], 200_000 * 24 + 8 * 200_000, 0.25)
+
+
 def test_pure_python_objects(shim, tmp_path):
     snap, m, lines = run_case(shim, tmp_path, "objects")
     objs = lines[snap["marks"]["OBJECTS"]]

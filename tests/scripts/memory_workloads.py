@@ -39,6 +39,21 @@ def case_leak():
     return hold, leaked
 
 
+def case_phase_leak():
+    # a leak confined to a short first phase of a longer run, a burst of
+    # objects kept to the end, then a long phase that only computes
+    leaked = []
+    for _ in range(60):
+        leaked.append(bytearray(100_000))  # PHASE_LEAK
+        time.sleep(0.002)
+    burst = [float(i) for i in range(200_000)]  # BURST
+    deadline = time.perf_counter() + 1.0
+    n = 0
+    while time.perf_counter() < deadline:
+        n += 1
+    return leaked, burst, n
+
+
 def case_objects():
     objs = [str(i) * 4 for i in range(300_000)]  # OBJECTS
     return objs, sum(sys.getsizeof(o) for o in objs) + sys.getsizeof(objs)
