@@ -67,14 +67,14 @@ void lp_livemem_clear(lp_livemem *t) {
 }
 
 static void filter_inc(lp_livemem *t, uintptr_t a) {
-    uint8_t *c = &t->filter[lp_livemem_hash(a, LP_LIVEMEM_FILTER_BITS)];
+    uint8_t *c = &t->filter[lp_livemem_filter_index(a)];
     uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
     if (v != 255) __atomic_store_n(c, (uint8_t)(v + 1), __ATOMIC_RELAXED);
 }
 
 static void filter_dec(lp_livemem *t, uintptr_t a) {
     /* a saturated counter stays set: it can no longer know its true count */
-    uint8_t *c = &t->filter[lp_livemem_hash(a, LP_LIVEMEM_FILTER_BITS)];
+    uint8_t *c = &t->filter[lp_livemem_filter_index(a)];
     uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
     if (v != 0 && v != 255) __atomic_store_n(c, (uint8_t)(v - 1), __ATOMIC_RELAXED);
 }

@@ -53,11 +53,23 @@ static inline uint32_t lp_livemem_hash(uintptr_t a, unsigned bits) {
     return (uint32_t)(((uint64_t)(a >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
 }
 
+/* The filter counter of address a: one per 64-byte granule, in address
+ * order within each 64 MiB window (higher bits folded in by xor, which only
+ * permutes counters inside a cache line's group). Locality matters more than
+ * spread here: every free reads a counter, and a program frees objects in
+ * runs (a list, a dict, a pool), which then read neighbouring counters. A
+ * multiplicative hash spread those reads over the whole 1 MiB and missed the
+ * cache on nearly every free (10% of an allocation-heavy run). */
+static inline uint32_t lp_livemem_filter_index(uintptr_t a) {
+    uint64_t g = (uint64_t)a >> 6;
+    return (uint32_t)((g ^ (g >> LP_LIVEMEM_FILTER_BITS) ^ (g >> (2 * LP_LIVEMEM_FILTER_BITS))) &
+                      ((1u << LP_LIVEMEM_FILTER_BITS) - 1));
+}
+
 /* Could `p` be a sampled block? False positives are possible, misses not. */
 static inline int lp_livemem_maybe(const lp_livemem *t, const void *p) {
     if (LP_UNLIKELY(t->filter == NULL)) return 0;
-    uint32_t h = lp_livemem_hash((uintptr_t)p, LP_LIVEMEM_FILTER_BITS);
-    return __atomic_load_n(&t->filter[h], __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&t->filter[lp_livemem_filter_index((uintptr_t)p)], __ATOMIC_RELAXED) != 0;
 }
 
 /* Returns 1 inserted, 2 inserted over an existing block with the same
