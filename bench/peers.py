@@ -3,10 +3,13 @@ for their outputs. Peers are only measured here; lprof never uses them."""
 import json
 import os
 import re
+import resource
+import signal
 import subprocess
 import sys
+import time
 
-from common import BENCH, ROOT, Failed, run_timed
+from common import BASE_ENV, BENCH, ROOT, SCRATCH, Failed, Run, run_timed, short_reason
 
 VENV = os.path.join(ROOT, "build", "bench-venv")
 VPY = os.path.join(VENV, "bin", "python")
@@ -57,6 +60,61 @@ def versions():
         return {d: "not installed" for d in PEERS}
 
 
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_timed_group(argv, env_extra=None, timeout=300, cwd=None):
+    """common.run_timed for tools that start a child of their own (the `scalene`
+    launcher re-runs itself as `python -m scalene` with its allocator preloaded
+    and waits for it). run_timed kills only the launcher on a timeout, which
+    leaves the child running (and holding the machine) after the row is marked
+    timed out. Here the tool gets its own process group and the whole group is
+    killed on a timeout (and any leftover member when it ends)."""
+    env = dict(os.environ)
+    env.update(BASE_ENV)
+    for k, v in (env_extra or {}).items():
+        if k == "PYTHONPATH":
+            v = v + os.pathsep + BASE_ENV["PYTHONPATH"]
+        env[k] = v
+    try:
+        c0 = _children_cpu()
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=cwd or SCRATCH,
+                             start_new_session=True)
+    except OSError as e:
+        raise Failed(f"cannot start: {e}")
+    try:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            try:
+                p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+            raise Failed(f"timed out after {timeout} s")
+        wall = time.perf_counter() - t0
+        cpu = _children_cpu() - c0
+    finally:
+        _kill_group(p)      # nothing of the run outlives it (also on Ctrl-C)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if p.returncode != 0:
+        raise Failed(f"exit {p.returncode}: {short_reason(stderr)}")
+    return Run(wall, stdout, stderr, cpu)
+
+
 # ---- command lines -------------------------------------------------------
 
 def kernprof_cmd(script, args, out):
@@ -64,9 +122,20 @@ def kernprof_cmd(script, args, out):
 
 
 def scalene_cmd(script, args, out, memory=False):
-    opts = ["--cpu-percent-threshold", "0"]
-    if not memory:
-        opts = ["--cpu-only"] + opts
+    """CPU-only, or CPU + memory (`--memory`).
+
+    Memory mode names `--memory` explicitly. Plain `scalene run` means CPU +
+    memory + GPU, and with GPU on Scalene 2.4.0 starts its PyTorch integration
+    whenever torch imports (the venv sees the system torch through
+    --system-site-packages), even on a machine without a GPU and for a
+    program that never imports torch: torch.profiler(with_stack=True) traces
+    the program's calls, and Scalene parses all those events when profiling
+    stops (torch's _parse_kineto_results, then a long gc at exit). Measured
+    on allocs.py at 1/10 of the bench's work: 104 s and 5.8 GB with the plain
+    command line, 8 s and 0.3 GB with `--memory`; mixed.py at 1/10: 175 s
+    and 7.4 GB. The same memory profiling either way; only the torch
+    profiler differs."""
+    opts = ["--memory" if memory else "--cpu-only", "--cpu-percent-threshold", "0"]
     return [vbin("scalene"), "run", "-o", out] + opts + [script] + (["---"] + args if args else [])
 
 
