@@ -156,7 +156,9 @@ def main():
         targets += t
         md += ["### Overhead (wall ratio to plain, medians)", "",
                "Targets: lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
-               "Scalene (memory mode: its default `scalene run`) and memray.", "",
+               "Scalene (memory mode: `scalene run --memory`; its default `scalene run` "
+               "also starts torch.profiler when torch is installed and took minutes) and "
+               "memray.", "",
                table(h, rows), ""]
     if "export" in only:
         log("bench: export speed")
