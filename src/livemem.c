@@ -34,6 +34,11 @@ static void zero_mapping(void *p, size_t bytes) {
     if (madvise(p, bytes, MADV_DONTNEED) != 0) memset(p, 0, bytes);
 }
 
+static size_t groups_bytes(size_t slots) {
+    size_t g = slots >> LP_LIVEMEM_GROUP_BITS;
+    return g ? g : 1;
+}
+
 int lp_livemem_init(lp_livemem *t, unsigned log2_slots) {
     memset(t, 0, sizeof *t);
     if (log2_slots < 4) log2_slots = 4;
@@ -41,7 +46,8 @@ int lp_livemem_init(lp_livemem *t, unsigned log2_slots) {
     size_t n = (size_t)1 << log2_slots;
     t->slots = map_zero(n * sizeof(lp_live_block));
     t->filter = map_zero((size_t)1 << LP_LIVEMEM_FILTER_BITS);
-    if (t->slots == NULL || t->filter == NULL) {
+    t->touched = map_zero(groups_bytes(n));
+    if (t->slots == NULL || t->filter == NULL || t->touched == NULL) {
         lp_livemem_destroy(t);
         return -1;
     }
@@ -53,6 +59,7 @@ int lp_livemem_init(lp_livemem *t, unsigned log2_slots) {
 void lp_livemem_destroy(lp_livemem *t) {
     if (t->slots) munmap(t->slots, ((size_t)t->mask + 1) * sizeof(lp_live_block));
     if (t->filter) munmap(t->filter, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
+    if (t->touched) munmap(t->touched, groups_bytes((size_t)t->mask + 1));
     memset(t, 0, sizeof *t);
 }
 
@@ -61,6 +68,7 @@ void lp_livemem_clear(lp_livemem *t) {
     if (t->slots) {
         zero_mapping(t->slots, ((size_t)t->mask + 1) * sizeof(lp_live_block));
         zero_mapping(t->filter, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
+        zero_mapping(t->touched, groups_bytes((size_t)t->mask + 1));
     }
     t->count = 0;
     spin_unlock(&t->lock);
@@ -95,6 +103,7 @@ int lp_livemem_insert(lp_livemem *t, const lp_live_block *b, lp_live_block *repl
         if (s->addr == 0) {
             if (t->count >= t->limit) { t->overflow++; break; }
             *s = *b;
+            t->touched[i >> LP_LIVEMEM_GROUP_BITS] = 1;
             t->count++;
             filter_inc(t, b->addr);
             rc = 1;
@@ -141,8 +150,14 @@ int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) {
 void lp_livemem_foreach(lp_livemem *t, void (*fn)(const lp_live_block *, void *), void *ctx) {
     if (t->slots == NULL) return;
     spin_lock(&t->lock);
-    for (size_t i = 0; i <= t->mask; i++)
-        if (t->slots[i].addr != 0) fn(&t->slots[i], ctx);
+    /* blocks only ever sit in written groups: an insert writes its slot, a
+     * deletion's backward shift moves blocks into slots that held one */
+    size_t group = (size_t)1 << LP_LIVEMEM_GROUP_BITS;
+    for (size_t g = 0; g * group <= t->mask; g++) {
+        if (!t->touched[g]) continue;
+        for (size_t i = g * group; i < (g + 1) * group && i <= t->mask; i++)
+            if (t->slots[i].addr != 0) fn(&t->slots[i], ctx);
+    }
     spin_unlock(&t->lock);
 }
 

@@ -33,7 +33,8 @@ typedef struct lp_live_block {
 
 typedef struct lp_livemem {
     lp_live_block *slots;
-    uint8_t *filter;     /* saturating counters indexed by address hash */
+    uint8_t *filter;     /* saturating counters indexed by address granule */
+    uint8_t *touched;    /* per group of LP_LIVEMEM_GROUP slots: ever written since clear */
     uint32_t mask;       /* slots - 1 */
     uint32_t count;
     uint32_t limit;      /* max count (load factor 3/4) */
@@ -42,6 +43,9 @@ typedef struct lp_livemem {
 } lp_livemem;
 
 #define LP_LIVEMEM_FILTER_BITS 20
+/* Slots per `touched` flag: a snapshot scans only groups that were written,
+ * not the whole mapping (reading untouched pages would fault each one in). */
+#define LP_LIVEMEM_GROUP_BITS 6
 
 /* Maps the table (2^log2_slots slots) and the filter; 0 ok, -1 no memory. */
 LP_INTERNAL int lp_livemem_init(lp_livemem *t, unsigned log2_slots);

@@ -5,11 +5,9 @@ timeline (docs/design-memory.md).
 Python objects are seen through CPython's allocator hooks; native allocations
 (numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
 (`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
-import os
 import sys
-import sysconfig
 
-from . import _lprof
+from . import _lprof, libdirs
 
 # A line is reported as a leak when the chance that its next allocation is
 # never freed (Laplace rule over sampled blocks) exceeds this...
@@ -31,22 +29,11 @@ def native_covered():
     return bool(_lprof.memory_native_covered())
 
 
-def _library_dirs():
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            dirs.add(os.path.realpath(p) + os.sep)
-    dirs.add(os.path.dirname(os.path.realpath(__file__)) + os.sep)
-    return tuple(dirs)
-
-
 class _Owner:
     """Chooses the line a stack is charged to: its innermost frame outside
     the standard library, site-packages and lprof (else the innermost)."""
 
     def __init__(self):
-        self.dirs = _library_dirs()
         self.cache = {}
 
     def is_user(self, path):
@@ -55,7 +42,7 @@ class _Owner:
             if not path or path.startswith("<"):
                 hit = path.startswith("<string>") or path.startswith("<stdin>")
             else:
-                hit = not os.path.realpath(path).startswith(self.dirs)
+                hit = not libdirs.is_library_file(path)
             self.cache[path] = hit
         return hit
 

@@ -9,7 +9,6 @@ import os
 import runpy
 import sys
 import threading
-import traceback
 import types
 from importlib.machinery import SourceFileLoader
 
@@ -132,6 +131,7 @@ def print_exception(exc):
     try:
         sys.excepthook(type(exc), exc, tb)
     except Exception:
+        import traceback  # only on this rare path: it costs start-up otherwise
         traceback.print_exception(type(exc), exc, tb)
     try:
         sys.stderr.flush()

@@ -2,30 +2,17 @@
 CPU % (Python / native / system), wall % and seconds, plus a per-function
 summary. Time in library code is charged to the innermost frame whose file
 passes the filter (the user's calling line)."""
-import os
-import sysconfig
 
+from .. import libdirs
 from ..source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 
 _COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
 
 
-def _library_dirs():
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            dirs.add(os.path.realpath(p))
-    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    dirs.add(here)  # lprof itself
-    return tuple(sorted(dirs))
-
-
 def _make_filter(profile_only, profile_all):
     if isinstance(profile_only, str):
         profile_only = [p for p in profile_only.split(",") if p]
-    libs = _library_dirs()
 
     def accept(path):
         if not path or path.startswith("<"):
@@ -34,10 +21,7 @@ def _make_filter(profile_only, profile_all):
             return True
         if profile_only:
             return any(p in path for p in profile_only)
-        real = os.path.realpath(path)
-        if "site-packages" in real or "dist-packages" in real:
-            return False
-        return not any(real == d or real.startswith(d + os.sep) for d in libs)
+        return not libdirs.is_library_file(path)
     return accept
 
 
