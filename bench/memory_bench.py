@@ -137,9 +137,13 @@ def overhead(repeats, log):
         ratios = {}
         row = [title, fmt(plain, ".3f")]
         for t in OVH_TOOLS[1:]:
-            m = median(res[t]["runs"])
-            ratios[t] = m / plain if m and plain else None
-            row.append(f"{ratios[t]:.2f}x" if ratios[t] else "n/a (" + str(res[t]["error"]) + ")")
+            # The machine's speed drifts by tens of percent over minutes: each
+            # run is divided by the plain run of its own round, and the median
+            # of those ratios is reported (range in brackets).
+            paired = [w / p for w, p in zip(res[t]["runs"], res["plain"]["runs"]) if w and p]
+            ratios[t] = median(paired)
+            row.append(f"{ratios[t]:.2f}x ({min(paired):.2f}-{max(paired):.2f})" if ratios[t]
+                       else "n/a (" + str(res[t]["error"]) + ")")
         row.append("n/a (needs @profile; traces every line)")
         lp = ratios.get("lprof")
         met = None

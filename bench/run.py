@@ -154,8 +154,11 @@ def main():
         log("bench: memory overhead")
         (h, rows), t = memory_bench.overhead(repeats, log)
         targets += t
-        md += ["### Overhead (wall ratio to plain, medians)", "",
-               "Targets: lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
+        md += ["### Overhead (whole-process wall time / plain, paired by round)", "",
+               "Each tool's run is divided by the plain run of the same round (this "
+               "machine's speed drifts by tens of percent over minutes); the cell is the "
+               "median of those ratios, with their range. plain s is the median plain wall "
+               "time. Targets: lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
                "Scalene (memory mode: `scalene run --memory`; its default `scalene run` "
                "also starts torch.profiler when torch is installed and took minutes) and "
                "memray.", "",
