@@ -14,6 +14,7 @@ TOOLS = ["lprof", "scalene", "memray", "memory_profiler"]
 OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
             ("CPU-bound", "mixed", ["2000", "2000"], 1.05)]
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
+OVERHEAD_MIN_ROUNDS = 7  # the fastest of 7 runs is rarely a disturbed one
 
 
 def profile_once(tool, script, args, base, timeout=300):
@@ -130,19 +131,22 @@ def overhead(repeats, log):
                                              timeout=120)
             return wall
 
-        res = alternate(OVH_TOOLS, repeats, one)
+        res = alternate(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS), one)
         log(f"  memory/overhead/{name}: " + ", ".join(
             f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
-        plain = median(res["plain"]["runs"])
+        fastest_plain = min(res["plain"]["runs"]) if res["plain"]["runs"] else None
         ratios = {}
-        row = [title, fmt(plain, ".3f")]
+        row = [title, fmt(fastest_plain, ".3f")]
         for t in OVH_TOOLS[1:]:
-            # The machine's speed drifts by tens of percent over minutes: each
-            # run is divided by the plain run of its own round, and the median
-            # of those ratios is reported (range in brackets).
+            # This machine's speed drifts by tens of percent over minutes and
+            # the noise only ever slows a run down: the ratio of the fastest
+            # runs is the estimate (as timeit advises); the median of per-round
+            # ratios is shown beside it.
+            runs = [w for w in res[t]["runs"] if w]
             paired = [w / p for w, p in zip(res[t]["runs"], res["plain"]["runs"]) if w and p]
-            ratios[t] = median(paired)
-            row.append(f"{ratios[t]:.2f}x ({min(paired):.2f}-{max(paired):.2f})" if ratios[t]
+            ratios[t] = min(runs) / fastest_plain if runs and fastest_plain else None
+            row.append(f"{ratios[t]:.2f}x (per round: median {median(paired):.2f}x, "
+                       f"{min(paired):.2f}-{max(paired):.2f})" if ratios[t]
                        else "n/a (" + str(res[t]["error"]) + ")")
         row.append("n/a (needs @profile; traces every line)")
         lp = ratios.get("lprof")

@@ -132,6 +132,9 @@ def main():
         (h, rows), t = sampling_bench.overhead(repeats, log)
         targets += t
         md += ["### Overhead (CPU-bound simulation, ~2 s)", "",
+               "At least 7 rounds, tools alternated; every column is the fastest run of "
+               "each tool (this machine's speed drifts by tens of percent and the noise "
+               "only slows runs down). "
                "Wall ratio = whole-process wall / plain; in-script ratio uses the time the "
                "workload measures around its own work (excludes interpreter and profiler "
                "start-up and report writing). Targets: lprof <= 2 % at 100 Hz, <= 5 % at "
@@ -154,11 +157,13 @@ def main():
         log("bench: memory overhead")
         (h, rows), t = memory_bench.overhead(repeats, log)
         targets += t
-        md += ["### Overhead (whole-process wall time / plain, paired by round)", "",
-               "Each tool's run is divided by the plain run of the same round (this "
-               "machine's speed drifts by tens of percent over minutes); the cell is the "
-               "median of those ratios, with their range. plain s is the median plain wall "
-               "time. Targets: lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
+        md += ["### Overhead (whole-process wall time / plain)", "",
+               "At least 7 rounds, tools alternated. This machine's speed drifts by tens of "
+               "percent over minutes, and that noise only slows runs down, so the ratio is "
+               "the fastest run of the tool over the fastest plain run (as `timeit` "
+               "advises); beside it, the median and range of the per-round ratios (each run "
+               "over the plain run of its own round). plain s is the fastest plain wall "
+               "time. Targets (on the fastest-run ratio): lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
                "Scalene (memory mode: `scalene run --memory`; its default `scalene run` "
                "also starts torch.profiler when torch is installed and took minutes) and "
                "memray.", "",
