@@ -28,9 +28,9 @@ def shim():
     return SHIM
 
 
-def run_case(shim, tmp_path, case, *extra):
+def run_case(shim, tmp_path, case, *extra, env_extra=None):
     out = tmp_path / (case + ".json")
-    env = lprof_env({"LD_PRELOAD": shim})
+    env = lprof_env({"LD_PRELOAD": shim, **(env_extra or {})})
     r = subprocess.run([sys.executable, WORKLOADS, case, str(out), *map(str, extra)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -106,6 +106,15 @@ def test_leak_in_one_phase_named_first(shim, tmp_path):
 
 def test_pure_python_objects(shim, tmp_path):
     snap, m, lines = run_case(shim, tmp_path, "objects")
+    objs = lines[snap["marks"]["OBJECTS"]]
+    assert near(objs[5], snap["expected_objects"], 0.15)
+    assert objs[7] > 0.95
+
+
+def test_objects_counted_once_without_pymalloc(shim, tmp_path):
+    # PYTHONMALLOC=malloc: every object request reaches malloc (the shim), so
+    # the unguarded small-object fast path must stay off or bytes count twice
+    snap, m, lines = run_case(shim, tmp_path, "objects", env_extra={"PYTHONMALLOC": "malloc"})
     objs = lines[snap["marks"]["OBJECTS"]]
     assert near(objs[5], snap["expected_objects"], 0.15)
     assert objs[7] > 0.95
