@@ -58,22 +58,27 @@ static inline uint32_t lp_livemem_hash(uintptr_t a, unsigned bits) {
 }
 
 /* The filter counter of address a: one per 64-byte granule, in address
- * order within each 64 MiB window (higher bits folded in by xor, which only
- * permutes counters inside a cache line's group). Locality matters more than
+ * order (addresses 64 MiB apart share one). Locality matters more than
  * spread here: every free reads a counter, and a program frees objects in
  * runs (a list, a dict, a pool), which then read neighbouring counters. A
  * multiplicative hash spread those reads over the whole 1 MiB and missed the
- * cache on nearly every free (10% of an allocation-heavy run). */
+ * cache on nearly every free (10% of an allocation-heavy run). Folding in
+ * higher address bits would not lower the false-positive rate, which is the
+ * share of counters in use, and cost five instructions per free. */
 static inline uint32_t lp_livemem_filter_index(uintptr_t a) {
-    uint64_t g = (uint64_t)a >> 6;
-    return (uint32_t)((g ^ (g >> LP_LIVEMEM_FILTER_BITS) ^ (g >> (2 * LP_LIVEMEM_FILTER_BITS))) &
-                      ((1u << LP_LIVEMEM_FILTER_BITS) - 1));
+    return (uint32_t)(a >> 6) & ((1u << LP_LIVEMEM_FILTER_BITS) - 1);
 }
 
-/* Could `p` be a sampled block? False positives are possible, misses not. */
+/* Could `p` be a sampled block? False positives are possible, misses not.
+ * The table must be initialised (the PyMem hooks are installed only then). */
+static inline int lp_livemem_maybe_ready(const lp_livemem *t, const void *p) {
+    return __atomic_load_n(&t->filter[lp_livemem_filter_index((uintptr_t)p)], __ATOMIC_RELAXED) != 0;
+}
+
+/* As lp_livemem_maybe_ready, for a table that may not be mapped yet. */
 static inline int lp_livemem_maybe(const lp_livemem *t, const void *p) {
     if (LP_UNLIKELY(t->filter == NULL)) return 0;
-    return __atomic_load_n(&t->filter[lp_livemem_filter_index((uintptr_t)p)], __ATOMIC_RELAXED) != 0;
+    return lp_livemem_maybe_ready(t, p);
 }
 
 /* Returns 1 inserted, 2 inserted over an existing block with the same

@@ -217,7 +217,7 @@ static void *h_calloc(void *ctx, size_t nelem, size_t elsize) {
 static void *h_realloc(void *ctx, void *p, size_t n) {
     hook_domain *d = ctx;
     lp_live_block old;
-    int had = p != NULL && lp_livemem_maybe(&live, p) && lp_livemem_remove(&live, (uintptr_t)p, &old);
+    int had = p != NULL && lp_livemem_maybe_ready(&live, p) && lp_livemem_remove(&live, (uintptr_t)p, &old);
     int prev = lp_memhooks_guard_enter();
     void *q = d->orig.realloc(d->orig.ctx, p, n);
     lp_memhooks_guard_leave(prev);
@@ -255,13 +255,14 @@ static void *h_malloc_pymalloc(void *ctx, size_t n) {
 /* No guard here: a free is never counted twice (the outer hook removes the
  * block from its table first; the shim's free only finds blocks it sampled). */
 static __attribute__((noinline, cold)) void forget_and_free(hook_domain *d, void *p) {
-    forget(p);
+    if (p != NULL) forget(p); /* free(NULL) reaches here when counter 0 is in use */
     d->orig.free(d->orig.ctx, p);
 }
 
+/* Eleven instructions when p was not sampled: one counter load, a tail call. */
 static void h_free(void *ctx, void *p) {
     hook_domain *d = ctx;
-    if (p != NULL && LP_UNLIKELY(lp_livemem_maybe(&live, p))) forget_and_free(d, p);
+    if (LP_UNLIKELY(lp_livemem_maybe_ready(&live, p))) forget_and_free(d, p);
     else d->orig.free(d->orig.ctx, p); /* a tail call: no frame on the fast path */
 }
 
