@@ -22,9 +22,17 @@ static void spin_lock(int *l) {
 
 static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
+/* Tables indexed by hash or address are touched at random: with 4 KiB
+ * pages, each first touch is a read fault (zero page) and then a write fault
+ * whose TLB flush interrupts every core the process runs on. Huge pages
+ * (where the kernel offers them on request) make that a handful of faults. */
 static void *map_zero(size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= ((size_t)2 << 20)) (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 /* Zeroes a private anonymous mapping by dropping its pages: the next touch
