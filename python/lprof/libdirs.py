@@ -8,18 +8,29 @@ import os
 @functools.lru_cache(maxsize=1)
 def library_dirs():
     """Real paths of the library folders, each ending with os.sep."""
-    import sysconfig  # its first get_paths() costs a few ms: only when asked
-    paths = sysconfig.get_paths()
-    dirs = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
-            if paths.get(key)}
-    dirs.add(os.path.dirname(os.path.realpath(__file__)))  # lprof
-    return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
+    return tuple(sorted({os.path.realpath(d) + os.sep for d in _dirs_as_configured()}))
+
+
+@functools.lru_cache(maxsize=1)
+def _dirs_as_configured():
+    # The standard library is where `os` lives (lib-dynload is inside it);
+    # every package folder (purelib, platlib, user site, Debian's) is named
+    # site-packages or dist-packages, which is_library_file tests by name.
+    # (sysconfig would say the same, but costs 3 ms to import and ask.)
+    dirs = {os.path.dirname(os.path.abspath(os.__file__)),
+            os.path.dirname(os.path.abspath(__file__))}  # lprof
+    return tuple(sorted(d.rstrip(os.sep) for d in dirs))
+
+
+def _in_library(path, dirs):
+    return "site-packages" in path or "dist-packages" in path or path.startswith(dirs)
 
 
 @functools.lru_cache(maxsize=65536)
 def is_library_file(path):
     """True for a file under library_dirs() or any site-/dist-packages."""
-    real = os.path.realpath(path)
-    if "site-packages" in real or "dist-packages" in real:
+    # The path as given decides most files without realpath's lstat of every
+    # component; only files it does not place are resolved.
+    if _in_library(path, tuple(d + os.sep for d in _dirs_as_configured())):
         return True
-    return real.startswith(library_dirs())
+    return _in_library(os.path.realpath(path), library_dirs())

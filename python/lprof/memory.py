@@ -5,6 +5,7 @@ timeline (docs/design-memory.md).
 Python objects are seen through CPython's allocator hooks; native allocations
 (numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
 (`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
+import os
 import sys
 
 from . import _lprof, libdirs
@@ -29,72 +30,66 @@ def native_covered():
     return bool(_lprof.memory_native_covered())
 
 
-class _Owner:
-    """Chooses the line a stack is charged to: its innermost frame outside
-    the standard library, site-packages and lprof (else the innermost)."""
+_LAUNCHER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_LIBRARY, _USER, _LAUNCHER = 0, 1, 2
 
-    def __init__(self):
-        self.cache = {}
 
-    def is_user(self, path):
-        hit = self.cache.get(path)
-        if hit is None:
-            if not path or path.startswith("<"):
-                hit = path.startswith("<string>") or path.startswith("<stdin>")
-            else:
-                hit = not libdirs.is_library_file(path)
-            self.cache[path] = hit
-        return hit
-
-    def frame(self, frames):
-        """frames root first -> (file, function, first_line, line)."""
-        if not frames:
-            return _NO_FRAME
-        for f in reversed(frames):
-            if f[0] and self.is_user(f[0]):
-                return f
-        return frames[-1]
+def _classify(path):
+    """Whose frame is this file's? Stacks are charged to their innermost user
+    frame (outside the standard library, site-packages and lprof), else to
+    the innermost frame; lprof's own frames (the command that ran the
+    program) and everything above them are left out of the stacks."""
+    if not path or path.startswith("<"):
+        return _USER if path.startswith("<string>") or path.startswith("<stdin>") else _LIBRARY
+    if path.startswith(_LAUNCHER_DIR):
+        return _LAUNCHER
+    return _LIBRARY if libdirs.is_library_file(path) else _USER
 
 
 def _build(raw):
-    """Raw rows from _lprof.memory_snapshot() -> ("memory" section, "stacks")."""
-    owner = _Owner()
+    """_lprof.memory_snapshot(_classify) -> ("memory" section, "stacks")."""
     peak = raw.get("peak_bytes", 0.0)
     duration = max(raw.get("duration_s", 0.0), 1e-9)
+    frames = raw.get("frames", [])
+    frames_out = [list(f) for f in frames]
+    no_frame_id = None
     lines = {}
-    frame_ids, frames_out, stacks = {}, [], {}
-    for (frames, thread, alloc, freed, count, py_bytes, at_peak,
+    stacks = {}
+    for (ids, owner, thread, alloc, freed, count, py_bytes, at_peak,
          n_alloc, n_freed, ln, lw, lst, lst2) in raw.get("rows", []):
-        f = owner.frame(frames)
+        f = frames[owner] if owner >= 0 else _NO_FRAME
         key = (f[0], f[3], f[1])
         e = lines.get(key)
         if e is None:
-            e = lines[key] = [0.0] * 10
-        for i, v in enumerate((alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed,
-                               ln, lw, lst)):
-            e[i] += v
-        e.append(lst2)  # summed below
-        ids = []
-        for fr in frames or [_NO_FRAME]:
-            fid = frame_ids.get(fr)
-            if fid is None:
-                fid = frame_ids[fr] = len(frames_out)
-                frames_out.append(list(fr))
-            ids.append(fid)
-        skey = (tuple(ids), thread)
+            e = lines[key] = [0.0] * 11
+        e[0] += alloc
+        e[1] += freed
+        e[2] += at_peak
+        e[3] += py_bytes
+        e[4] += count
+        e[5] += n_alloc
+        e[6] += n_freed
+        e[7] += ln
+        e[8] += lw
+        e[9] += lst
+        e[10] += lst2
+        if not ids:
+            if no_frame_id is None:
+                no_frame_id = len(frames_out)
+                frames_out.append(list(_NO_FRAME))
+            ids = (no_frame_id,)
+        skey = (ids, thread)
         m = stacks.get(skey)
         if m is None:
-            m = stacks[skey] = {"alloc_bytes": 0, "alloc_count": 0, "freed_bytes": 0,
-                                "live_bytes": 0, "peak_bytes": 0}
-        m["alloc_bytes"] += alloc
-        m["alloc_count"] += count
-        m["freed_bytes"] += freed
-        m["live_bytes"] += alloc - freed
-        m["peak_bytes"] += at_peak
+            m = stacks[skey] = [0.0] * 5
+        m[0] += alloc
+        m[1] += count
+        m[2] += freed
+        m[3] += alloc - freed
+        m[4] += at_peak
     out_lines, leaks = [], []
     for (path, line, func), e in lines.items():
-        alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed, ln, lw, lst = e[:10]
-        lst2 = sum(e[10:])
+        alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed, ln, lw, lst, lst2 = e
         net = alloc - freed
         out_lines.append([path, line, func, round(alloc), round(freed), round(net), round(at_peak),
                           (py_bytes / alloc) if alloc else 0.0, round(count)])
@@ -117,7 +112,9 @@ def _build(raw):
         "leaks": leaks,
         "stats": raw.get("stats", {}),
     }
-    stack_list = [[list(ids), thread, {k: round(v) for k, v in m.items()}]
+    stack_list = [[list(ids), thread, {"alloc_bytes": round(m[0]), "alloc_count": round(m[1]),
+                                       "freed_bytes": round(m[2]), "live_bytes": round(m[3]),
+                                       "peak_bytes": round(m[4])}]
                   for (ids, thread), m in stacks.items()]
     return section, {"frames": frames_out, "stacks": stack_list}
 
@@ -159,10 +156,10 @@ class MemoryCollector:
             return
         self._running = False
         _lprof.memory_stop()
-        self._final = _lprof.memory_snapshot()
+        self._final = _lprof.memory_snapshot(_classify)
 
     def snapshot(self):
-        raw = self._final if self._final is not None else _lprof.memory_snapshot()
+        raw = self._final if self._final is not None else _lprof.memory_snapshot(_classify)
         if not raw:
             return {}
         section, stacks = _build(raw)

@@ -79,14 +79,13 @@ def strip_launcher_frames(profile):
     if not stacks:
         return profile
     frames = stacks["frames"]
-    own = [f[0].startswith(_PACKAGE_DIR) for f in frames]
+    own = {i for i, f in enumerate(frames) if f[0].startswith(_PACKAGE_DIR)}
     merged = {}
     for ids, thread, metrics in stacks["stacks"]:
-        cut = 0
-        for i, fid in enumerate(ids):
-            if own[fid]:
-                cut = i + 1
-        key = (tuple(ids[cut:]), thread)
+        if own and not own.isdisjoint(ids):  # most stacks (memory's) come without them
+            cut = max(i for i, fid in enumerate(ids) if fid in own) + 1
+            ids = ids[cut:]
+        key = (tuple(ids), thread)
         if key in merged:
             into = merged[key]
             for name, value in metrics.items():
