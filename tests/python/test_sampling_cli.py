@@ -54,6 +54,16 @@ def test_view_and_exports_of_sampled_profile(run_lprof, write_script, tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
+def test_listing_header_times(run_lprof, write_script):
+    """CPU mode samples no wall time: the header gives the run's length instead."""
+    write_script("sl.py", "import time\ntime.sleep(0.3)\n")
+    head = run_lprof("sl.py").stdout.split("lprof sampling (", 1)[1].splitlines()[0]
+    assert "wall " not in head, head
+    assert 0.25 <= float(head.split(" run ")[1].split(" s")[0]) <= 2.0, head
+    wall_head = run_lprof("--wall", "sl.py").stdout.split("lprof sampling (", 1)[1].splitlines()[0]
+    assert 0.2 <= float(wall_head.split(" wall ")[1].split(" s")[0]) <= 2.0, wall_head
+
+
 def test_wall_mode_sees_sleep(run_lprof, write_script, tmp_path):
     write_script("sl.py", "import time\ntime.sleep(0.6)\n")
     r = run_lprof("--wall", "-o", "w.lprof", "sl.py")

@@ -141,7 +141,9 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
     head = (f"lprof sampling ({samp.get('mode', 'cpu')} mode, {samp.get('rate_hz_requested', 0):g} Hz requested, "
             f"{samp.get('rate_hz_effective', 0):.0f} Hz effective, signal {samp.get('signal')}): "
             f"{samp.get('samples', 0)} samples, CPU {samp.get('cpu_total_s', 0.0):.3f} s, "
-            f"wall {samp.get('wall_total_s', 0.0):.3f} s")
+            # CPU mode samples no wall time: its run time stands in
+            + (f"wall {samp.get('wall_total_s', 0.0):.3f} s" if samp.get("mode") == "wall"
+               else f"run {samp.get('duration_s', 0.0):.3f} s"))
     extra = []
     if samp.get("dropped"):
         extra.append(f"{samp['dropped']} samples dropped")
