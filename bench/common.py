@@ -93,8 +93,10 @@ def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):
     return Run(wall, (p.stdout if not stdout_path else ""), p.stderr, cpu)
 
 
-def alternate(tools, repeats, one_run):
-    """Run each tool once per round, rounds repeated (A B C A B C ...).
+def alternate(tools, repeats, one_run, serpentine=False):
+    """Run each tool once per round, rounds repeated (A B C A B C ...; with
+    serpentine, every other round backwards: A B C C B A ..., so that the
+    first two tools always run next to each other and neither always first).
 
     one_run(tool, round) returns a result dict; a tool that fails is dropped
     for the remaining rounds and keeps its failure reason.
@@ -102,7 +104,7 @@ def alternate(tools, repeats, one_run):
     """
     res = {t: {"runs": [], "error": None} for t in tools}
     for r in range(repeats):
-        for t in tools:
+        for t in (tools[::-1] if serpentine and r % 2 else tools):
             if res[t]["error"]:
                 continue
             try:
@@ -110,6 +112,40 @@ def alternate(tools, repeats, one_run):
             except Failed as e:
                 res[t]["error"] = str(e)
     return res
+
+
+def paired_ratios(pairs, value=lambda x: x):
+    """value(run) / value(plain run of the same round) for each pair."""
+    out = []
+    for x, b in pairs:
+        vx, vb = value(x), value(b)
+        if vx and vb:
+            out.append(vx / vb)
+    return out
+
+
+def overhead_rounds(tools, rounds, extra_rounds, one_run, focus=("lprof",)):
+    """Overhead runs: `rounds` serpentine rounds of every tool (tools[0] is
+    plain), then `extra_rounds` more of plain and the `focus` tools only,
+    whose ratios the targets judge (they are cheap to run; the peers are not).
+
+    Returns (res, pairs): res as alternate() over all runs, and pairs
+    {tool: [(run, plain run of the same round), ...]} over both blocks."""
+    res = alternate(tools, rounds, one_run, serpentine=True)
+    blocks = [res]
+    focus = [t for t in focus if t in tools and not res[t]["error"]]
+    if extra_rounds and focus:
+        blocks.append(alternate([tools[0]] + focus, extra_rounds, one_run, serpentine=True))
+    pairs = {t: [] for t in tools[1:]}
+    for block in blocks:
+        for t in pairs:
+            if t in block:
+                pairs[t] += list(zip(block[t]["runs"], block[tools[0]]["runs"]))
+    for block in blocks[1:]:
+        for t, v in block.items():
+            res[t]["runs"] += v["runs"]
+            res[t]["error"] = res[t]["error"] or v["error"]
+    return res, pairs
 
 
 def median(xs):

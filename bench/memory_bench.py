@@ -4,7 +4,7 @@ import os
 import lprof_tool
 import peers
 from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
-                    run_timed, workload)
+                    overhead_rounds, paired_ratios, run_timed, workload)
 
 NAME = "m_known"
 # Expected per line (MB = 1e6 bytes): total allocated, live at the process peak.
@@ -14,7 +14,8 @@ TOOLS = ["lprof", "scalene", "memray", "memory_profiler"]
 OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
             ("CPU-bound", "mixed", ["2000", "2000"], 1.05)]
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
-OVERHEAD_MIN_ROUNDS = 7  # the fastest of 7 runs is rarely a disturbed one
+OVERHEAD_MIN_ROUNDS = 9     # rounds of every tool
+OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only: 21 lprof ratios
 
 
 def profile_once(tool, script, args, base, timeout=300):
@@ -131,22 +132,25 @@ def overhead(repeats, log):
                                              timeout=120)
             return wall
 
-        res = alternate(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS), one)
+        res, pairs = overhead_rounds(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS),
+                                     OVERHEAD_EXTRA_ROUNDS, one)
         log(f"  memory/overhead/{name}: " + ", ".join(
             f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
-        fastest_plain = min(res["plain"]["runs"]) if res["plain"]["runs"] else None
+        plain_runs = res["plain"]["runs"]
+        fastest_plain = min(plain_runs) if plain_runs else None
         ratios = {}
         row = [title, fmt(fastest_plain, ".3f")]
         for t in OVH_TOOLS[1:]:
-            # This machine's speed drifts by tens of percent over minutes and
-            # the noise only ever slows a run down: the ratio of the fastest
-            # runs is the estimate (as timeit advises); the median of per-round
-            # ratios is shown beside it.
+            # This machine's speed drifts by tens of percent within minutes;
+            # a tool's run and the plain run next to it see the same speed,
+            # so the estimate is the median of those per-round ratios (the
+            # ratio of each tool's fastest run is shown beside it).
             runs = [w for w in res[t]["runs"] if w]
-            paired = [w / p for w, p in zip(res[t]["runs"], res["plain"]["runs"]) if w and p]
-            ratios[t] = min(runs) / fastest_plain if runs and fastest_plain else None
-            row.append(f"{ratios[t]:.2f}x (per round: median {median(paired):.2f}x, "
-                       f"{min(paired):.2f}-{max(paired):.2f})" if ratios[t]
+            paired = paired_ratios(pairs[t])
+            ratios[t] = median(paired)
+            fastest = min(runs) / fastest_plain if runs and fastest_plain else None
+            row.append(f"{ratios[t]:.2f}x (rounds {min(paired):.2f}-{max(paired):.2f}; "
+                       f"fastest runs {fastest:.2f}x)" if ratios[t]
                        else "n/a (" + str(res[t]["error"]) + ")")
         row.append("n/a (needs @profile; traces every line)")
         lp = ratios.get("lprof")

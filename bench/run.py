@@ -132,9 +132,12 @@ def main():
         (h, rows), t = sampling_bench.overhead(repeats, log)
         targets += t
         md += ["### Overhead (CPU-bound simulation, ~2 s)", "",
-               "At least 7 rounds, tools alternated; every column is the fastest run of "
-               "each tool (this machine's speed drifts by tens of percent and the noise "
-               "only slows runs down). "
+               "At least 9 rounds of every tool, then 12 of plain and lprof only, tools in "
+               "serpentine order (A B C, C B A, ...: plain and lprof always run next to each "
+               "other). This machine's speed drifts by tens "
+               "of percent within minutes, and two neighbouring runs see the same speed, "
+               "so every ratio is the median over rounds of (tool run / plain run of the "
+               "same round); the range of those ratios is shown. "
                "Wall ratio = whole-process wall / plain; in-script ratio uses the time the "
                "workload measures around its own work (excludes interpreter and profiler "
                "start-up and report writing). Targets: lprof <= 2 % at 100 Hz, <= 5 % at "
@@ -158,12 +161,15 @@ def main():
         (h, rows), t = memory_bench.overhead(repeats, log)
         targets += t
         md += ["### Overhead (whole-process wall time / plain)", "",
-               "At least 7 rounds, tools alternated. This machine's speed drifts by tens of "
-               "percent over minutes, and that noise only slows runs down, so the ratio is "
-               "the fastest run of the tool over the fastest plain run (as `timeit` "
-               "advises); beside it, the median and range of the per-round ratios (each run "
-               "over the plain run of its own round). plain s is the fastest plain wall "
-               "time. Targets (on the fastest-run ratio): lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
+               "At least 9 rounds of every tool, then 12 of plain and lprof only, tools in "
+               "serpentine order (plain, lprof, Scalene, memray, then backwards: plain and "
+               "lprof always run next to each other). "
+               "This machine's speed drifts by tens of percent within minutes, and two "
+               "neighbouring runs see the same speed, so a tool's ratio is the median over "
+               "rounds of (its run / the plain run of the same round); beside it, the range "
+               "of those ratios and the ratio of the tool's fastest run to the fastest "
+               "plain run. plain s is the fastest plain wall time. Targets (on the median "
+               "ratio): lprof <= 1.3x allocation-heavy, <= 1.05x CPU-bound, and below "
                "Scalene (memory mode: `scalene run --memory`; its default `scalene run` "
                "also starts torch.profiler when torch is installed and took minutes) and "
                "memray.", "",
@@ -187,7 +193,7 @@ def main():
             "run. Do not edit by hand.", "",
             f"- Date: {info['date']}; lprof commit {info['commit']}; "
             f"{repeats} runs per tool, tools alternated (A B C A B C ...), medians "
-            "(overhead tables: fastest of at least 7 runs, see there); "
+            "(overhead tables: median of at least 9 per-round ratios, 21 for lprof, see there); "
             f"benchmark took {elapsed / 60:.1f} min",
             f"- Machine: {info['nproc']} CPUs, {info['cpu']}, Linux {info['kernel']}; "
             f"CPython {info['python']} (same interpreter for every tool)",

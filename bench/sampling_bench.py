@@ -4,8 +4,8 @@ import os
 
 import lprof_tool
 import peers
-from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
-                    run_timed, workload)
+from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median, overhead_rounds,
+                    paired_ratios, run_timed, workload)
 
 # (title, workload, args, mode, {label: expected native fraction} or None)
 ACCURACY = [
@@ -129,7 +129,8 @@ def accuracy(repeats, log):
     return (header, rows), (split_header, split_rows), targets
 
 
-OVERHEAD_MIN_ROUNDS = 7
+OVERHEAD_MIN_ROUNDS = 9     # rounds of every tool
+OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only
 
 
 def overhead(repeats, log):
@@ -146,14 +147,15 @@ def overhead(repeats, log):
             raise Failed("no samples in the workload file")
         return {"wall": run.wall, "cpu": run.cpu, "work": truth["work_wall_s"]}
 
-    res = alternate(tools, max(repeats, OVERHEAD_MIN_ROUNDS), one)
+    res, pairs = overhead_rounds(tools, max(repeats, OVERHEAD_MIN_ROUNDS), OVERHEAD_EXTRA_ROUNDS,
+                                 one, focus=("lprof", "lprof@1000"))
     log("  sampling/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
-    # This machine's speed drifts by tens of percent and the noise only slows
-    # runs down: the fastest run of each tool is the estimate (as timeit advises).
-    fastest = min
-    plain = fastest([x["wall"] for x in res["plain"]["runs"]])
-    plain_work = fastest([x["work"] for x in res["plain"]["runs"]])
-    plain_cpu = fastest([x["cpu"] for x in res["plain"]["runs"]])
+    # This machine's speed drifts by tens of percent within minutes; a run
+    # and the plain run of its round see the same speed, so each ratio is the
+    # median of the per-round ratios (serpentine order keeps plain and lprof
+    # next to each other). The fastest plain run is shown for scale.
+    plain_runs = res["plain"]["runs"]
+    plain = min([x["wall"] for x in plain_runs]) if plain_runs else None
     rows, targets = [], []
     limits = {"lprof": 2.0, "lprof@1000": 5.0}
     labels = {"plain": "plain", "lprof": "lprof (100 Hz)", "lprof@1000": "lprof --rate 1000",
@@ -165,18 +167,23 @@ def overhead(repeats, log):
             if t in limits:
                 targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", None, "n/a"))
             continue
-        w = fastest([x["wall"] for x in runs])
-        wk = fastest([x["work"] for x in runs])
-        cp = fastest([x["cpu"] for x in runs])
-        ovh = (w / plain - 1) * 100
+        if t == "plain":
+            walls = [1.0]
+            wall = work = cpu = 1.0
+        else:
+            walls = paired_ratios(pairs[t], lambda x: x["wall"])
+            wall = median(walls)
+            work = median(paired_ratios(pairs[t], lambda x: x["work"]))
+            cpu = median(paired_ratios(pairs[t], lambda x: x["cpu"]))
+        ovh = (wall - 1) * 100
         met = None
         if t in limits:
             met = ovh <= limits[t]
             targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", met, f"{ovh:+.1f}%"))
-        rows.append([labels[t], f"{w:.3f}", f"{w / plain:.3f}x ({ovh:+.1f}%)",
-                     f"{wk / plain_work:.3f}x" if plain_work else "n/a",
-                     f"{cp / plain_cpu:.3f}x" if plain_cpu else "n/a",
+        rows.append([labels[t], f"{min(x['wall'] for x in runs):.3f}",
+                     f"{wall:.3f}x ({ovh:+.1f}%; rounds {min(walls):.2f}-{max(walls):.2f})",
+                     fmt(work, ".3f") + "x", fmt(cpu, ".3f") + "x",
                      {True: "yes", False: "**no**", None: "-"}[met]])
-    header = ["tool", "wall s (fastest run)", "wall ratio (overhead)", "in-script time ratio",
-              "CPU time ratio (user+sys, tool included)", "target met"]
+    header = ["tool", "wall s (fastest run)", "wall ratio (overhead): median of rounds",
+              "in-script time ratio", "CPU time ratio (user+sys, tool included)", "target met"]
     return (header, rows), targets
