@@ -77,6 +77,7 @@ typedef struct {
     uint32_t nodes;
     raw_slot *raw;        /* (code, offset) -> frame id + 1 */
     uint32_t raw_mask;
+    uint32_t raw_used;
     PyObject *frames;     /* list of (file, function, first line, line) */
     PyObject *by_content; /* frame tuple -> frame id */
     PyObject *classify;   /* callable(file) -> FRAME_*, or None (all FRAME_USER) */
@@ -182,6 +183,13 @@ static long frame_id_of(frame_table *ft, PyObject *t) {
 /* Frame id of stack node `id` (a frame node, not a thread root); -1 on error. */
 static long node_frame(frame_table *ft, uint32_t id, const lp_stacknode *n) {
     if (id < ft->nodes && ft->node_frame[id]) return (long)ft->node_frame[id] - 1;
+    if (ft->raw_used >= ft->raw_mask / 2) { /* only if nodes were added since init: no cache */
+        PyObject *t = new_frame_tuple(n->code, n->offset);
+        if (!t) return -1;
+        long fid = frame_id_of(ft, t);
+        Py_DECREF(t);
+        return fid;
+    }
     uint32_t h = (uint32_t)((((uintptr_t)n->code >> 4) ^ ((uint64_t)(uint32_t)n->offset << 20)) *
                             0x9E3779B97F4A7C15ull >> 32);
     uint32_t i = h & ft->raw_mask;
@@ -196,10 +204,11 @@ static long node_frame(frame_table *ft, uint32_t id, const lp_stacknode *n) {
         fid = frame_id_of(ft, t);
         Py_DECREF(t);
         if (fid < 0) return -1;
-        /* the table holds at most `nodes` keys in 2 x nodes slots */
+        /* at most half the slots are ever used (checked above) */
         ft->raw[i].code = n->code;
         ft->raw[i].offset = n->offset;
         ft->raw[i].frame = (uint32_t)fid + 1;
+        ft->raw_used++;
     }
     if (id < ft->nodes) ft->node_frame[id] = (uint32_t)fid + 1;
     return fid;
