@@ -107,7 +107,11 @@ def main():
         h, rows, t = line_bench.run(repeats, log)
         targets += t
         md += ["## 1. Line profiler overhead (`lprof -l` vs `kernprof -l`)", "",
-               "Wall time of the whole process; ratio = profiled / plain (medians). "
+               "Wall time of the whole process; ratio = the median over rounds of (profiled "
+               "run / plain run of the same round), rounds in serpentine order (kernprof, "
+               "plain, lprof, then backwards), at least 9 rounds (21 for numpy-heavy, where "
+               "both tools add about a tenth and their ratio is noisier); plain s is the "
+               "median plain run. "
                "Target: on the cheap-lines loop lprof adds at most 1/3 of the time kernprof "
                "adds; elsewhere never more than kernprof.", "", table(h, rows), ""]
     if "sampling" in only:
