@@ -216,8 +216,9 @@ static long node_frame(frame_table *ft, uint32_t id, const lp_stacknode *n) {
 
 /* Stack `sid` as a tuple of frame ids, root first, without the launcher's
  * frames (the innermost one and everything above it: lprof's command line
- * and runpy, not the program). *owner receives the innermost user frame,
- * else the innermost frame (-1 for a stack without frames). */
+ * and runpy, not the program); None when that leaves nothing. *owner
+ * receives the innermost user frame, else the innermost frame (-1 for a
+ * stack without frames). */
 static PyObject *stack_ids(frame_table *ft, uint32_t sid, long *owner) {
     long ids[4 * LP_MEM_MAX_DEPTH];
     int n = 0, steps = 0, cut = 0;
@@ -237,6 +238,7 @@ static PyObject *stack_ids(frame_table *ft, uint32_t sid, long *owner) {
         id = node.parent;
     }
     if (*owner < 0) *owner = leaf;
+    if (n == 0 && leaf >= 0) Py_RETURN_NONE; /* only the launcher's frames */
     PyObject *t = PyTuple_New(n);
     for (int k = 0; t && k < n; k++) {
         PyObject *v = PyLong_FromLong(ids[n - 1 - k]);

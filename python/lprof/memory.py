@@ -73,6 +73,8 @@ def _build(raw):
         e[8] += lw
         e[9] += lst
         e[10] += lst2
+        if ids is None:  # lprof's own frames only: charged to a line, not a stack
+            continue
         if not ids:
             if no_frame_id is None:
                 no_frame_id = len(frames_out)

@@ -38,6 +38,11 @@ def test_sampled_listing_has_memory_columns(run_lprof, write_script, tmp_path):
     folded = (tmp_path / "alloc.folded").read_text().splitlines()
     keep_bytes = sum(int(l.rsplit(" ", 1)[1]) for l in folded if "keep (" in l)
     assert 54e6 <= keep_bytes <= 66e6
+    for line in folded:  # no lprof or runpy frames: the program's stacks begin at it
+        stack = line.rsplit(" ", 1)[0]
+        assert "lprof" not in stack.replace("mem.py", "") and "runpy" not in stack, line
+        if "mem.py" in stack:
+            assert stack.startswith("<module> (") and "mem.py" in stack.split(";")[0], line
 
 
 def test_line_listing_has_memory_columns_and_json(run_lprof, write_script, tmp_path):
