@@ -4,6 +4,9 @@ innermost frame outside them."""
 import functools
 import os
 
+# lprof's own package folder (ends with os.sep): its frames are the launcher's
+LPROF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
 
 @functools.lru_cache(maxsize=1)
 def library_dirs():
@@ -17,8 +20,7 @@ def _dirs_as_configured():
     # every package folder (purelib, platlib, user site, Debian's) is named
     # site-packages or dist-packages, which is_library_file tests by name.
     # (sysconfig would say the same, but costs 3 ms to import and ask.)
-    dirs = {os.path.dirname(os.path.abspath(os.__file__)),
-            os.path.dirname(os.path.abspath(__file__))}  # lprof
+    dirs = {os.path.dirname(os.path.abspath(os.__file__)), LPROF_DIR}
     return tuple(sorted(d.rstrip(os.sep) for d in dirs))
 
 

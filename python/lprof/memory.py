@@ -5,7 +5,6 @@ timeline (docs/design-memory.md).
 Python objects are seen through CPython's allocator hooks; native allocations
 (numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
 (`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
-import os
 import sys
 
 from . import _lprof, libdirs
@@ -30,7 +29,6 @@ def native_covered():
     return bool(_lprof.memory_native_covered())
 
 
-_LAUNCHER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LIBRARY, _USER, _LAUNCHER = 0, 1, 2
 
 
@@ -41,7 +39,7 @@ def _classify(path):
     program) and everything above them are left out of the stacks."""
     if not path or path.startswith("<"):
         return _USER if path.startswith("<string>") or path.startswith("<stdin>") else _LIBRARY
-    if path.startswith(_LAUNCHER_DIR):
+    if path.startswith(libdirs.LPROF_DIR):
         return _LAUNCHER
     return _LIBRARY if libdirs.is_library_file(path) else _USER
 

@@ -3,7 +3,7 @@ import os
 import sys
 import time
 
-from . import _lprof
+from . import _lprof, libdirs
 
 STARTED = time.time()
 
@@ -66,9 +66,6 @@ def _append_stacks(into, more):
         into["stacks"].append([[remap[i] for i in ids], thread, metrics])
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def strip_launcher_frames(profile):
     """Drops lprof's own frames (and runpy's above them) from the root of every stack.
 
@@ -79,7 +76,7 @@ def strip_launcher_frames(profile):
     if not stacks:
         return profile
     frames = stacks["frames"]
-    own = {i for i, f in enumerate(frames) if f[0].startswith(_PACKAGE_DIR)}
+    own = {i for i, f in enumerate(frames) if f[0].startswith(libdirs.LPROF_DIR)}
     merged = {}
     for ids, thread, metrics in stacks["stacks"]:
         if own and not own.isdisjoint(ids):  # most stacks (memory's) come without them
