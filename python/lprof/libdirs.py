@@ -9,19 +9,19 @@ LPROF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 @functools.lru_cache(maxsize=1)
-def library_dirs():
-    """Real paths of the library folders, each ending with os.sep."""
-    return tuple(sorted({os.path.realpath(d) + os.sep for d in _dirs_as_configured()}))
+def _dirs_as_given():
+    """The standard library (where `os` lives; lib-dynload is inside it) and
+    lprof, each ending with os.sep. Every package folder (purelib, platlib,
+    user site, Debian's) is named site-packages or dist-packages, which
+    is_library_file tests by name (sysconfig would say the same, but costs
+    3 ms to import and ask)."""
+    return tuple(sorted({os.path.dirname(os.path.abspath(os.__file__)) + os.sep, LPROF_DIR}))
 
 
 @functools.lru_cache(maxsize=1)
-def _dirs_as_configured():
-    # The standard library is where `os` lives (lib-dynload is inside it);
-    # every package folder (purelib, platlib, user site, Debian's) is named
-    # site-packages or dist-packages, which is_library_file tests by name.
-    # (sysconfig would say the same, but costs 3 ms to import and ask.)
-    dirs = {os.path.dirname(os.path.abspath(os.__file__)), LPROF_DIR}
-    return tuple(sorted(d.rstrip(os.sep) for d in dirs))
+def library_dirs():
+    """Real paths of the library folders, each ending with os.sep."""
+    return tuple(sorted({os.path.realpath(d) + os.sep for d in _dirs_as_given()}))
 
 
 def _in_library(path, dirs):
@@ -33,6 +33,6 @@ def is_library_file(path):
     """True for a file under library_dirs() or any site-/dist-packages."""
     # The path as given decides most files without realpath's lstat of every
     # component; only files it does not place are resolved.
-    if _in_library(path, tuple(d + os.sep for d in _dirs_as_configured())):
+    if _in_library(path, _dirs_as_given()):
         return True
     return _in_library(os.path.realpath(path), library_dirs())
