@@ -13,7 +13,9 @@ LOCAL_PIP_PACKAGES := torch==2.13.0
 
 CC ?= gcc
 CWARN := -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers
-PURE_SOURCES := $(filter-out src/py%.c,$(wildcard src/*.c))
+# the pure-C core: every source outside a cpython/ folder and the shim
+PURE_SOURCES := $(shell find src -name '*.c' -not -path '*/cpython/*' -not -path 'src/collect/shim/*')
+ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
@@ -40,11 +42,12 @@ build:
 	@# bytecode as `pip install` would leave it: start-up then skips compiling
 	@$(PYTHON) -m compileall -q python/lprof
 
-tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(wildcard src/*.h)
+tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(ALL_HEADERS)
 	@mkdir -p tests/c/bin
 	$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -o $@ $< $(PURE_SOURCES) -lrt -lpthread -lm -ldl
 
 ctest: $(CTESTS)
+	@CC="$(CC)" sh tests/c/check_handler_symbols.sh
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
 
 pytest: build
@@ -66,4 +69,4 @@ example: deps build
 	PYTHONPATH=python $(PYTHON) -m lprof -l -v examples/primes.py 2000
 
 clean:
-	rm -rf build tests/c/bin python/lprof/*.so src/shim/build .venv-*
+	rm -rf build tests/c/bin python/lprof/*.so src/collect/shim/build .venv-*

@@ -14,9 +14,11 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# Every C file directly in src/ belongs to the extension; folders inside src/
-# (src/shim/) are separately built binaries.
-SOURCES = sorted(glob.glob("src/*.c"))
+# Every C file under src/ belongs to the extension, except src/collect/shim/
+# (the LD_PRELOAD allocator, a separately built binary with its own Makefile).
+SHIM_DIR = os.path.join("src", "collect", "shim")
+SOURCES = sorted(p for p in glob.glob("src/**/*.c", recursive=True)
+                 if not p.startswith(SHIM_DIR + os.sep))
 
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2", "-g",
           "-fvisibility=hidden", "-Wno-missing-field-initializers",
@@ -36,17 +38,17 @@ def _python_include_flags():
 
 
 class BuildExtWithShim(build_ext):
-    """Also builds the LD_PRELOAD allocator shim (src/shim, its own Makefile)
+    """Also builds the LD_PRELOAD allocator shim (src/collect/shim, its own Makefile)
     and puts it into the package as lprof/liblprof_shim.so."""
 
     def run(self):
         super().run()
         subprocess.check_call(["make", "--no-print-directory", "-s", "-C",
-                               os.path.join(HERE, "src", "shim")])
+                               os.path.join(HERE, SHIM_DIR)])
         dest = (os.path.join(HERE, "python", "lprof") if self.inplace
                 else os.path.join(self.build_lib, "lprof"))
         os.makedirs(dest, exist_ok=True)
-        shutil.copy2(os.path.join(HERE, "src", "shim", "build", "liblprof_shim.so"),
+        shutil.copy2(os.path.join(HERE, SHIM_DIR, "build", "liblprof_shim.so"),
                      os.path.join(dest, "liblprof_shim.so"))
 
 
@@ -56,7 +58,7 @@ ext = Extension(
     include_dirs=["src", "include"] + _python_include_flags(),
     extra_compile_args=CFLAGS,
     extra_link_args=LDFLAGS,
-    depends=sorted(glob.glob("src/*.h") + glob.glob("include/lprof/*.h")),
+    depends=sorted(glob.glob("src/**/*.h", recursive=True) + glob.glob("include/lprof/*.h")),
 )
 
 setup(
@@ -64,7 +66,7 @@ setup(
     version="0.1.0",
     description="Line-level CPU, wall and memory profiler for Python, written in C",
     package_dir={"": "python"},
-    packages=["lprof", "lprof.render", "lprof.commands", "lprof._bootstrap"],
+    packages=["lprof", "lprof.model", "lprof.render", "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"]},
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExtWithShim},

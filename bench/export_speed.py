@@ -1,5 +1,6 @@
 """Run with the project interpreter: time lprof.stacks.export on a synthetic
-profile of 1,000,000 samples over many distinct stacks; prints JSON."""
+profile of 1,000,000 samples over many distinct stacks, in the form a .lprof
+file holds (columnar stacks section, as `lprof export` reads it); prints JSON."""
 import json
 import os
 import random
@@ -12,20 +13,32 @@ N_STACKS = 20000
 
 
 def synthetic(seed=7):
+    """A profile as lprof stores it (format 2: the stacks section in columns),
+    holding 1,000,000 unfolded rows (one per sample, 4 threads) over 20,000
+    distinct stacks: the exporter has to sum and fold them all."""
     rnd = random.Random(seed)
     frames = [[f"/src/pkg/mod{i % 97}.py", f"func_{i}", 10 + i % 400, 12 + i % 450]
               for i in range(N_FRAMES)]
-    shapes = []
+    parent, frame, index, leaves = [], [], {}, []
     for _ in range(N_STACKS):
-        depth = rnd.randint(3, 40)
-        shapes.append([rnd.randrange(N_FRAMES) for _ in range(depth)])
-    one = {"samples": 1, "cpu_python_s": 0.01, "wall_s": 0.01}
-    # one entry per sample (unfolded): the exporter has to do the folding
-    stacks = [[shapes[rnd.randrange(N_STACKS)], 1 + rnd.randrange(4), one]
-              for _ in range(N_SAMPLES)]
-    return {"format": "lprof", "version": 1,
+        node = -1
+        for fid in (rnd.randrange(N_FRAMES) for _ in range(rnd.randint(3, 40))):
+            key = (node, fid)
+            if key not in index:
+                index[key] = len(parent)
+                parent.append(node)
+                frame.append(fid)
+            node = index[key]
+        leaves.append(node)
+    row_node = [leaves[rnd.randrange(N_STACKS)] for _ in range(N_SAMPLES)]
+    row_thread = [1 + rnd.randrange(4) for _ in range(N_SAMPLES)]
+    values = {"samples": [1] * N_SAMPLES, "cpu_python_s": [0.01] * N_SAMPLES,
+              "wall_s": [0.01] * N_SAMPLES}
+    return {"format": "lprof", "version": 2,
             "meta": {"argv": ["synthetic"], "modes": ["cpu"]},
-            "stacks": {"frames": frames, "stacks": stacks}}
+            "stacks": {"frames": frames, "columns": [],
+                       "nodes": {"parent": parent, "frame": frame},
+                       "rows": {"node": row_node, "thread": row_thread, "values": values}}}
 
 
 def main(outdir):

@@ -17,12 +17,8 @@ def start(mode="cpu", rate_hz=100):
 
 def stop():
     """Stops sampling started by start(); returns the profile dict."""
-    from . import sampler, session
-    snapshot = sampler.stop()
-    if snapshot is None:
-        return None
-    mode = snapshot.get("sampling", {}).get("mode", "cpu")
-    return session.merge_snapshot(session.base_profile([mode]), snapshot)
+    from . import sampler
+    return sampler.stop()
 
 
 @contextlib.contextmanager

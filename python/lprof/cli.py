@@ -116,8 +116,9 @@ def _parse(parser, argv):
 
 
 def _check_run_args(args):
-    if not 1 <= args.rate <= 100_000:
-        raise LprofError(f"--rate {args.rate}: must be between 1 and 100000 samples a second", 2)
+    from ._lprof import SAMPLER_MAX_RATE_HZ  # the C sampler's limit, stated once there
+    if not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
+        raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} samples a second", 2)
     if args.memory_sample_bytes < 1:
         raise LprofError(f"--memory-sample-bytes {args.memory_sample_bytes}: must be at least 1", 2)
     if args.output_interval < 0:

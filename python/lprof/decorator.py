@@ -83,10 +83,8 @@ class LineProfiler:
 
     def snapshot(self):
         """The profile dict of what was traced so far (see docs/formats.md)."""
-        from .session import base_profile
-        profile = base_profile(modes=["lines"])
-        profile.update(collector.snapshot())
-        return profile
+        from .model import assemble
+        return assemble.profile(["lines"], [collector])
 
     def print_stats(self, stream=None, output_unit=None, stripzeros=False):
         from .render.listing import render_lines
@@ -94,7 +92,7 @@ class LineProfiler:
         stream.write(render_lines(self.snapshot(), unit=output_unit, skip_zero=stripzeros))
 
     def dump_stats(self, path):
-        from . import profile_file
+        from .model import profile_file
         profile_file.save(self.snapshot(), path)
 
     def __repr__(self):

@@ -1,11 +1,11 @@
 """The JSON export: everything a profile holds, under a versioned schema.
 
-Schema "lprof.export" version 1 (docs/formats.md): list rows of the profile
+Schema "lprof.export" version 2 (docs/formats.md): list rows of the profile
 file become objects with named fields so consumers need no column list."""
 import json
 
 SCHEMA = "lprof.export"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SAMPLING_LINE_FIELDS = ("file", "line", "function", "cpu_python_s", "cpu_native_s",
                         "cpu_system_s", "wall_s", "samples")

@@ -8,6 +8,17 @@ import os
 LPROF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def is_launcher_file(path):
+    """lprof's own files: the one definition of the launcher's frames. Stacks
+    are cut at them in C (the folder is given to _lprof.set_launcher_dir;
+    runpy's frames lie rootward of lprof's, so they go too), and tracebacks
+    of the program start below them (runner.print_exception)."""
+    return os.path.abspath(path).startswith(LPROF_DIR) or path == _RUNPY_FILE
+
+
+_RUNPY_FILE = __import__("runpy").__file__
+
+
 @functools.lru_cache(maxsize=1)
 def _dirs_as_given():
     """The standard library (where `os` lives; lib-dynload is inside it) and

@@ -7,21 +7,13 @@ Python objects are seen through CPython's allocator hooks; native allocations
 (`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
 import sys
 
-from . import _lprof, libdirs
+from . import _lprof
 
-# A line is reported as a leak when the chance that its next allocation is
-# never freed (Laplace rule over sampled blocks) exceeds this...
-LEAK_SCORE = 0.95
-# ...its surviving blocks were allocated over at least this long (one burst,
-# such as building a list that is then kept, is not growth over time; a leak
-# confined to one phase of a long run still is)...
-LEAK_MIN_SPAN_S = 0.05
-LEAK_MIN_SPAN_SHARE = 0.02
-# ...with at least this many surviving samples, holding this share of the peak.
-LEAK_MIN_SURVIVORS = 8
-LEAK_MIN_PEAK_SHARE = 0.01
-
-_NO_FRAME = ("<native>", "[no Python frame]", 0, 0)
+# Columns a memory line sums (the leak rule's inputs among them); the rule
+# itself is C's (src/aggregate/leak.h), asked through _lprof.leak_judge.
+MEMORY_COLUMNS = ("alloc_bytes", "alloc_count", "python_bytes", "freed_bytes", "peak_bytes",
+                  "alloc_samples", "free_samples", "survivors", "survivor_bytes",
+                  "survivor_t_ms", "survivor_t2_ms2")
 
 
 def native_covered():
@@ -29,79 +21,32 @@ def native_covered():
     return bool(_lprof.memory_native_covered())
 
 
-_LIBRARY, _USER, _LAUNCHER = 0, 1, 2
-
-
-def _classify(path):
-    """Whose frame is this file's? Stacks are charged to their innermost user
-    frame (outside the standard library, site-packages and lprof), else to
-    the innermost frame; lprof's own frames (the command that ran the
-    program) and everything above them are left out of the stacks."""
-    if not path or path.startswith("<"):
-        return _USER if path.startswith("<string>") or path.startswith("<stdin>") else _LIBRARY
-    if path.startswith(libdirs.LPROF_DIR):
-        return _LAUNCHER
-    return _LIBRARY if libdirs.is_library_file(path) else _USER
-
-
-def _build(raw):
-    """_lprof.memory_snapshot(_classify) -> ("memory" section, "stacks")."""
+def _section(raw, stacks):
+    """The "memory" section: totals from _lprof.memory_snapshot(), per-line
+    rows and leaks from the stack model (one attribution rule)."""
+    from .model import stacks as model
     peak = raw.get("peak_bytes", 0.0)
     duration = max(raw.get("duration_s", 0.0), 1e-9)
-    frames = raw.get("frames", [])
-    frames_out = [list(f) for f in frames]
-    no_frame_id = None
-    lines = {}
-    stacks = {}
-    for (ids, owner, thread, alloc, freed, count, py_bytes, at_peak,
-         n_alloc, n_freed, ln, lw, lst, lst2) in raw.get("rows", []):
-        f = frames[owner] if owner >= 0 else _NO_FRAME
-        key = (f[0], f[3], f[1])
-        e = lines.get(key)
-        if e is None:
-            e = lines[key] = [0.0] * 11
-        e[0] += alloc
-        e[1] += freed
-        e[2] += at_peak
-        e[3] += py_bytes
-        e[4] += count
-        e[5] += n_alloc
-        e[6] += n_freed
-        e[7] += ln
-        e[8] += lw
-        e[9] += lst
-        e[10] += lst2
-        if ids is None:  # lprof's own frames only: charged to a line, not a stack
-            continue
-        if not ids:
-            if no_frame_id is None:
-                no_frame_id = len(frames_out)
-                frames_out.append(list(_NO_FRAME))
-            ids = (no_frame_id,)
-        skey = (ids, thread)
-        m = stacks.get(skey)
-        if m is None:
-            m = stacks[skey] = [0.0] * 5
-        m[0] += alloc
-        m[1] += count
-        m[2] += freed
-        m[3] += alloc - freed
-        m[4] += at_peak
     out_lines, leaks = [], []
-    for (path, line, func), e in lines.items():
-        alloc, freed, at_peak, py_bytes, count, n_alloc, n_freed, ln, lw, lst, lst2 = e
+    for (path, line, func), c in model.lines(stacks, names=MEMORY_COLUMNS).items():
+        alloc, freed = c.get("alloc_bytes", 0), c.get("freed_bytes", 0)
+        if not alloc and not freed:
+            continue
         net = alloc - freed
-        out_lines.append([path, line, func, round(alloc), round(freed), round(net), round(at_peak),
-                          (py_bytes / alloc) if alloc else 0.0, round(count)])
-        slope, span, score = _leak(ln, lw, lst, lst2, n_alloc, n_freed)
-        if (score > LEAK_SCORE and slope > 0
-                and span >= max(LEAK_MIN_SPAN_S, LEAK_MIN_SPAN_SHARE * duration)
-                and ln >= LEAK_MIN_SURVIVORS and net >= LEAK_MIN_PEAK_SHARE * peak):
+        out_lines.append([path, line, func, round(alloc), round(freed), round(net),
+                          round(c.get("peak_bytes", 0)),
+                          (c.get("python_bytes", 0) / alloc) if alloc else 0.0,
+                          round(c.get("alloc_count", 0))])
+        is_leak, slope, _span, score = _lprof.leak_judge(
+            c.get("alloc_samples", 0), c.get("free_samples", 0), c.get("survivors", 0),
+            c.get("survivor_bytes", 0), c.get("survivor_t_ms", 0), c.get("survivor_t2_ms2", 0),
+            net, peak, duration)
+        if is_leak:
             leaks.append((net, [path, line, func, slope, score]))
     out_lines.sort(key=lambda r: -r[3])
     # the line that lost the most memory first (a growth rate favours short bursts)
-    leaks = [row for net, row in sorted(leaks, key=lambda nr: -nr[0])]
-    section = {
+    leaks = [row for _net, row in sorted(leaks, key=lambda nr: -nr[0])]
+    return {
         "sample_bytes": raw.get("sample_bytes", 0),
         "native_covered": bool(raw.get("native_covered", False)),
         "peak_bytes": round(peak),
@@ -112,29 +57,12 @@ def _build(raw):
         "leaks": leaks,
         "stats": raw.get("stats", {}),
     }
-    stack_list = [[list(ids), thread, {"alloc_bytes": round(m[0]), "alloc_count": round(m[1]),
-                                       "freed_bytes": round(m[2]), "live_bytes": round(m[3]),
-                                       "peak_bytes": round(m[4])}]
-                  for (ids, thread), m in stacks.items()]
-    return section, {"frames": frames_out, "stacks": stack_list}
-
-
-def _leak(n, w, st, st2, n_alloc, n_freed):
-    """(slope bytes/s, span s, score) from the survivors' allocation times
-    (steady growth = uniform times: span = sqrt(12) * stddev)."""
-    score = 1.0 - (n_freed + 1.0) / (n_alloc - n_freed + 2.0) if n_alloc >= n_freed else 0.0
-    if n < 2:
-        return 0.0, 0.0, score
-    mean = st / n
-    var = st2 / n - mean * mean
-    if var <= 0:
-        return 0.0, 0.0, score
-    span = (12.0 * var) ** 0.5
-    return w / span, span, score
 
 
 class MemoryCollector:
-    """Collector for the runner: start(), stop(), snapshot()."""
+    """Collector for the runner: start(), stop(), section(stacks); section "memory"."""
+
+    name = "memory"
 
     def __init__(self, sample_bytes=16384):
         if int(sample_bytes) <= 0:
@@ -156,14 +84,21 @@ class MemoryCollector:
             return
         self._running = False
         _lprof.memory_stop()
-        self._final = _lprof.memory_snapshot(_classify)
+        self._final = _lprof.memory_snapshot()
+
+    def before_stacks(self):
+        """Finishes the memory columns of the stack table (live bytes,
+        survivors) before the stacks are read; keeps the totals."""
+        self._raw = self._final if self._final is not None else _lprof.memory_snapshot()
+
+    def section(self, stacks):
+        raw = getattr(self, "_raw", None) or self._final
+        return _section(raw, stacks) if raw else None
 
     def snapshot(self):
-        raw = self._final if self._final is not None else _lprof.memory_snapshot(_classify)
-        if not raw:
-            return {}
-        section, stacks = _build(raw)
-        return {"memory": section, "stacks": stacks}
+        """{"memory": ..., "stacks": ...} of this collector alone."""
+        from .model import assemble
+        return assemble.sections([self])
 
 
 def line_columns(profile):

@@ -22,7 +22,7 @@ def shim_path():
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.environ.get("LPROF_SHIM"),
                   os.path.join(here, SHIM_NAME),
-                  os.path.join(here, "..", "..", "src", "shim", "build", SHIM_NAME)]
+                  os.path.join(here, "..", "..", "src", "collect", "shim", "build", SHIM_NAME)]
     for c in candidates:
         if c and os.path.isfile(c):
             return os.path.realpath(c)

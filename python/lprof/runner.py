@@ -12,6 +12,7 @@ import threading
 import types
 from importlib.machinery import SourceFileLoader
 
+from . import libdirs
 from .errors import LprofError
 
 
@@ -119,13 +120,10 @@ def _run_setup(setup, namespace):
         raise LprofError(f"--setup failed: {exc.__class__.__name__}: {exc}", 2) from None
 
 
-_OWN_FILES = (os.path.abspath(__file__), runpy.__file__)
-
-
 def print_exception(exc):
     """Prints the traceback without lprof's own frames, as Python would."""
     tb = exc.__traceback__
-    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in _OWN_FILES:
+    while tb is not None and libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     exc.__traceback__ = tb  # the hook prints exc.__traceback__ on newer versions
     try:

@@ -1,6 +1,6 @@
 """Whole-program sampling: CPU or wall time per Python line and stack.
 
-The C sampler (src/pysampler_signal.c) takes samples from a signal handler
+The C sampler (src/collect/sampler.c, handler in sampler_handler.c) takes samples from a signal handler
 into per-thread rings; a background drain thread moves them into the shared
 stack table every 100 ms (and at stop). Design: docs/design-sampler.md.
 """
@@ -80,6 +80,8 @@ def _install_thread_hook():
 
 class SamplingCollector:
     """Samples every Python thread of this process; section "sampling"."""
+
+    name = "sampling"
 
     def __init__(self, mode="cpu", rate_hz=100, signal=None):
         if mode not in ("cpu", "wall"):
@@ -168,35 +170,23 @@ class SamplingCollector:
             _active = None
 
     # -- results --
-    def snapshot(self):
+    def section(self, stacks):
+        """The "sampling" section; its per-line rows follow the one
+        attribution rule (lprof.model.stacks.lines)."""
+        from .model import stacks as model
         if self._running:
             _lprof.sampler_drain()
         stats = self._stats if self._stopped and hasattr(self, "_stats") else _lprof.sampler_stats()
-        from .stacks import stacks_section
-        stacks = stacks_section(SAMPLING_METRICS)
         t1 = self._t1 if self._t1 is not None else time.perf_counter()
         duration = (t1 - self._t0) if self._t0 is not None else 0.0
-        lines = {}
-        totals = [0.0] * 5
-        frames = stacks["frames"]
-        for ids, _thread, metrics in stacks["stacks"]:
-            if not ids:
-                continue
-            f = frames[ids[-1]]
-            key = (f[0], f[3], f[1])
-            row = lines.get(key)
-            if row is None:
-                row = lines[key] = [0.0] * 5
-            for i, name in enumerate(SAMPLING_METRICS):
-                v = metrics.get(name, 0)
-                row[i] += v
-                totals[i] += v
+        per_line = model.lines(stacks, names=SAMPLING_METRICS)
+        totals = [sum(row.get(name, 0) for row in per_line.values()) for name in SAMPLING_METRICS]
         cpu_s = sum(totals[:3])
-        section = {
+        span = cpu_s if self.mode == "cpu" else duration
+        return {
             "mode": self.mode,
             "rate_hz_requested": self.rate_hz,
-            "rate_hz_effective": (stats["signals"] / (cpu_s if self.mode == "cpu" else duration)
-                                  if (cpu_s if self.mode == "cpu" else duration) > 0 else 0.0),
+            "rate_hz_effective": stats["signals"] / span if span > 0 else 0.0,
             "signal": _signal_name(self._signo) if self._signo else None,
             "samples": int(totals[4]),
             "signals": stats["signals"],
@@ -210,10 +200,15 @@ class SamplingCollector:
             "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
                               - self._cpu0) if self._cpu0 is not None else 0.0,
             "threads": {str(k): v for k, v in self._threads.items()},
-            "lines": sorted([[k[0], k[1], k[2]] + [round(x, 9) for x in v[:4]] + [int(v[4])]
-                             for k, v in lines.items()]),
+            "lines": sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_METRICS[:4]]
+                             + [int(row.get("samples", 0))]
+                             for (f, ln, func), row in per_line.items()]),
         }
-        return {"sampling": section, "stacks": stacks}
+
+    def snapshot(self):
+        """{"sampling": ..., "stacks": ...} of this collector alone."""
+        from .model import assemble
+        return assemble.sections([self])
 
 
 def _at_fork_child():
@@ -232,21 +227,23 @@ _api_collector = None
 def start(mode="cpu", rate_hz=100, signal=None):
     """Starts sampling this process; stop() returns the profile dict."""
     global _api_collector
-    _lprof.stacks_reset() if _api_collector is None and _active is None else None
+    if _api_collector is None and _active is None:
+        _lprof.stacks_reset()
     _api_collector = SamplingCollector(mode=mode, rate_hz=rate_hz, signal=signal)
     _api_collector.start()
     return _api_collector
 
 
 def stop():
-    """Stops sampling started by start(); returns {"sampling":..., "stacks":...}."""
+    """Stops sampling started by start(); returns the profile dict."""
     global _api_collector
     col = _api_collector
     if col is None:
         return None
     col.stop()
     _api_collector = None
-    return col.snapshot()
+    from .model import assemble
+    return assemble.profile([col.mode], [col])
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """Stack sections and stack exports: folded, speedscope, SVG flame graph.
 
-stacks_section(metrics) turns the C stack table into the profile's "stacks"
-section; export(profile, fmt, metric, out_path) writes one metric of a
-profile's stacks. Folding runs in C (_lprof.fold_rows).
+export(profile, fmt, metric, out_path) writes one metric of a profile's
+"stacks" section (lprof.model.stacks builds it). Folding runs in C
+(_lprof.fold_rows).
 """
 import json
 
@@ -17,32 +17,6 @@ METRICS = {
     "leak": (("live_bytes",), "bytes"),
 }
 FORMATS = ("folded", "speedscope", "svg")
-
-
-def _metric_table():
-    return [(name, unit) for name, unit, _merge in _lprof.metric_names()]
-
-
-def stacks_section(metrics=None):
-    """The C stack table as {"frames": [...], "stacks": [[ids, thread, {m: v}]]}.
-
-    Only the named metric columns are included (all by default) and stacks
-    where all of them are zero are left out, so that two collectors sharing
-    the table can each emit their own columns. Times are seconds."""
-    frames, rows = _lprof.stacks_snapshot()
-    table = _metric_table()
-    wanted = [(i, name, unit) for i, (name, unit) in enumerate(table)
-              if metrics is None or name in metrics]
-    out = []
-    for ids, thread, values in rows:
-        m = {}
-        for i, name, unit in wanted:
-            v = values[i]
-            if v:
-                m[name] = v * 1e-9 if unit == "ns" else v
-        if m:
-            out.append([list(ids), thread, m])
-    return {"frames": [list(f) for f in frames], "stacks": out}
 
 
 def frame_name(frame):
@@ -80,6 +54,12 @@ def export(profile, fmt, metric, out_path):
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {}
+    if "nodes" in st:  # the file's columnar form (lprof export)
+        if fmt != "speedscope":
+            return _export_columns(st, fmt, metric, cols, unit, scale, out_path)
+        from .model.profile_file import stacks_from_columns
+        profile = dict(profile, stacks=stacks_from_columns(st))
+        st = profile["stacks"]
     if not any(any(m.get(c) for c in cols) for _ids, _t, m in st.get("stacks", [])):
         raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
                          f"alone hold none; sample with lprof script.py or -l --sample)")
@@ -95,6 +75,26 @@ def export(profile, fmt, metric, out_path):
     else:
         frames, ids_list, vals, threads, unit = _values(profile, metric)
         _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path)
+
+
+def _export_columns(st, fmt, metric, cols, unit, scale, out_path):
+    """Folded or SVG straight from the columnar section: one C pass over the
+    rows' value arrays (_lprof.fold_columns), no Python object per row."""
+    from array import array
+    values = st["rows"]["values"]
+    present = [values[c] for c in cols if c in values and any(values[c])]
+    if not present:
+        raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
+                         f"alone hold none; sample with lprof script.py or -l --sample)")
+    names = [frame_name(f) for f in st["frames"]]
+    args = (names, array("i", st["nodes"]["parent"]), array("i", st["nodes"]["frame"]),
+            array("i", st["rows"]["node"]), [array("d", v) for v in present], scale)
+    if fmt == "folded":
+        _lprof.fold_columns(*args, out_path, -1.0)
+    else:
+        from .render.flamegraph import MIN_FRACTION, write_svg
+        _lines, total, rects = _lprof.fold_columns(*args, None, MIN_FRACTION)
+        write_svg(names, rects, total, out_path, title=f"lprof {metric}", unit=unit)
 
 
 def _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path):

@@ -1,5 +1,5 @@
 /* clock: the chosen clock is monotonic and its unit matches CLOCK_MONOTONIC. */
-#include "clock.h"
+#include "common/clock.h"
 #include "harness.h"
 
 static void check_unit_against_monotonic(void) {

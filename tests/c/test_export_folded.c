@@ -1,7 +1,7 @@
 /* export_folded: sorted, merged, sanitized folded text; flame rectangles. */
 #include <stdlib.h>
 
-#include "export_folded.h"
+#include "export/folded.h"
 #include "harness.h"
 
 static char *fold_to_string(lp_folded *f) {

@@ -1,9 +1,8 @@
-/* livemem: the sampled-block table against a reference, the filter, overflow,
- * and the per-stack account (live, peak shares, timeline, leak statistic). */
+/* livemem: the sampled-block table against a reference, the filter, overflow. */
 #include <stdlib.h>
 
 #include "harness.h"
-#include "livemem.h"
+#include "collect/livemem.h"
 
 static lp_live_block blk(uintptr_t addr, double w, uint32_t stack) {
     lp_live_block b = {0};
@@ -102,53 +101,5 @@ TEST(foreach_sums) {
     lp_livemem_destroy(&t);
 }
 
-TEST(account_peak_shares) {
-    static lp_memacct a;
-    REQUIRE(lp_memacct_init(&a, 64, 0) == 0);
-    uint64_t t = 1000;
-    lp_memacct_alloc(&a, 1, 100, 100, 1, t += 1000000);  /* stack 1 keeps 100 */
-    lp_memacct_alloc(&a, 2, 300, 300, 0, t += 1000000);  /* stack 2 peaks at 300 */
-    lp_memacct_free(&a, 2, 300, t += 1000000);
-    lp_memacct_alloc(&a, 3, 50, 50, 0, t += 1000000);
-    lp_memacct_mark(&a, t += 1000000);
-    CHECK_NEAR(a.peak, 400, 1e-9);
-    CHECK_NEAR(a.live, 150, 1e-9);
-    CHECK_NEAR(a.rows[1].live_at_peak, 100, 1e-9);
-    CHECK_NEAR(a.rows[2].live_at_peak, 300, 1e-9);
-    CHECK_NEAR(a.rows[3].live_at_peak, 0, 1e-9);
-    CHECK_NEAR(a.rows[1].python_bytes, 100, 1e-9);
-    CHECK_EQ_INT(a.rows[2].sampled_frees, 1);
-    CHECK(a.tl_len >= 1);
-    CHECK_NEAR(a.tl[a.tl_len - 1][1], 150, 1e-9);
-    lp_memacct_destroy(&a);
-}
-
-TEST(timeline_bounded) {
-    static lp_memacct a;
-    REQUIRE(lp_memacct_init(&a, 4, 0) == 0);
-    for (uint64_t i = 1; i <= 100000; i++) lp_memacct_alloc(&a, 1, 1, 1, 0, i * 20000000ull);
-    CHECK(a.tl_len <= LP_MEMACCT_TIMELINE);
-    CHECK(a.tl_len >= LP_MEMACCT_TIMELINE / 4);
-    /* still spans the run: the last point is late */
-    CHECK(a.tl[a.tl_len - 1][0] > 1900.0);
-    for (uint32_t i = 1; i < a.tl_len; i++) CHECK(a.tl[i][0] >= a.tl[i - 1][0]);
-    lp_memacct_destroy(&a);
-}
-
-TEST(leak_statistic) {
-    lp_leakacc steady = {0}, once = {0};
-    for (int i = 0; i < 100; i++) lp_leakacc_add(&steady, i * 0.1, 1000);  /* 10 s, 100 KB */
-    double span;
-    double slope = lp_leak_slope(&steady, &span);
-    CHECK_NEAR(span, 10.0, 0.5);
-    CHECK_NEAR(slope, 10000, 600);
-    lp_leakacc_add(&once, 3.0, 1e6);
-    CHECK_NEAR(lp_leak_slope(&once, &span), 0, 0);
-    CHECK(lp_leak_score(100, 0) > 0.95);
-    CHECK(lp_leak_score(100, 95) < 0.5);
-    CHECK(lp_leak_score(1, 0) < 0.95);
-}
-
 RUN_TESTS(insert_remove_matches_reference, replace_same_address, overflow_counted,
-          filter_mostly_rejects_unsampled, foreach_sums, account_peak_shares, timeline_bounded,
-          leak_statistic)
+          filter_mostly_rejects_unsampled, foreach_sums)

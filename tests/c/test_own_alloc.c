@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "own_alloc.h"
+#include "common/own_alloc.h"
 
 static int depth, calls;
 static int enter(void) { calls++; return depth++; }

@@ -3,7 +3,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "ring.h"
+#include "collect/ring.h"
 
 static uint8_t mem[1024] __attribute__((aligned(8)));
 

@@ -3,9 +3,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "agg.h"
+#include "aggregate/agg.h"
 #include "harness.h"
-#include "stacktab.h"
+#include "aggregate/stacktab.h"
 
 static void *P(uintptr_t x) { return (void *)x; }
 

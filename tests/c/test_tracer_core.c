@@ -1,6 +1,6 @@
 /* Synthetic event streams with fake timestamps -> exact hits and ticks. */
 #include "harness.h"
-#include "tracer_core.h"
+#include "collect/tracer_core.h"
 
 static int ids[64]; /* distinct addresses serve as opaque code ids */
 

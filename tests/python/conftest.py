@@ -56,7 +56,7 @@ def write_script(tmp_path):
 
 @pytest.fixture
 def load_profile():
-    from lprof import profile_file
+    from lprof.model import profile_file
     return profile_file.load
 
 

@@ -99,7 +99,7 @@ def test_export_json_schema(run_lprof, write_script, tmp_path):
     result = run_lprof("export", "ej.py.lprof", "--format", "json", "-o", "out.json")
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "out.json").read_text())
-    assert data["schema"] == "lprof.export" and data["schema_version"] == 1
+    assert data["schema"] == "lprof.export" and data["schema_version"] == 2
     (fn,) = [f for f in data["functions"] if f["name"] == "f"]
     assert fn["first_line"] == 1 and fn["file"].endswith("ej.py")
     (row,) = [r for r in fn["lines"] if r["line"] == 3]

@@ -15,14 +15,14 @@ pytestmark = [pytest.mark.needs_shim,
               pytest.mark.skipif(SANITIZED, reason="ASan cannot run with an interposed allocator")]
 
 MB = 1 << 20
-SHIM = os.path.join(ROOT, "src", "shim", "build", "liblprof_shim.so")
+SHIM = os.path.join(ROOT, "src", "collect", "shim", "build", "liblprof_shim.so")
 WORKLOADS = os.path.join(ROOT, "tests", "scripts", "memory_workloads.py")
 
 
 @pytest.fixture(scope="module")
 def shim():
     if not os.path.exists(SHIM):
-        r = subprocess.run(["make", "-C", os.path.join(ROOT, "src", "shim")], capture_output=True)
+        r = subprocess.run(["make", "-C", os.path.join(ROOT, "src", "collect", "shim")], capture_output=True)
         if r.returncode != 0 or not os.path.exists(SHIM):
             pytest.fail("shim not built: " + r.stderr.decode()[-300:])
     return SHIM

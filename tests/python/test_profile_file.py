@@ -4,7 +4,7 @@ import zlib
 
 import pytest
 
-from lprof import profile_file
+from lprof.model import profile_file
 from lprof.errors import ProfileFileError
 
 
@@ -57,3 +57,54 @@ def test_missing_file_and_directory(tmp_path):
         profile_file.load(str(tmp_path / "none.lprof"))
     with pytest.raises(ProfileFileError, match="directory"):
         profile_file.load(str(tmp_path))
+
+
+FIXTURES = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "fixtures")
+
+
+def stacks_profile():
+    prof = sample_profile()
+    prof["stacks"] = {
+        "frames": [["/x.py", "<module>", 1, 9], ["/x.py", "f", 3, 4], ["/x.py", "f", 3, 5]],
+        "columns": [["cpu_python_s", "ns", "sum"], ["peak_bytes", "bytes", "max"]],
+        "stacks": [[[0, 1], 7, {"cpu_python_s": 0.25}], [[0, 2], 7, {"peak_bytes": 300}],
+                   [[0, 1], 8, {"cpu_python_s": 0.5, "peak_bytes": 12}]]}
+    return prof
+
+
+def test_stacks_are_stored_in_columns_and_come_back_as_rows(tmp_path):
+    data = profile_file.encode(stacks_profile())
+    payload = __import__("json").loads(zlib.decompress(data[24:]))
+    col = payload["stacks"]
+    assert col["nodes"] == {"parent": [-1, 0, 0], "frame": [0, 1, 2]}  # a trie: <module> shared
+    assert col["rows"]["node"] == [1, 2, 1]
+    assert col["rows"]["values"]["cpu_python_s"] == [0.25, 0, 0.5]
+    assert "stacks" not in col
+    assert struct.unpack_from("<H", data, 8)[0] == profile_file.FORMAT_VERSION == 2
+    assert profile_file.decode(data) == stacks_profile()
+
+
+def test_malformed_columns_are_refused():
+    prof = stacks_profile()
+    data = profile_file.encode(prof)
+    payload = __import__("json").loads(zlib.decompress(data[24:]))
+    payload["stacks"]["nodes"]["parent"][2] = 5  # a parent that comes later
+    raw = zlib.compress(__import__("json").dumps(payload).encode())
+    bad = struct.pack("<8sHHIQ", profile_file.MAGIC, 2, 0, zlib.crc32(raw), len(raw)) + raw
+    with pytest.raises(ProfileFileError, match="malformed"):
+        profile_file.decode(bad)
+
+
+def test_version_1_file_of_the_previous_release_opens(run_lprof):
+    """A sampled + memory profile written by the release before the columnar
+    stacks section (format version 1) loads, lists and exports."""
+    path = __import__("os").path.join(FIXTURES, "v1_sampled_memory.lprof")
+    with open(path, "rb") as f:
+        assert struct.unpack_from("<H", f.read(10), 8)[0] == 1
+    prof = profile_file.load(path)
+    assert prof["stacks"]["stacks"] and prof["memory"]["lines"]
+    view = run_lprof("view", path)
+    assert view.returncode == 0, view.stderr
+    assert "fx.py" in view.stdout and "Memory (sampled" in view.stdout
+    folded = run_lprof("export", path, "--format", "folded", "--metric", "alloc", "-o", "a.folded")
+    assert folded.returncode == 0, folded.stderr

@@ -194,3 +194,17 @@ def test_stress_c_to_python_entries_at_max_rate(run_lprof, write_script):
         r = run_lprof(*mode, "--rate", "1000", "-q", "entries.py", timeout=120)
         assert r.returncode == 0, (mode, r.returncode, r.stderr[-2000:])
         assert r.stdout.strip() == "ok"
+
+
+def test_rate_limit_is_the_c_samplers(run_lprof, write_script):
+    """--rate is checked against the limit the C sampler enforces (one constant):
+    the limit itself runs, one above is a one-line error naming it."""
+    from lprof._lprof import SAMPLER_MAX_RATE_HZ
+    write_script("ok.py", "print('ran')\n")
+    top = run_lprof("-q", "--rate", str(SAMPLER_MAX_RATE_HZ), "ok.py")
+    assert top.returncode == 0, top.stderr
+    assert "ran" in top.stdout
+    over = run_lprof("-q", "--rate", str(SAMPLER_MAX_RATE_HZ + 1), "ok.py")
+    assert over.returncode == 2
+    assert over.stderr.strip() == (f"lprof: --rate {SAMPLER_MAX_RATE_HZ + 1}: must be between 1 and "
+                                   f"{SAMPLER_MAX_RATE_HZ} samples a second")

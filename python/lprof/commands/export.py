@@ -2,7 +2,7 @@
 import os
 import sys
 
-from .. import profile_file
+from ..model import profile_file
 from ..errors import LprofError
 from ..export_json import to_json
 
@@ -16,7 +16,8 @@ def default_output(path, fmt):
 
 
 def main(args):
-    prof = profile_file.load(args.file)
+    # stack exports read the columnar stacks section as stored (no rows built)
+    prof = profile_file.load(args.file, rows=args.format == "json")
     out = args.output or default_output(args.file, args.format)
     if args.format == "json":
         text = to_json(prof)

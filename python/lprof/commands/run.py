@@ -8,7 +8,8 @@ import sys
 import threading
 import time
 
-from .. import profile_file, runner, session, targets
+from .. import runner, targets
+from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
 from ..linetrace import collector as line_collector
@@ -77,13 +78,8 @@ class _Run:
 
     def build(self, exit_code=None):
         target = self.args.module or self.args.script
-        prof = session.base_profile(self.modes, argv=[target] + list(self.args.args))
-        prof["meta"]["started"] = self.started
-        prof["meta"]["duration_s"] = time.time() - (self.started or time.time())
-        prof["meta"]["exit_code"] = exit_code
-        for c in self.collectors:
-            session.merge_snapshot(prof, c.snapshot())
-        return session.strip_launcher_frames(prof)
+        return assemble.profile(self.modes, self.collectors, argv=[target] + list(self.args.args),
+                                started=self.started or time.time(), exit_code=exit_code)
 
     def save(self, prof):
         with self.lock:

@@ -1,7 +1,7 @@
 """`lprof view FILE`: print a saved profile again."""
 import sys
 
-from .. import profile_file
+from ..model import profile_file
 
 
 def render(prof, args):

@@ -14,18 +14,23 @@ def _make_filter(profile_only, profile_all):
     if isinstance(profile_only, str):
         profile_only = [p for p in profile_only.split(",") if p]
 
+    from ..model.stacks import is_user_file
+    if not profile_all and not profile_only:
+        return is_user_file  # the default rule, as in the file and the JSON export
+
     def accept(path):
         if not path or path.startswith("<"):
             return False
         if profile_all:
             return True
-        if profile_only:
-            return any(p in path for p in profile_only)
-        return not libdirs.is_library_file(path)
+        return any(p in path for p in profile_only)
     return accept
 
 
 def _charge(profile, accept, thread=None):
+    """Per line and per function, by the one attribution rule
+    (lprof.model.stacks.charge); only lines of accepted files are shown."""
+    from ..model.stacks import charge
     st = profile.get("stacks") or {}
     frames = st.get("frames", [])
     lines, funcs = {}, {}
@@ -33,14 +38,10 @@ def _charge(profile, accept, thread=None):
         if thread is not None and str(th) != str(thread):
             continue
         vals = [m.get(c, 0.0) for c in _COLS]
-        if not any(vals):
+        if not any(vals) or not ids:
             continue
-        chosen = None
-        for fid in reversed(ids):  # leaf first
-            if accept(frames[fid][0]):
-                chosen = frames[fid]
-                break
-        if chosen is None:
+        chosen = charge(frames, ids, accept)
+        if not accept(chosen[0]):
             continue
         key = (chosen[0], chosen[3])
         row = lines.setdefault(key, [0.0] * 4)

@@ -1,0 +1,78 @@
+"""Assembling a profile dict from the collectors that ran (see docs/contracts.md)."""
+import os
+import sys
+import time
+
+from .. import _lprof
+from . import stacks as stacks_model
+
+STARTED = time.time()
+
+
+def base_profile(modes, argv=None):
+    return {
+        "format": "lprof",
+        "version": 2,
+        "meta": {
+            "argv": list(argv if argv is not None else sys.argv),
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "implementation": _implementation(),
+            "pid": os.getpid(),
+            "hostname": os.uname().nodename,
+            "cwd": os.getcwd(),
+            "started": STARTED,
+            "duration_s": time.time() - STARTED,
+            "exit_code": None,
+            "modes": list(modes),
+            "timer": _lprof.timer_name(),
+            "timer_unit_s": _lprof.timer_unit(),
+            "lprof_version": _version(),
+        },
+        "functions": [],
+    }
+
+
+def _implementation():
+    # platform.python_implementation()'s spelling, without importing platform
+    name = sys.implementation.name
+    return {"cpython": "CPython", "pypy": "PyPy"}.get(name, name)
+
+
+def _version():
+    from .. import __version__
+    return __version__
+
+
+def sections(collectors):
+    """Each collector's section plus the one "stacks" section they share.
+
+    A collector has `name` (its section's key), optionally before_stacks()
+    (finish its columns in the C table) and section(stacks) -> dict or None
+    (its per-line rows come from the stacks by the one attribution rule)."""
+    for c in collectors:
+        if hasattr(c, "before_stacks"):
+            c.before_stacks()
+    out = {}
+    st = stacks_model.snapshot() if any(hasattr(c, "section") for c in collectors) else None
+    for c in collectors:
+        if hasattr(c, "section"):
+            sec = c.section(st)
+            if sec is not None:
+                out[c.name] = sec
+        else:  # the line tracer: its own "functions" section
+            out.update(c.snapshot())
+    if st is not None and st["stacks"]:
+        out["stacks"] = st
+    return out
+
+
+def profile(modes, collectors, argv=None, started=None, exit_code=None):
+    """The one place a profile dict is assembled (the lprof command,
+    lprof.stop() and LineProfiler.snapshot all call it)."""
+    prof = base_profile(modes, argv=argv)
+    if started is not None:
+        prof["meta"]["started"] = started
+        prof["meta"]["duration_s"] = time.time() - started
+    prof["meta"]["exit_code"] = exit_code
+    prof.update(sections(collectors))
+    return prof

@@ -1,0 +1,194 @@
+"""The .lprof file: a versioned, checksummed container for the profile dict.
+
+Layout (all integers little-endian; see docs/formats.md):
+
+    offset  size  field
+    0       8     magic  b"LPROF\\x00\\r\\n" (the CR LF catches text-mode mangling)
+    8       2     format version (FORMAT_VERSION)
+    10      2     flags (0; reserved)
+    12      4     CRC-32 of the payload
+    16      8     payload length in bytes
+    24      n     payload: zlib-compressed UTF-8 JSON of the profile dict
+
+Version 2 stores the "stacks" section in columns (a trie of frames, then one
+list per column) instead of one [frame ids, thread, {metric: value}] entry
+per stack; in memory the section keeps the row form that lprof.model.stacks
+describes. Version 1 files still open; newer versions are refused.
+
+Files are written to a temporary name and renamed, so a reader never sees a
+half-written profile, also when it is rewritten periodically (-i).
+"""
+import json
+import os
+import struct
+import tempfile
+import zlib
+
+from ..errors import ProfileFileError
+
+MAGIC = b"LPROF\x00\r\n"
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+_HEADER = struct.Struct("<8sHHIQ")
+# A decompressed payload larger than this is refused rather than exhausting memory.
+_MAX_PAYLOAD = 4 << 30
+
+
+def _stacks_to_columns(section):
+    """Row form -> the file's columnar form (see the module docstring)."""
+    parent, frame, index = [], [], {}
+    row_node, row_thread = [], []
+    names = [c[0] for c in section.get("columns", [])]
+    for _ids, _t, m in section.get("stacks", []):
+        for name in m:
+            if name not in names:
+                names.append(name)
+    values = {name: [] for name in names}
+    for ids, thread, m in section.get("stacks", []):
+        node = -1
+        for fid in ids:
+            key = (node, fid)
+            nxt = index.get(key)
+            if nxt is None:
+                nxt = index[key] = len(parent)
+                parent.append(node)
+                frame.append(fid)
+            node = nxt
+        row_node.append(node)
+        row_thread.append(thread)
+        for name in names:
+            values[name].append(m.get(name, 0))
+    return {"frames": section.get("frames", []), "columns": section.get("columns", []),
+            "nodes": {"parent": parent, "frame": frame},
+            "rows": {"node": row_node, "thread": row_thread, "values": values}}
+
+
+def stacks_from_columns(col, name="<profile>"):
+    """The file's columnar form -> row form; ProfileFileError when malformed."""
+    def bad(what):
+        raise ProfileFileError(f"{name}: malformed profile (stacks {what})")
+    try:
+        frames, nodes, rows = col["frames"], col["nodes"], col["rows"]
+        parent, frame = nodes["parent"], nodes["frame"]
+        row_node, row_thread, values = rows["node"], rows["thread"], rows["values"]
+    except (KeyError, TypeError):
+        bad("section")
+    if not (isinstance(frames, list) and isinstance(values, dict)
+            and len(parent) == len(frame) and len(row_node) == len(row_thread)
+            and all(isinstance(v, list) and len(v) == len(row_node) for v in values.values())):
+        bad("arrays")
+    paths = []
+    for p, f in zip(parent, frame):
+        if not (isinstance(p, int) and isinstance(f, int) and -1 <= p < len(paths)
+                and 0 <= f < len(frames)):
+            bad("node")
+        paths.append((paths[p] if p >= 0 else ()) + (f,))
+    names = list(values)
+    stacks = []
+    for r, node in enumerate(row_node):
+        if not (isinstance(node, int) and 0 <= node < len(paths)):
+            bad("row")
+        m = {n: values[n][r] for n in names if values[n][r]}
+        stacks.append([list(paths[node]), row_thread[r], m])
+    return {"frames": frames, "columns": col.get("columns", []), "stacks": stacks}
+
+
+def encode(profile):
+    if isinstance(profile.get("stacks"), dict) and "stacks" in profile["stacks"]:
+        profile = dict(profile, stacks=_stacks_to_columns(profile["stacks"]))
+    # level 1: a third of level 6's time (measured: 0.9 vs 2.8 ms) for a 30% larger file
+    payload = zlib.compress(json.dumps(profile, separators=(",", ":")).encode("utf-8"), 1)
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, 0, zlib.crc32(payload), len(payload))
+    return header + payload
+
+
+def save(profile, path):
+    """Atomically write `profile` (a dict) to `path`."""
+    data = encode(profile)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def decode(data, name="<bytes>", rows=True):
+    """The profile dict of a file's bytes. rows=False keeps a version 2
+    stacks section in its columnar form (what the stack exporters read
+    fastest); rows=True gives the row form every other reader uses."""
+    if len(data) < _HEADER.size:
+        if data[: len(MAGIC)] != MAGIC[: len(data)] or not data:
+            raise ProfileFileError(f"{name}: not an lprof profile file")
+        raise ProfileFileError(f"{name}: truncated lprof profile ({len(data)} bytes)")
+    magic, version, _flags, crc, length = _HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise ProfileFileError(f"{name}: not an lprof profile file")
+    if version not in READABLE_VERSIONS:
+        raise ProfileFileError(
+            f"{name}: profile format version {version} is not supported "
+            f"(this lprof reads versions {', '.join(map(str, READABLE_VERSIONS))})")
+    payload = data[_HEADER.size:]
+    if len(payload) != length:
+        raise ProfileFileError(f"{name}: truncated or padded profile "
+                               f"(payload {len(payload)} bytes, header says {length})")
+    if zlib.crc32(payload) != crc:
+        raise ProfileFileError(f"{name}: corrupt profile (checksum mismatch)")
+    try:
+        d = zlib.decompressobj()
+        raw = d.decompress(payload, _MAX_PAYLOAD)
+        if d.unconsumed_tail:
+            raise ProfileFileError(f"{name}: profile payload too large")
+        profile = json.loads(raw.decode("utf-8"))
+    except (zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise ProfileFileError(f"{name}: corrupt profile ({exc.__class__.__name__})") from None
+    if version >= 2 and isinstance(profile, dict) and isinstance(profile.get("stacks"), dict):
+        rowform = stacks_from_columns(profile["stacks"], name)  # also validates
+        if rows:
+            profile["stacks"] = rowform
+    validate(profile, name)
+    return profile
+
+
+def load(path, rows=True):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except IsADirectoryError:
+        raise ProfileFileError(f"{path}: is a directory, not a profile file") from None
+    except OSError as exc:
+        raise ProfileFileError(f"{path}: cannot read ({exc.strerror})") from None
+    return decode(data, path, rows=rows)
+
+
+def validate(profile, name="<profile>"):
+    """Checks the shape the renderers rely on; raises ProfileFileError."""
+    def bad(what):
+        raise ProfileFileError(f"{name}: malformed profile ({what})")
+
+    if not isinstance(profile, dict) or profile.get("format") != "lprof":
+        bad("not an lprof profile dict")
+    if not isinstance(profile.get("meta"), dict):
+        bad("missing meta")
+    funcs = profile.get("functions", [])
+    if not isinstance(funcs, list):
+        bad("functions is not a list")
+    for fn in funcs:
+        if not isinstance(fn, dict) or not isinstance(fn.get("lines"), list):
+            bad("function entry")
+        for key, typ in (("file", str), ("name", str), ("first_line", int)):
+            if not isinstance(fn.get(key), typ):
+                bad(f"function {key}")
+        for row in fn["lines"]:
+            if (not isinstance(row, list) or len(row) != 3
+                    or not all(isinstance(v, (int, float)) for v in row)):
+                bad("line row")
+    for section in ("sampling", "memory", "stacks"):
+        if section in profile and not isinstance(profile[section], dict):
+            bad(section)

@@ -1,0 +1,157 @@
+"""The one stack model: the profile's "stacks" section, built once from the C
+stack table that every collector writes (sampler and memory share it), and
+the one rule that charges a stack to a source line.
+
+Section: {"frames": [[file, function, first_line, line], ...],
+          "columns": [[name, unit, merge], ...],
+          "stacks": [[frame ids root first, thread, {column: value}], ...]}
+Columns and their merge kinds come from C (src/aggregate/metrics.h): "ns"
+columns are stored in seconds, "milli" ones as counts, the rest as they are.
+Zero values are left out of a row's dict.
+
+Attribution (docs/formats.md): a stack is charged to its innermost frame
+whose file passes `accept` (by default: user code, not the standard library,
+site-packages or lprof), else to its innermost frame. The listing, the
+.lprof file's per-line sections and the JSON export all use lines() below.
+"""
+from .. import _lprof, libdirs
+
+_SCALE = {"ns": 1e-9, "milli": 1e-3}
+
+
+def columns():
+    """[(name, unit, merge)] of the C table, in column order."""
+    return [tuple(c) for c in _lprof.metric_names()]
+
+
+def _ints(raw, code):
+    from array import array
+    a = array(code)
+    a.frombytes(raw)
+    return a
+
+
+def snapshot():
+    """The C stack table as a stacks section (launcher frames already cut)."""
+    frames, parent_b, frame_b, node_b, thread_b, values_b = _lprof.stacks_snapshot()
+    cols = columns()
+    parent, frame = _ints(parent_b, "i"), _ints(frame_b, "i")
+    row_node, row_thread, values = _ints(node_b, "i"), _ints(thread_b, "Q"), _ints(values_b, "q")
+    paths = {}
+
+    def path(node):
+        p = paths.get(node)
+        if p is None:
+            up = parent[node]
+            p = paths[node] = (path(up) if up >= 0 else ()) + (frame[node],)
+        return p
+
+    width = len(cols)
+    scales = [(i, name, _SCALE.get(unit)) for i, (name, unit, _m) in enumerate(cols)]
+    rows = []
+    for r, node in enumerate(row_node):
+        base = r * width
+        m = {}
+        for i, name, scale in scales:
+            v = values[base + i]
+            if v:
+                m[name] = v * scale if scale else v
+        rows.append([list(path(node)), row_thread[r], m])
+    return {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+
+
+def reset():
+    _lprof.stacks_reset()
+
+
+def is_user_file(path):
+    """The default attribution filter: the program's own code."""
+    if not path:
+        return False
+    if path.startswith("<"):
+        return path.startswith(("<string>", "<stdin>"))
+    return not libdirs.is_library_file(path)
+
+
+def charge(frames, ids, accept=is_user_file):
+    """The frame a stack is charged to (the rule above); None for no frames."""
+    for fid in reversed(ids):
+        if accept(frames[fid][0]):
+            return frames[fid]
+    return frames[ids[-1]] if ids else None
+
+
+def lines(section, accept=is_user_file, names=None, thread=None):
+    """{(file, line, function): {column: sum}} by the attribution rule; only
+    the named columns (all by default); only one thread's stacks if given."""
+    frames = section.get("frames", [])
+    out = {}
+    cache = {}
+    for ids, th, m in section.get("stacks", []):
+        if thread is not None and str(th) != str(thread):
+            continue
+        if not ids:
+            continue
+        key = tuple(ids)
+        f = cache.get(key)
+        if f is None:
+            f = cache[key] = charge(frames, ids, accept)
+        row = out.setdefault((f[0], f[3], f[1]), {})
+        for name, v in m.items():
+            if names is None or name in names:
+                row[name] = row.get(name, 0) + v
+    return out
+
+
+def merge_kinds(section):
+    return {name: merge for name, _unit, merge in section.get("columns") or columns()}
+
+
+def merge(into, more):
+    """Merges stacks section `more` into `into`: frames are matched by value,
+    rows of the same stack and thread combine by their columns' merge kinds
+    (sums add, peaks take the maximum). Returns `into`."""
+    kinds = merge_kinds(into)
+    kinds.update(merge_kinds(more))
+    index = {tuple(f): i for i, f in enumerate(into["frames"])}
+    remap = []
+    for f in more.get("frames", []):
+        key = tuple(f)
+        if key not in index:
+            index[key] = len(into["frames"])
+            into["frames"].append(list(f))
+        remap.append(index[key])
+    rows = {(tuple(ids), th): m for ids, th, m in into["stacks"]}
+    for ids, th, m in more.get("stacks", []):
+        key = (tuple(remap[i] for i in ids), th)
+        have = rows.get(key)
+        if have is None:
+            m = dict(m)
+            rows[key] = m
+            into["stacks"].append([list(key[0]), th, m])
+            continue
+        for name, v in m.items():
+            if kinds.get(name) == "max":
+                have[name] = max(have.get(name, v), v)
+            else:
+                have[name] = have.get(name, 0) + v
+    cols = {c[0]: c for c in into.get("columns", [])}
+    for c in more.get("columns", []):
+        cols.setdefault(c[0], list(c))
+    into["columns"] = list(cols.values())
+    return into
+
+
+def restrict(section, names):
+    """A copy with only the named columns (rows left without values dropped)."""
+    rows = []
+    for ids, th, m in section.get("stacks", []):
+        kept = {k: v for k, v in m.items() if k in names}
+        if kept:
+            rows.append([list(ids), th, kept])
+    return {"frames": section.get("frames", []),
+            "columns": [c for c in section.get("columns", []) if c[0] in names],
+            "stacks": rows}
+
+
+_lprof.set_launcher_dir(libdirs.LPROF_DIR)

@@ -1,0 +1,364 @@
+/* aggregate: the stack table as the profile's stack model, for every
+ * collector at once (sampler and memory share the table). Python functions:
+ *   stacks_snapshot() -> (frames, parent, frame, row_node, row_thread, values)
+ *     frames: list of (file, function, first line, line) tuples;
+ *     parent, frame: int32 arrays (bytes) of a trie of frame ids, one entry
+ *       per node, parents before children, -1 for a root;
+ *     row_node (int32), row_thread (uint64): one entry per row;
+ *     values: int64, row-major, one column per metric (metric_names()).
+ *   stacks_reset(), metric_names(), set_launcher_dir(path).
+ * Building it: every stack-table node is resolved (resolve.c) and interned
+ * into a trie keyed by (parent, frame), so that two raw frames on the same
+ * line, or the same stack on two threads, share nodes. lprof's own launcher
+ * frames (files under the launcher folder) are cut here and only here: the
+ * innermost one and everything rootward of it; a stack made only of them is
+ * lprof's own work and is left out. Rows that land on the same (node,
+ * thread) combine by their columns' merge kinds. GIL held throughout. */
+#include "cpython/module.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/agg.h"
+#include "aggregate/cpython/resolve.h"
+#include "collect/cpython/sampler.h"
+#include "collect/sampler.h"
+
+#define ROOT -1       /* the trie's root: no frame yet */
+#define CUT -2        /* only launcher frames so far */
+#define UNSET -3
+
+static char *launcher_dir; /* UTF-8 prefix, malloc'd; NULL = cut nothing */
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+/* ---- a growable open-addressing map: 64-bit key -> int32 value -------- */
+typedef struct {
+    uint64_t *keys;   /* key + 1; 0 = empty */
+    int32_t *vals;
+    size_t mask, used;
+} idmap;
+
+static int idmap_init(idmap *m, size_t expect) {
+    size_t cap = 1024;
+    while (cap < 2 * expect) cap <<= 1;
+    m->keys = calloc(cap, sizeof *m->keys);
+    m->vals = malloc(cap * sizeof *m->vals);
+    m->mask = cap - 1;
+    m->used = 0;
+    return m->keys && m->vals ? 0 : -1;
+}
+
+static void idmap_free(idmap *m) {
+    free(m->keys);
+    free(m->vals);
+}
+
+/* Slot of key: found (keys[i] == key + 1) or empty. */
+static size_t idmap_slot(const idmap *m, uint64_t key) {
+    size_t i = (size_t)mix(key) & m->mask;
+    while (m->keys[i] && m->keys[i] != key + 1) i = (i + 1) & m->mask;
+    return i;
+}
+
+static int idmap_grow(idmap *m) {
+    idmap bigger;
+    if (idmap_init(&bigger, m->mask + 1) < 0) {
+        idmap_free(&bigger);
+        return -1;
+    }
+    for (size_t i = 0; i <= m->mask; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = idmap_slot(&bigger, m->keys[i] - 1);
+        bigger.keys[j] = m->keys[i];
+        bigger.vals[j] = m->vals[i];
+    }
+    bigger.used = m->used;
+    idmap_free(m);
+    *m = bigger;
+    return 0;
+}
+
+/* ---- growable int arrays ---------------------------------------------- */
+typedef struct {
+    char *data;
+    size_t len, cap, item;
+} vec;
+
+static int vec_push(vec *v, const void *item) {
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 1024;
+        char *d = realloc(v->data, cap * v->item);
+        if (!d) return -1;
+        v->data = d;
+        v->cap = cap;
+    }
+    memcpy(v->data + v->len * v->item, item, v->item);
+    v->len++;
+    return 0;
+}
+
+/* ---- the snapshot ------------------------------------------------------- */
+typedef struct {
+    lp_stacktab *tab;
+    PyObject *rframes;   /* resolve.c's frame tuples */
+    PyObject *frames;    /* output frames (only those used) */
+    int32_t *fmap;       /* resolve frame id -> output frame id, -1 unknown */
+    uint8_t *launcher;   /* resolve frame id -> 0 unknown, 1 no, 2 yes */
+    size_t fmap_cap;
+    int32_t *rnode;      /* stack-table node -> trie node, ROOT, CUT or UNSET */
+    idmap trie;          /* (parent, frame) -> trie node */
+    vec parent, frame;   /* the trie */
+    idmap rowmap;        /* (trie node, thread) -> output row */
+    vec row_node, row_thread, values;
+} snap;
+
+static int ensure_fmap(snap *s, size_t n) {
+    if (n <= s->fmap_cap) return 0;
+    size_t cap = s->fmap_cap ? s->fmap_cap : 1024;
+    while (cap < n) cap *= 2;
+    int32_t *f = realloc(s->fmap, cap * sizeof *f);
+    if (!f) return -1;
+    s->fmap = f;
+    uint8_t *l = realloc(s->launcher, cap);
+    if (!l) return -1;
+    s->launcher = l;
+    for (size_t i = s->fmap_cap; i < cap; i++) s->fmap[i] = -1, s->launcher[i] = 0;
+    s->fmap_cap = cap;
+    return 0;
+}
+
+static int is_launcher(snap *s, uint32_t rf) {
+    if (s->launcher[rf]) return s->launcher[rf] == 2;
+    int yes = 0;
+    if (launcher_dir) {
+        PyObject *file = PyTuple_GET_ITEM(PyList_GET_ITEM(s->rframes, rf), 0);
+        const char *f = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+        if (!f) PyErr_Clear();
+        yes = f && strncmp(f, launcher_dir, strlen(launcher_dir)) == 0;
+    }
+    s->launcher[rf] = yes ? 2 : 1;
+    return yes;
+}
+
+/* Output frame id of resolve frame rf (copied on first use); -1 on error. */
+static int32_t out_frame(snap *s, uint32_t rf) {
+    if (s->fmap[rf] >= 0) return s->fmap[rf];
+    int32_t id = (int32_t)PyList_GET_SIZE(s->frames);
+    if (PyList_Append(s->frames, PyList_GET_ITEM(s->rframes, rf)) < 0) return -1;
+    s->fmap[rf] = id;
+    return id;
+}
+
+/* Trie node for (parent, frame): existing or new; -1 on error. */
+static int32_t trie_node(snap *s, int32_t parent, int32_t frame) {
+    if ((s->trie.used + 1) * 2 > s->trie.mask + 1 && idmap_grow(&s->trie) < 0) return -1;
+    uint64_t key = (uint64_t)(uint32_t)(parent + 1) << 32 | (uint32_t)frame;
+    size_t i = idmap_slot(&s->trie, key);
+    if (s->trie.keys[i]) return s->trie.vals[i];
+    int32_t id = (int32_t)s->parent.len;
+    if (vec_push(&s->parent, &parent) < 0 || vec_push(&s->frame, &frame) < 0) return -1;
+    s->trie.keys[i] = key + 1;
+    s->trie.vals[i] = id;
+    s->trie.used++;
+    return id;
+}
+
+/* Trie node of stack-table node id (its ancestors first); UNSET on error or
+ * for a node not yet published. Stacks are bounded (the collectors keep at
+ * most a few hundred frames), so the chain fits a fixed array. */
+static int32_t map_node(snap *s, uint32_t id, uint32_t count) {
+    uint32_t chain[1024];
+    uint32_t n = 0, at = id;
+    while (s->rnode[at] == UNSET) {
+        lp_stacknode node = lp_stacktab_node(s->tab, at);
+        if (!node.valid || n == LP_ARRAY_LEN(chain)) return UNSET;
+        chain[n++] = at;
+        if (node.offset == LP_OFFSET_THREAD_ROOT || node.parent == LP_STACK_NONE) break;
+        if (node.parent >= count) return UNSET;
+        at = node.parent;
+    }
+    while (n-- > 0) {
+        uint32_t k = chain[n];
+        lp_stacknode node = lp_stacktab_node(s->tab, k);
+        if (node.offset == LP_OFFSET_THREAD_ROOT) {
+            s->rnode[k] = ROOT;
+            continue;
+        }
+        int32_t up = node.parent == LP_STACK_NONE ? ROOT : s->rnode[node.parent];
+        uint32_t rf = lp_resolve_node_frame(k);
+        if (rf == LP_RESOLVE_NO_FRAME || ensure_fmap(s, rf + 1) < 0) return UNSET;
+        s->rframes = lp_resolve_frames(); /* resolving may have grown it */
+        if (is_launcher(s, rf)) {
+            s->rnode[k] = CUT;
+            continue;
+        }
+        int32_t f = out_frame(s, rf);
+        int32_t t = f < 0 ? -1 : trie_node(s, up < 0 ? ROOT : up, f);
+        if (t < 0) return UNSET;
+        s->rnode[k] = t;
+    }
+    return s->rnode[id];
+}
+
+static int add_row(snap *s, int32_t node, uint64_t thread, const int64_t v[LP_M_COUNT]) {
+    if ((s->rowmap.used + 1) * 2 > s->rowmap.mask + 1 && idmap_grow(&s->rowmap) < 0) return -1;
+    uint64_t key = mix(thread) ^ (uint64_t)(uint32_t)node;
+    /* the key is a hash: confirm the row's own node and thread on a hit */
+    size_t i = (size_t)mix(key) & s->rowmap.mask;
+    for (; s->rowmap.keys[i]; i = (i + 1) & s->rowmap.mask) {
+        int32_t r = s->rowmap.vals[i];
+        if (((int32_t *)s->row_node.data)[r] == node && ((uint64_t *)s->row_thread.data)[r] == thread) {
+            int64_t *into = (int64_t *)s->values.data + (size_t)r * LP_M_COUNT;
+            for (int m = 0; m < LP_M_COUNT; m++) {
+                if (lp_metric_infos[m].merge == LP_MERGE_MAX) into[m] = into[m] > v[m] ? into[m] : v[m];
+                else into[m] += v[m];
+            }
+            return 0;
+        }
+    }
+    int32_t r = (int32_t)s->row_node.len;
+    if (vec_push(&s->row_node, &node) < 0 || vec_push(&s->row_thread, &thread) < 0 ||
+        vec_push(&s->values, v) < 0)
+        return -1;
+    s->rowmap.keys[i] = key + 1;
+    s->rowmap.vals[i] = r;
+    s->rowmap.used++;
+    return 0;
+}
+
+static void snap_free(snap *s) {
+    free(s->fmap);
+    free(s->launcher);
+    free(s->rnode);
+    idmap_free(&s->trie);
+    idmap_free(&s->rowmap);
+    free(s->parent.data);
+    free(s->frame.data);
+    free(s->row_node.data);
+    free(s->row_thread.data);
+    free(s->values.data);
+    Py_XDECREF(s->frames);
+}
+
+static PyObject *bytes_of(const vec *v) {
+    return PyBytes_FromStringAndSize(v->data ? v->data : "", (Py_ssize_t)(v->len * v->item));
+}
+
+static PyObject *py_snapshot(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (lp_agg_init() < 0) return PyErr_NoMemory();
+    lp_pysampler_drain_rings();
+    lp_resolve_scan(NULL);
+    snap s;
+    memset(&s, 0, sizeof s);
+    s.parent.item = s.frame.item = s.row_node.item = sizeof(int32_t);
+    s.row_thread.item = sizeof(uint64_t);
+    s.values.item = sizeof(int64_t) * LP_M_COUNT;
+    s.tab = lp_agg_stacks();
+    uint32_t count = lp_stacktab_node_count(s.tab);
+    uint32_t rows = lp_stacktab_row_count(s.tab);
+    PyObject *out = NULL;
+    s.frames = PyList_New(0);
+    s.rnode = malloc(sizeof(int32_t) * (count + 1));
+    if (!s.frames || !s.rnode || idmap_init(&s.trie, count) < 0 || idmap_init(&s.rowmap, rows) < 0) goto nomem;
+    for (uint32_t i = 0; i <= count; i++) s.rnode[i] = UNSET;
+    /* resolving may intern marker frames: read the frame list after */
+    if (lp_resolve_marker("[no Python frame]") == LP_RESOLVE_NO_FRAME) goto error;
+    s.rframes = lp_resolve_frames();
+    if (!s.rframes) goto error;
+    int64_t v[LP_M_COUNT];
+    for (uint32_t r = 0; r < rows; r++) {
+        uint32_t sid = lp_stacktab_row(s.tab, r, v);
+        if (sid == LP_STACK_NONE || sid >= count) continue;
+        int any = 0;
+        for (int m = 0; m < LP_M_COUNT; m++) any |= v[m] != 0;
+        if (!any) continue;
+        int32_t node = map_node(&s, sid, count);
+        if (node == UNSET) {
+            if (PyErr_Occurred()) goto error;
+            continue; /* a node still being published by another thread */
+        }
+        if (node == CUT) continue;        /* lprof's own work only */
+        if (node == ROOT) {                /* no Python frame (a native thread) */
+            uint32_t rf = lp_resolve_marker("[no Python frame]");
+            s.rframes = lp_resolve_frames();
+            int32_t f;
+            if (rf == LP_RESOLVE_NO_FRAME || ensure_fmap(&s, rf + 1) < 0 || (f = out_frame(&s, rf)) < 0 ||
+                (node = trie_node(&s, ROOT, f)) < 0)
+                goto error;
+        }
+        if (add_row(&s, node, lp_stacktab_thread(s.tab, sid), v) < 0) goto nomem;
+    }
+    out = Py_BuildValue("(ONNNNN)", s.frames, bytes_of(&s.parent), bytes_of(&s.frame), bytes_of(&s.row_node),
+                        bytes_of(&s.row_thread), bytes_of(&s.values));
+    snap_free(&s);
+    return out;
+nomem:
+    if (!PyErr_Occurred()) PyErr_NoMemory();
+error:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot resolve the stacks");
+    snap_free(&s);
+    return NULL;
+}
+
+static PyObject *py_reset(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (lp_sampler_running()) {
+        PyErr_SetString(PyExc_RuntimeError, "stop sampling before reset");
+        return NULL;
+    }
+    lp_pysampler_drain_rings();
+    lp_resolve_reset();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_metric_names(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *out = PyList_New(LP_M_COUNT);
+    if (!out) return NULL;
+    for (int m = 0; m < LP_M_COUNT; m++) {
+        PyObject *item = Py_BuildValue("(sss)", lp_metric_infos[m].name, lp_metric_infos[m].unit,
+                                       lp_metric_infos[m].merge == LP_MERGE_MAX ? "max" : "sum");
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, m, item);
+    }
+    return out;
+}
+
+static PyObject *py_set_launcher_dir(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *dir = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
+    if (arg != Py_None && !dir) return NULL;
+    char *copy = dir ? strdup(dir) : NULL;
+    if (dir && !copy) return PyErr_NoMemory();
+    free(launcher_dir);
+    launcher_dir = copy;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"stacks_snapshot", py_snapshot, METH_NOARGS,
+     "(frames, parent, frame, row_node, row_thread, values): the stack model, arrays as bytes."},
+    {"stacks_reset", py_reset, METH_NOARGS, "Forget all stacks, frames and code references."},
+    {"metric_names", py_metric_names, METH_NOARGS, "[(name, unit, merge)] in column order."},
+    {"set_launcher_dir", py_set_launcher_dir, METH_O,
+     "Frames of files under this folder (lprof's own) are cut from every stack."},
+    {NULL, NULL, 0, NULL},
+};
+
+int lp_pystacks_init(PyObject *module) {
+    if (lp_agg_init() < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "lprof: cannot reserve the stack table");
+        return -1;
+    }
+    if (lp_resolve_install_hook() < 0) return -1;
+    return PyModule_AddFunctions(module, methods);
+}

@@ -1,0 +1,53 @@
+/* aggregate: the one list of metric columns (X-macro). Every table row, JSON
+ * key and Python column header comes from LP_METRICS; add a metric here only.
+ * Values are stored as int64 in their unit: "ns" (the name ends in _s: shown
+ * in seconds), "bytes", "count", "milli" (thousandths of a count), "ms" and
+ * "ms2" (the survivors' time moments the leak rule reads).
+ * X(ID, name, unit, merge, description); merge is SUM or MAX: how two rows
+ * of the same stack combine when profiles merge (a peak is a maximum).
+ * The memory columns run from ALLOC_BYTES to SURVIVOR_T2 in this order
+ * (memhooks.c clears that range when a memory run starts). */
+#ifndef LPROF_METRICS_H
+#define LPROF_METRICS_H
+
+#include "common/base.h"
+
+#define LP_METRICS(X)                                                                      \
+    X(CPU_PYTHON, cpu_python_s, "ns", SUM, "CPU time running Python bytecode")            \
+    X(CPU_NATIVE, cpu_native_s, "ns", SUM, "CPU time in native code under a line")        \
+    X(CPU_SYSTEM, cpu_system_s, "ns", SUM, "CPU time in the kernel (system calls)")       \
+    X(WALL, wall_s, "ns", SUM, "wall-clock time (wall mode)")                              \
+    X(SAMPLES, samples, "count", SUM, "timer samples, weighted by 1 + overrun")           \
+    X(ALLOC_BYTES, alloc_bytes, "bytes", SUM, "bytes allocated (sampled estimate)")       \
+    X(ALLOC_COUNT, alloc_count, "milli", SUM, "allocations (sampled estimate)")           \
+    X(PYTHON_BYTES, python_bytes, "bytes", SUM, "part of alloc_bytes from the PyMem hooks") \
+    X(FREED_BYTES, freed_bytes, "bytes", SUM, "bytes freed (sampled estimate)")           \
+    X(LIVE_BYTES, live_bytes, "bytes", SUM, "bytes still live at the end")                \
+    X(PEAK_BYTES, peak_bytes, "bytes", MAX, "bytes live at the process peak")             \
+    X(ALLOC_SAMPLES, alloc_samples, "count", SUM, "sampled allocations")                  \
+    X(FREE_SAMPLES, free_samples, "count", SUM, "sampled allocations freed again")        \
+    X(SURVIVORS, survivors, "count", SUM, "sampled blocks still live at the end")         \
+    X(SURVIVOR_BYTES, survivor_bytes, "bytes", SUM, "bytes those blocks stand for")       \
+    X(SURVIVOR_T, survivor_t_ms, "ms", SUM, "sum of their allocation times")              \
+    X(SURVIVOR_T2, survivor_t2_ms2, "ms2", SUM, "sum of their squared allocation times")
+
+typedef enum {
+#define LP_METRIC_ENUM_(id, name, unit, merge, desc) LP_M_##id,
+    LP_METRICS(LP_METRIC_ENUM_)
+#undef LP_METRIC_ENUM_
+    LP_M_COUNT
+} lp_metric;
+
+typedef enum { LP_MERGE_SUM = 0, LP_MERGE_MAX = 1 } lp_merge_kind;
+
+typedef struct {
+    const char *name;   /* JSON key, e.g. "cpu_python_s" */
+    const char *unit;   /* "ns", "bytes", "count" */
+    lp_merge_kind merge;
+    const char *description;
+} lp_metric_info;
+
+/* Static table indexed by lp_metric (defined in agg.c). */
+extern LP_INTERNAL const lp_metric_info lp_metric_infos[LP_M_COUNT];
+
+#endif

@@ -1,0 +1,200 @@
+/* collect: per-version Python frame walking (see frames.h). The ONLY file
+ * with PY_VERSION_HEX frame-layout conditions; layouts come from each
+ * version's own (internal) headers, table in internals.md 1.4.
+ * Runs in signal handlers and allocator hooks: no allocation, no Python API,
+ * no locks; every pointer is read through rd() so that the wall sampler can
+ * read a detached thread with a fault-safe reader. */
+#define _GNU_SOURCE 1
+#include <Python.h>
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#endif
+#define Py_BUILD_CORE 1
+#if PY_VERSION_HEX >= 0x030B0000
+#undef _PyGC_FINALIZED /* pycore headers redefine it on 3.11 (-Werror) */
+#include "internal/pycore_frame.h"
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+#include "internal/pycore_runtime.h" /* _PyRuntime.gilstate (GIL holder) */
+#endif
+#undef Py_BUILD_CORE
+
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "collect/cpython/frames.h"
+
+#ifdef Py_GIL_DISABLED
+#error "lprof's sampler does not support free-threaded builds"
+#endif
+
+int lp_pyframes_safe_read(void *dst, const void *src, size_t n) {
+    if (src == NULL) return -1;
+    struct iovec local = {dst, n};
+    struct iovec remote = {(void *)src, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static inline int rd(lp_reader r, void *dst, const void *src, size_t n) {
+    if (src == NULL) return -1;
+    if (r == NULL) {
+        memcpy(dst, src, n);
+        return 0;
+    }
+    return r(dst, src, n);
+}
+
+#define RD(r, dst, src) rd((r), &(dst), (src), sizeof(dst))
+
+/* A signal can land while the interrupted thread is pushing or popping its
+ * top frame: on 3.11/3.12, tstate->cframe points to a C-stack struct whose
+ * current_frame is still uninitialised for a few instructions (a crash seen
+ * under torch), and a freshly linked frame's fields may not all be stored
+ * yet. With lp_pyframes_interrupted_read the walk reads fault-safely (one
+ * process_vm_readv each) until it has seen TRUSTED_RUN consecutive frames
+ * that validate; deeper frames are established and are read directly. A
+ * frame that fails validation before that ends the walk: its pointers cannot
+ * be trusted. Allocator hooks run at call boundaries and read directly. */
+#define TRUSTED_RUN 2
+
+typedef struct {
+    lp_reader caller;  /* NULL: direct reads allowed once trusted */
+    int valid_run;     /* consecutive validated frames so far */
+} walk_reads;
+
+int lp_pyframes_interrupted_read(void *dst, const void *src, size_t n) {
+    return lp_pyframes_safe_read(dst, src, n);
+}
+
+static inline lp_reader hop_reader(const walk_reads *w) {
+    if (w->caller != lp_pyframes_interrupted_read) return w->caller;
+    return w->valid_run >= TRUSTED_RUN ? NULL : lp_pyframes_safe_read;
+}
+
+int lp_pyframes_is_code(const void *addr, lp_reader reader) {
+    PyTypeObject *type = NULL;
+    if (RD(reader, type, &((const PyObject *)addr)->ob_type) < 0) return 0;
+    return type == &PyCode_Type;
+}
+
+uint64_t lp_pyframes_thread_key(const void *tstate) {
+    return (uint64_t)((const PyThreadState *)tstate)->thread_id;
+}
+
+long lp_pyframes_native_tid(const void *tstate) {
+#if PY_VERSION_HEX >= 0x030B0000
+    return (long)((const PyThreadState *)tstate)->native_thread_id;
+#else
+    (void)tstate;
+    return 0;
+#endif
+}
+
+int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) {
+#if PY_VERSION_HEX >= 0x030C0000
+    __typeof__(((PyThreadState *)0)->_status) st;
+    if (RD(reader, st, &((const PyThreadState *)tstate)->_status) < 0) return -1;
+#if PY_VERSION_HEX >= 0x030D0000
+    return st.holds_gil;
+#else
+    return st.active;
+#endif
+#else
+    (void)reader; /* a global of ours: always readable */
+    uintptr_t holder = __atomic_load_n(&_PyRuntime.gilstate.tstate_current._value, __ATOMIC_RELAXED);
+    return holder == (uintptr_t)tstate;
+#endif
+}
+
+const void *lp_pyframes_top(const void *tstate, lp_reader reader) {
+    const PyThreadState *ts = tstate;
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyInterpreterFrame *f = NULL;
+    if (RD(reader, f, &ts->current_frame) < 0) return NULL;
+    return f;
+#elif PY_VERSION_HEX >= 0x030B0000
+    _PyCFrame *cf = NULL;
+    _PyInterpreterFrame *f = NULL;
+    if (RD(reader, cf, &ts->cframe) < 0 || RD(reader, f, &cf->current_frame) < 0) return NULL;
+    return f;
+#else
+    PyFrameObject *f = NULL;
+    if (RD(reader, f, &ts->frame) < 0) return NULL;
+    return f;
+#endif
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* 3.11+: _PyInterpreterFrame chain. Copy the fixed part of the frame once. */
+int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
+    const _PyInterpreterFrame *f = lp_pyframes_top(tstate, reader);
+    walk_reads w = {reader, 0};
+    int n = 0, hops = 0;
+    *truncated = 0;
+    /* hops bounds the walk even through a torn (cyclic) chain */
+    for (; f != NULL && hops < 100000; hops++) {
+        _PyInterpreterFrame fr;
+        lp_reader r = hop_reader(&w);
+        if (rd(r, &fr, f, offsetof(_PyInterpreterFrame, localsplus)) < 0) break;
+#if PY_VERSION_HEX >= 0x030D0000
+        PyCodeObject *co = (PyCodeObject *)fr.f_executable;
+        _Py_CODEUNIT *instr = fr.instr_ptr;
+#else
+        PyCodeObject *co = fr.f_code;
+        _Py_CODEUNIT *instr = fr.prev_instr;
+#endif
+        const _PyInterpreterFrame *next = fr.previous;
+#if PY_VERSION_HEX >= 0x030C0000
+        if (fr.owner == FRAME_OWNED_BY_CSTACK) { f = next; continue; } /* C entry shim */
+#endif
+        if (!lp_pyframes_is_code(co, r)) {
+            if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
+            f = next;
+            continue;
+        }
+        w.valid_run++;
+        int first_traceable = 0;
+        if (RD(r, first_traceable, &co->_co_firsttraceable) < 0) break;
+        _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)((char *)co + offsetof(PyCodeObject, co_code_adaptive));
+        if (fr.owner != FRAME_OWNED_BY_GENERATOR && instr < code_start + first_traceable) {
+            f = next; /* incomplete: being set up, not running its code yet */
+            continue;
+        }
+        if (n == max) { *truncated = 1; break; }
+        out[n].code = co;
+        out[n].offset = (int32_t)((instr - code_start) * (ptrdiff_t)sizeof(_Py_CODEUNIT));
+        n++;
+        f = next;
+    }
+    return n;
+}
+#else
+/* 3.9 / 3.10: PyFrameObject chain through f_back. */
+int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
+    const PyFrameObject *f = lp_pyframes_top(tstate, reader);
+    walk_reads w = {reader, 0};
+    int n = 0, hops = 0;
+    *truncated = 0;
+    for (; f != NULL && hops < 100000; hops++) {
+        PyFrameObject fr;
+        lp_reader r = hop_reader(&w);
+        if (rd(r, &fr, f, offsetof(PyFrameObject, f_localsplus)) < 0) break;
+        int valid = lp_pyframes_is_code(fr.f_code, r);
+        if (!valid && w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
+        if (valid) {
+            w.valid_run++;
+            if (n == max) { *truncated = 1; break; }
+            out[n].code = fr.f_code;
+#if PY_VERSION_HEX >= 0x030A0000
+            out[n].offset = fr.f_lasti < 0 ? -1 : fr.f_lasti * 2; /* code units -> bytes */
+#else
+            out[n].offset = fr.f_lasti; /* already bytes */
+#endif
+            n++;
+        }
+        f = fr.f_back;
+    }
+    return n;
+}
+#endif

@@ -1,0 +1,53 @@
+/* collect: reads a thread's Python frame chain without the GIL, without
+ * allocation and without the Python API, into raw frames (code pointer +
+ * instruction byte offset). The only file with per-version frame layouts.
+ *
+ * Context: signal handlers (own thread), allocator hooks (own thread, GIL or
+ * not), and the wall-mode sampler thread reading a DETACHED thread through a
+ * fault-safe reader. Never dereferences NULL, validates each code object's
+ * type, skips incomplete and C-stack shim frames, bounds depth (keeps the leaf
+ * side). Design: docs/design-sampler.md, internals.md 1.4. */
+#ifndef LPROF_PYFRAMES_H
+#define LPROF_PYFRAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/base.h"
+#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "collect/reader.h"     /* lp_reader */
+
+/* process_vm_readv on our own pid: never faults. */
+LP_INTERNAL int lp_pyframes_safe_read(void *dst, const void *src, size_t n);
+/* For a signal handler walking its own, interrupted thread: reads are
+ * fault-safe at the top of the stack (which may be half pushed or popped)
+ * and direct below it. Pass it as the reader; it reads like safe_read. */
+LP_INTERNAL int lp_pyframes_interrupted_read(void *dst, const void *src, size_t n);
+
+/* Captures the Python stack of `tstate` (a PyThreadState*), LEAF FIRST, into
+ * out[0..max). Returns the number of frames written; *truncated is set to 1
+ * when frames remained on the root side. On the calling thread's own thread
+ * state: from a signal handler pass lp_pyframes_interrupted_read (the top
+ * may be half pushed); from an allocator hook, reader NULL:
+ *   n = lp_pyframes_capture(tstate, buf, LP_ARRAY_LEN(buf), &trunc, NULL); */
+LP_INTERNAL int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated,
+                                    lp_reader reader) LP_SIGNAL_SAFE;
+
+/* 1 if tstate currently holds the GIL, 0 if not, -1 if unreadable. */
+LP_INTERNAL int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
+
+/* The address of the thread's current (innermost) frame, for a consistency
+ * re-check after a remote read; NULL if none or unreadable. */
+LP_INTERNAL const void *lp_pyframes_top(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
+
+/* Thread key used by the stack table: PyThreadState.thread_id
+ * (== threading.get_ident() of that thread). */
+LP_INTERNAL uint64_t lp_pyframes_thread_key(const void *tstate) LP_SIGNAL_SAFE;
+
+/* Native thread id stored in the thread state (3.11+), 0 when unknown. */
+LP_INTERNAL long lp_pyframes_native_tid(const void *tstate);
+
+/* Is addr a PyCodeObject (reads the type pointer with `reader`)? */
+LP_INTERNAL int lp_pyframes_is_code(const void *addr, lp_reader reader) LP_SIGNAL_SAFE;
+
+#endif

@@ -1,0 +1,223 @@
+/* binding: the sampler's Python functions in lprof._lprof, the interpreter
+ * side it is started with (frame walker, text ranges, GIL release), plus the
+ * drain (rings -> stack table, GIL held). Holds no sampling logic: see
+ * collect/sampler.c (collect), agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c
+ * (code registry, frames). Used by python/lprof/sampling.py and stacks.py. */
+#define _GNU_SOURCE 1
+#include "cpython/module.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "aggregate/agg.h"
+#include "collect/cpython/sampler.h"
+#include "collect/cpython/frames.h"
+#include "aggregate/cpython/resolve.h"
+#include "collect/sampler.h"
+
+static lp_sampler_config config;
+static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
+
+/* Is the leaf frame stopped at a call instruction? Then a sample outside
+ * the eval loop is inside the called C function: native time of this line
+ * (internals.md 1.8, Scalene's rule). co_code is the deoptimized bytecode
+ * (cached by CPython on 3.11+). */
+static int leaf_at_call(const lp_sample *s) {
+    if (s->depth == 0 || s->frames[0].offset < 0 || !lp_pyframes_is_code(s->frames[0].code, NULL)) return 0;
+    PyObject *bytes = PyObject_GetAttrString((PyObject *)s->frames[0].code, "co_code");
+    if (!bytes) { PyErr_Clear(); return 0; }
+    int hit = PyBytes_Check(bytes) && s->frames[0].offset < PyBytes_GET_SIZE(bytes) &&
+              call_opcodes[(unsigned char)PyBytes_AS_STRING(bytes)[s->frames[0].offset]];
+    Py_DECREF(bytes);
+    return hit;
+}
+
+static void add_sample(const lp_sample *s, void *arg) {
+    (void)arg;
+    uint32_t id = lp_agg_intern(s->thread_key, s->frames, s->depth, (s->flags & LP_SF_TRUNCATED) != 0);
+    int64_t w = (int64_t)s->weight * (int64_t)config.period_ns;
+    if (s->flags & LP_SF_DETACHED) {
+        lp_agg_add(id, LP_M_WALL, w);
+        if (s->cpu_ns) lp_agg_add(id, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns < w ? (int64_t)s->cpu_ns : w);
+    } else {
+        lp_metric m = (s->flags & LP_SF_SYSCALL) ? LP_M_CPU_SYSTEM
+                      : ((s->flags & (LP_SF_GIL | LP_SF_IN_INTERP)) == (LP_SF_GIL | LP_SF_IN_INTERP)) ? LP_M_CPU_PYTHON
+                                                                                                      : LP_M_CPU_NATIVE;
+        if (m == LP_M_CPU_PYTHON && !(s->flags & LP_SF_IN_EVAL) && leaf_at_call(s)) m = LP_M_CPU_NATIVE;
+        lp_agg_add(id, m, w);
+        if (config.mode == LP_MODE_WALL) lp_agg_add(id, LP_M_WALL, w);
+    }
+    lp_agg_add(id, LP_M_SAMPLES, s->weight);
+}
+
+uint64_t lp_pysampler_drain_rings(void) { return lp_sampler_drain(add_sample, NULL); }
+int lp_pysampler_has_pending_rings(void) { return lp_sampler_has_pending(); }
+
+/* Unregisters threads whose thread state left the interpreter. */
+static void prune_dead_threads(void) {
+    PyInterpreterState *interp = PyThreadState_Get()->interp;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        uint64_t key;
+        const void *ts = lp_sampler_slot_tstate(i, &key);
+        if (!ts) continue;
+        int alive = 0;
+        for (PyThreadState *p = PyInterpreterState_ThreadHead(interp); p && !alive; p = PyThreadState_Next(p))
+            alive = (const void *)p == ts;
+        if (!alive) lp_sampler_unregister(key);
+    }
+}
+
+static PyObject *py_drain(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (lp_sampler_running()) prune_dead_threads();
+    uint64_t n = lp_pysampler_drain_rings();
+    lp_resolve_scan(NULL);
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static void *save_thread(void) { return PyEval_SaveThread(); }
+static void restore_thread(void *ts) { PyEval_RestoreThread(ts); }
+
+/* The interpreter as the sampler sees it; ranges found once. */
+static const lp_sampler_host *interpreter_host(void) {
+    static lp_sampler_host host;
+    if (host.capture) return &host;
+    host.holds_gil = lp_pyframes_holds_gil;
+    host.top = lp_pyframes_top;
+    host.interrupted_read = lp_pyframes_interrupted_read;
+    host.safe_read = lp_pyframes_safe_read;
+    host.release_gil = save_thread;
+    host.reacquire_gil = restore_thread;
+    lp_sampler_text_range((uintptr_t)(void *)&PyEval_EvalCode, &host.interp_lo, &host.interp_hi);
+    /* this extension's own code: the -l tracer's callbacks */
+    lp_sampler_text_range((uintptr_t)(void *)&interpreter_host, &host.self_lo, &host.self_hi);
+    lp_sampler_symbol_range("_PyEval_EvalFrameDefault", &host.eval_lo, &host.eval_hi);
+    host.capture = lp_pyframes_capture;
+    return &host;
+}
+
+static PyObject *py_start(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *mode;
+    double rate;
+    int signo;
+    if (!PyArg_ParseTuple(args, "sdi", &mode, &rate, &signo)) return NULL;
+    if (!(rate > 0 && rate <= LP_SAMPLER_MAX_RATE_HZ)) {
+        PyErr_Format(PyExc_ValueError, "rate_hz must be in (0, %d]", LP_SAMPLER_MAX_RATE_HZ);
+        return NULL;
+    }
+    if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP) {
+        PyErr_SetString(PyExc_ValueError, "invalid sampling signal");
+        return NULL;
+    }
+    lp_sampler_config cfg;
+    if (strcmp(mode, "cpu") == 0) cfg.mode = LP_MODE_CPU;
+    else if (strcmp(mode, "wall") == 0) cfg.mode = LP_MODE_WALL;
+    else { PyErr_SetString(PyExc_ValueError, "mode must be 'cpu' or 'wall'"); return NULL; }
+    cfg.signo = signo;
+    cfg.period_ns = (uint64_t)(1e9 / rate);
+    if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
+        return NULL;
+    }
+    const char *why = NULL;
+    config = cfg;
+    lp_sampler_reset_stats();
+    if (lp_sampler_start(&cfg, interpreter_host(), &why) < 0) { PyErr_SetString(PyExc_RuntimeError, why); return NULL; }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_stop(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_sampler_stop();
+    return py_drain(NULL, NULL);
+}
+
+static PyObject *py_register_current(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyThreadState *ts = PyThreadState_Get();
+    int slot = lp_sampler_register(ts, lp_pyframes_thread_key(ts), (pid_t)syscall(SYS_gettid), 0);
+    return PyBool_FromLong(slot >= 0);
+}
+
+static PyObject *py_unregister_current(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_sampler_unregister(lp_pyframes_thread_key(PyThreadState_Get()));
+    Py_RETURN_NONE;
+}
+
+/* register_threads([(ident, native_id), ...]): threads already running,
+ * read fault-safely since lprof does not see their exit. */
+static PyObject *py_register_threads(PyObject *self, PyObject *list) {
+    (void)self;
+    PyObject *seq = PySequence_Fast(list, "expected a sequence of (ident, native_id)");
+    if (!seq) return NULL;
+    PyInterpreterState *interp = PyThreadState_Get()->interp;
+    long count = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        unsigned long long ident;
+        long native;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Kl", &ident, &native)) { Py_DECREF(seq); return NULL; }
+        for (PyThreadState *p = PyInterpreterState_ThreadHead(interp); p; p = PyThreadState_Next(p)) {
+            if (lp_pyframes_thread_key(p) != ident) continue;
+            if (native <= 0) native = lp_pyframes_native_tid(p);
+            if (native > 0 && lp_sampler_register(p, ident, (pid_t)native, 1) >= 0) count++;
+            break;
+        }
+    }
+    Py_DECREF(seq);
+    return PyLong_FromLong(count);
+}
+
+static PyObject *py_set_call_opcodes(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    memset(call_opcodes, 0, sizeof call_opcodes);
+    for (Py_ssize_t i = 0; i < b.len; i++) call_opcodes[((unsigned char *)b.buf)[i]] = 1;
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_stats(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    lp_stacktab *t = lp_agg_stacks();
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsK}", "signals", (unsigned long long)st.signals,
+                         "in_profiler", (unsigned long long)st.in_profiler, "dropped",
+                         (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
+                         "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",
+                         (unsigned long long)config.period_ns, "stack_overflows",
+                         (unsigned long long)(t ? lp_stacktab_overflows(t) : 0), "stack_nodes",
+                         (unsigned long long)(t ? lp_stacktab_node_count(t) : 0));
+}
+
+static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLong(lp_sampler_default_signal());
+}
+
+static PyMethodDef methods[] = {
+    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo)"},
+    {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
+    {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
+    {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},
+    {"sampler_unregister_current", py_unregister_current, METH_NOARGS, "Stop sampling the calling thread."},
+    {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
+    {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
+    {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},
+    {"sampler_default_signal", py_default_signal, METH_NOARGS, "SIGPROF unless the program uses it."},
+    {NULL, NULL, 0, NULL},
+};
+
+int lp_pysampler_init(PyObject *module) {
+    if (lp_agg_init() < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "lprof: cannot reserve the stack table");
+        return -1;
+    }
+    if (lp_resolve_install_hook() < 0) return -1;
+    if (PyModule_AddIntConstant(module, "SAMPLER_MAX_RATE_HZ", LP_SAMPLER_MAX_RATE_HZ) < 0) return -1;
+    return PyModule_AddFunctions(module, methods);
+}

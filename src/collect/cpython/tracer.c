@@ -1,0 +1,172 @@
+/* binding: the line tracer's Python API (tracer_add_code, tracer_enable,
+ * tracer_disable, tracer_is_enabled, tracer_stats, tracer_clear). Events
+ * come from tracer_monitoring.c (3.12+) or tracer_settrace.c (<3.12);
+ * the timing itself is tracer_core.c. */
+#include "collect/cpython/tracer.h"
+
+#include <pthread.h>
+
+LP_INTERNAL __thread lp_tc_thread *lp_pyt_tls __attribute__((tls_model("initial-exec")));
+
+static PyObject *codes_list; /* strong refs: records point at these objects */
+static int enabled;
+static pthread_key_t thread_key;
+
+/* Thread exit: free the state (touches only its own memory, see core). */
+static void thread_state_destroy(void *p) {
+    lp_pyt_tls = NULL;
+    lp_tc_thread_free(p);
+}
+
+lp_tc_thread *lp_pyt_thread_slow(void) {
+    lp_tc_thread *th = lp_tc_thread_new();
+    if (th == NULL) return NULL;
+    if (pthread_setspecific(thread_key, th) != 0) {
+        lp_tc_thread_free(th);
+        return NULL;
+    }
+    lp_pyt_tls = th;
+    return th;
+}
+
+PyObject *lp_pyt_codes(void) { return codes_list; }
+
+/* Registers code and the code objects nested in its constants.
+ * Returns 1 if code itself was new, 0 if known, -1 on error. */
+static int add_code(PyCodeObject *code, int depth) {
+    if (depth > 64) return 0; /* pathological nesting: stop */
+    int is_new = 0;
+    lp_tc_code *rec = lp_tc_register(code, code->co_firstlineno, code, &is_new);
+    if (rec == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (is_new) {
+        if (PyList_Append(codes_list, (PyObject *)code) < 0) return -1;
+        if (enabled && lp_pyt_source_watch((PyObject *)code) < 0) return -1;
+    }
+    PyObject *consts = code->co_consts;
+    for (Py_ssize_t i = 0; consts != NULL && i < PyTuple_GET_SIZE(consts); i++) {
+        PyObject *k = PyTuple_GET_ITEM(consts, i);
+        if (PyCode_Check(k) && add_code((PyCodeObject *)k, depth + 1) < 0) return -1;
+    }
+    return is_new;
+}
+
+static PyObject *py_tracer_add_code(PyObject *self, PyObject *code) {
+    (void)self;
+    if (!PyCode_Check(code)) {
+        PyErr_Format(PyExc_TypeError, "tracer_add_code() expects a code object, got %.100s",
+                     Py_TYPE(code)->tp_name);
+        return NULL;
+    }
+    int r = add_code((PyCodeObject *)code, 0);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *py_tracer_enable(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (!enabled) {
+        lp_tc_new_epoch();
+        if (lp_pyt_source_enable() < 0) return NULL;
+        enabled = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_tracer_disable(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    if (enabled) {
+        enabled = 0;
+        int r = lp_pyt_source_disable();
+        lp_tc_new_epoch(); /* open frames are forgotten, not charged */
+        if (r < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_tracer_is_enabled(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyBool_FromLong(enabled);
+}
+
+/* One code's line list; re-reads the record after each allocation because
+ * a finalizer run by the allocator may trace and grow the line array. */
+static PyObject *line_list(size_t k) {
+    PyObject *lines = PyList_New(0);
+    if (lines == NULL) return NULL;
+    for (uint32_t i = 0;; i++) {
+        lp_tc_code *c = lp_tc_code_at(k);
+        if (i >= c->nlines) break;
+        lp_tc_linestat s = c->lines[i];
+        if (s.hits == 0 && s.ticks == 0) continue;
+        PyObject *t = Py_BuildValue("(iKK)", c->firstlineno + (int)i, (unsigned long long)s.hits,
+                                    (unsigned long long)s.ticks);
+        if (t == NULL || PyList_Append(lines, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(lines);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return lines;
+}
+
+static PyObject *py_tracer_stats(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (size_t k = 0; k < lp_tc_ncodes(); k++) {
+        PyObject *lines = line_list(k);
+        if (lines == NULL) goto fail;
+        lp_tc_code *c = lp_tc_code_at(k);
+        if (PyList_GET_SIZE(lines) == 0 && c->total_ticks == 0) {
+            Py_DECREF(lines);
+            continue;
+        }
+        PyObject *t = Py_BuildValue("(OKN)", (PyObject *)c->user, (unsigned long long)c->total_ticks,
+                                    lines);
+        if (t == NULL || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            goto fail;
+        }
+        Py_DECREF(t);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_tc_clear();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tracer_methods[] = {
+    {"tracer_add_code", py_tracer_add_code, METH_O,
+     "Trace this code object and those nested in its constants; True if newly added."},
+    {"tracer_enable", py_tracer_enable, METH_NOARGS, "Start line tracing on all threads."},
+    {"tracer_disable", py_tracer_disable, METH_NOARGS, "Stop line tracing on all threads."},
+    {"tracer_is_enabled", py_tracer_is_enabled, METH_NOARGS, "Whether line tracing is on."},
+    {"tracer_stats", py_tracer_stats, METH_NOARGS,
+     "[(code, total_ticks, [(lineno, hits, ticks), ...]), ...] summed over threads."},
+    {"tracer_clear", py_tracer_clear, METH_NOARGS, "Zero all counts (keeps registrations)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int lp_pytracer_init(PyObject *module) {
+    static int key_made;
+    if (!key_made) {
+        if (pthread_key_create(&thread_key, thread_state_destroy) != 0) {
+            PyErr_SetString(PyExc_OSError, "lprof: pthread_key_create failed");
+            return -1;
+        }
+        key_made = 1;
+    }
+    if (codes_list == NULL && (codes_list = PyList_New(0)) == NULL) return -1;
+    if (PyModule_AddFunctions(module, tracer_methods) < 0) return -1;
+    return lp_pyt_source_init(module);
+}

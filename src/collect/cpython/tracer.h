@@ -1,0 +1,31 @@
+/* binding: what collect/cpython/tracer.c shares with the per-version event sources
+ * (tracer_monitoring.c on 3.12+, tracer_settrace.c on 3.9-3.11).
+ * All of it runs with the GIL held (the tracer core's locking rule). */
+#ifndef LPROF_PYTRACER_H
+#define LPROF_PYTRACER_H
+
+#include "cpython/module.h"
+#include "collect/tracer_core.h"
+
+/* This thread's timing state; initial-exec TLS: one load per event. */
+extern LP_INTERNAL __thread lp_tc_thread *lp_pyt_tls __attribute__((tls_model("initial-exec")));
+/* Creates the state on a thread's first event (NULL if out of memory). */
+LP_INTERNAL lp_tc_thread *lp_pyt_thread_slow(void);
+
+static inline lp_tc_thread *lp_pyt_thread(void) {
+    lp_tc_thread *th = lp_pyt_tls;
+    return LP_LIKELY(th != NULL) ? th : lp_pyt_thread_slow();
+}
+
+/* Registered code objects, a list holding strong references. */
+LP_INTERNAL PyObject *lp_pyt_codes(void);
+
+/* Event source, one per version range. Each returns 0, or -1 with an
+ * exception set. enable/disable are called only on a state change. */
+LP_INTERNAL int lp_pyt_source_init(PyObject *module);
+LP_INTERNAL int lp_pyt_source_enable(void);
+LP_INTERNAL int lp_pyt_source_disable(void);
+/* A code object registered while tracing is on. */
+LP_INTERNAL int lp_pyt_source_watch(PyObject *code);
+
+#endif

@@ -1,0 +1,179 @@
+/* binding: line-tracer events from a C trace function (CPython 3.9-3.11).
+ *
+ * The trace function is installed on every existing thread state
+ * (_PyEval_SetTrace) and, through threading.settrace() with a tiny C
+ * callable, on threads started later. Its first step is the registry lookup;
+ * frames of other code get f_trace_lines = 0 so they send no LINE events.
+ * A yield and an exception exit both arrive as PyTrace_RETURN; a generator
+ * resume arrives as PyTrace_CALL on a frame that already ran. */
+#include "collect/cpython/tracer.h"
+
+#if PY_VERSION_HEX < 0x030C0000
+
+#include <frameobject.h>
+
+#include "common/clock.h"
+
+#if PY_VERSION_HEX >= 0x030B0000
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+#define FRAME_CODE(f) ((f)->f_frame->f_code)
+#else
+#define FRAME_CODE(f) ((f)->f_code)
+#endif
+
+static PyObject *installer;       /* C callable given to threading.settrace */
+static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
+static PyThreadState *saved_tstate; /* the enabling thread's previous tracer */
+static Py_tracefunc saved_func;
+static PyObject *saved_obj;
+static int source_on;             /* between enable and disable */
+
+/* The resumed line of a generator/coroutine frame, or -1 for a new call. */
+static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
+    if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) return -1;
+#if PY_VERSION_HEX < 0x030B0000
+    if (frame->f_lasti < 0) return -1;
+    return PyCode_Addr2Line(co, frame->f_lasti * (PY_VERSION_HEX >= 0x030A0000 ? 2 : 1));
+#else
+    /* 3.11 reports a new call on the def line (co_firstlineno). A one-line
+     * generator resuming there loses only its first open interval. */
+    int line = PyFrame_GetLineNumber(frame);
+    return line == co->co_firstlineno ? -1 : line;
+#endif
+}
+
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
+    uint64_t t = lp_clock_now();
+    (void)obj; (void)arg;
+    PyCodeObject *co = FRAME_CODE(frame);
+    lp_tc_thread *th;
+    lp_tc_code *c;
+    switch (what) {
+    case PyTrace_LINE:
+        th = lp_pyt_thread();
+        if (LP_UNLIKELY(th == NULL)) return 0;
+        c = lp_tc_top_code(th);
+        if (LP_UNLIKELY(c == NULL || c->id != (const void *)co)) {
+            c = lp_tc_find(co);
+            if (c == NULL) {
+                frame->f_trace_lines = 0;
+                return 0;
+            }
+        }
+        lp_tc_line(th, c, frame->f_lineno, t);
+        break;
+    case PyTrace_CALL:
+        if (LP_UNLIKELY(!source_on)) {
+            /* A thread that missed disable (it was starting up): leave. */
+            PyEval_SetTrace(NULL, NULL);
+            return 0;
+        }
+        c = lp_tc_find(co);
+        if (c == NULL) {
+            frame->f_trace_lines = 0; /* not ours: no LINE events for it */
+            return 0;
+        }
+        th = lp_pyt_thread();
+        if (LP_UNLIKELY(th == NULL)) return 0;
+        lp_tc_enter(th, c, resume_line(frame, co), t);
+        break;
+    case PyTrace_RETURN: /* return, yield, or exception exit (arg NULL) */
+        th = lp_pyt_tls;
+        if (th == NULL) return 0;
+        c = lp_tc_top_code(th);
+        if (c == NULL || c->id != (const void *)co) {
+            c = lp_tc_find(co);
+            if (c == NULL) return 0;
+        }
+        lp_tc_exit(th, c, t);
+        break;
+    default:
+        return 0;
+    }
+    lp_tc_overhead(th, t, lp_clock_now());
+    return 0;
+}
+
+/* threading.settrace hook: runs once in each new thread, installs the C
+ * trace function there and asks for no further Python-level tracing. */
+static PyObject *install_in_thread(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self; (void)args; (void)nargs;
+    PyEval_SetTrace(source_on ? trace_fn : NULL, NULL);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef installer_def = {
+    "_lprof_install_tracer", (PyCFunction)(void (*)(void))install_in_thread, METH_FASTCALL, NULL,
+};
+
+int lp_pyt_source_init(PyObject *module) {
+    (void)module;
+    if (installer == NULL && (installer = PyCFunction_New(&installer_def, NULL)) == NULL) return -1;
+    return 0;
+}
+
+int lp_pyt_source_watch(PyObject *code) {
+    (void)code; /* the trace function sees every frame already */
+    return 0;
+}
+
+static int set_thread_hook(PyObject *hook) {
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (threading == NULL) return -1;
+    PyObject *r = PyObject_CallMethod(threading, "settrace", "O", hook);
+    Py_DECREF(threading);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+int lp_pyt_source_enable(void) {
+    PyObject *threading = PyImport_ImportModule("threading");
+    if (threading == NULL) return -1;
+    PyObject *prev = PyObject_GetAttrString(threading, "_trace_hook");
+    Py_DECREF(threading);
+    if (prev == NULL) PyErr_Clear();
+    if (set_thread_hook(installer) < 0) {
+        Py_XDECREF(prev);
+        return -1;
+    }
+    Py_XSETREF(prev_thread_hook, prev);
+
+    PyThreadState *me = PyThreadState_Get();
+    Py_CLEAR(saved_obj);
+    saved_tstate = me;
+    saved_func = me->c_tracefunc;
+    saved_obj = me->c_traceobj;
+    Py_XINCREF(saved_obj);
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+         ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) return -1;
+    }
+    source_on = 1;
+    return 0;
+}
+
+int lp_pyt_source_disable(void) {
+    int r = 0;
+    source_on = 0;
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+         ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (ts->c_tracefunc != trace_fn) continue;
+        /* Only the enabling thread's previous tracer is restored: other
+         * thread states may have been recycled since. */
+        int restore = ts == saved_tstate && saved_func != NULL;
+        if (_PyEval_SetTrace(ts, restore ? saved_func : NULL, restore ? saved_obj : NULL) < 0) r = -1;
+    }
+    saved_tstate = NULL;
+    saved_func = NULL;
+    Py_CLEAR(saved_obj);
+    PyObject *hook = prev_thread_hook ? prev_thread_hook : Py_None;
+    if (set_thread_hook(hook) < 0) r = -1;
+    Py_CLEAR(prev_thread_hook);
+    return r;
+}
+
+#endif

@@ -1,0 +1,356 @@
+/* collect: the signal-based sampler's set-up side (see collect/sampler.h):
+ * per-thread CPU timers (timer_create on the thread's CPU clock,
+ * SIGEV_THREAD_ID, sigval = slot index + generation) or, in wall mode, a
+ * sampler pthread that signals the GIL holder and reads detached threads
+ * with fault-safe reads; thread slots, rings, drain and counters. The
+ * handler is collect/sampler_handler.c. Pure C: the interpreter is reached
+ * only through the lp_sampler_host given at start. */
+#define _GNU_SOURCE 1
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/ring.h"
+#include "collect/sampler.h"
+#include "collect/sampler_state.h"
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid /* glibc 2.36 lacks the macro */
+#endif
+
+#define S lp_sampler_S
+typedef lp_sampler_slot slot;
+
+/* ---- wall-clock sampler thread ---- */
+
+static uint64_t clock_ns(clockid_t c) {
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void wall_read_detached(slot *t) {
+    lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
+    if (s == NULL) return;
+    const void *top = S.host.top(t->tstate, S.host.safe_read);
+    int truncated = 0;
+    int n = S.host.capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, S.host.safe_read);
+    /* the chain is frozen only while detached: discard if it moved */
+    if (S.host.holds_gil(t->tstate, S.host.safe_read) != 0 ||
+        S.host.top(t->tstate, S.host.safe_read) != top) {
+        __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t cpu = clock_ns(t->cpu_clock);
+    s->weight = 1;
+    s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    s->depth = (uint32_t)n;
+    s->thread_key = t->thread_key;
+    s->cpu_ns = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
+    t->last_cpu_ns = cpu;
+    if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
+    lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+    __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+}
+
+static void *wall_main(void *arg) {
+    (void)arg;
+    pid_t pid = getpid();
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (__atomic_load_n(&S.wall_running, __ATOMIC_ACQUIRE)) {
+        uint64_t ns = (uint64_t)next.tv_nsec + S.cfg.period_ns;
+        next.tv_sec += (time_t)(ns / 1000000000ull);
+        next.tv_nsec = (long)(ns % 1000000000ull);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+        }
+        if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE)) continue;
+        for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+            slot *t = &S.slots[i];
+            if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+            int gil = S.host.holds_gil(t->tstate, S.host.safe_read);
+            if (gil == 1) {
+                t->last_cpu_ns = clock_ns(t->cpu_clock);
+                syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo); /* running: it samples itself */
+            } else if (gil == 0) {
+                wall_read_detached(t);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---- set-up (GIL held) ---- */
+
+typedef struct {
+    uintptr_t want, *lo, *hi;
+} text_probe;
+
+static int find_text_segment(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    text_probe *probe = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (probe->want >= lo && probe->want < hi) {
+            *probe->lo = lo;
+            *probe->hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int lp_sampler_text_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t l = 0, h = 0;
+    text_probe probe = {addr, &l, &h};
+    if (!dl_iterate_phdr(find_text_segment, &probe)) return -1;
+    *lo = l;
+    *hi = h;
+    return 0;
+}
+
+int lp_sampler_symbol_range(const char *name, uintptr_t *lo, uintptr_t *hi) {
+    void *fn = dlsym(RTLD_DEFAULT, name);
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!fn || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size) return -1;
+    *lo = (uintptr_t)fn;
+    *hi = *lo + sym->st_size;
+    return 0;
+}
+
+static void child_after_fork(void) {
+    /* timers and the wall thread are not inherited: disable cleanly */
+    __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
+    S.wall_running = 0;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        S.slots[i].state = LP_SLOT_FREE;
+        S.slots[i].has_timer = 0;
+        if (S.ring_mem) lp_ring_reset(&S.slots[i].ring);
+    }
+    if (S.ring_mem) lp_ring_reset(&S.wall_ring);
+}
+
+static int setup_memory(void) {
+    if (S.ring_mem) return 0;
+    size_t total = (size_t)(LP_SAMPLER_MAX_THREADS + 1) * LP_SAMPLER_RING_BYTES;
+    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return -1;
+    S.ring_mem = m;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        lp_ring_init(&S.slots[i].ring, S.ring_mem + (size_t)i * LP_SAMPLER_RING_BYTES, LP_SAMPLER_RING_BYTES);
+    lp_ring_init(&S.wall_ring, S.ring_mem + (size_t)LP_SAMPLER_MAX_THREADS * LP_SAMPLER_RING_BYTES,
+                 LP_SAMPLER_RING_BYTES);
+    return 0;
+}
+
+int lp_sampler_default_signal(void) {
+    struct sigaction old;
+    struct itimerval it;
+    int busy = 0;
+    if (sigaction(SIGPROF, NULL, &old) == 0 &&
+        !(old.sa_flags & SA_SIGINFO && old.sa_sigaction == lp_sampler_on_signal) && old.sa_handler != SIG_DFL &&
+        old.sa_handler != SIG_IGN)
+        busy = 1;
+    if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec)) busy = 1;
+    return busy ? SIGRTMIN + 4 : SIGPROF;
+}
+
+int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
+    if (S.running) { *why = "sampler already running"; return -1; }
+    if (!host->capture || !host->holds_gil || !host->top || !host->interrupted_read || !host->safe_read ||
+        !host->release_gil != !host->reacquire_gil) {
+        *why = "sampler host lacks a frame walker function";
+        return -1;
+    }
+    if (setup_memory() < 0) { *why = "cannot reserve memory for the sample rings"; return -1; }
+    if (!S.atfork_done) {
+        pthread_atfork(NULL, NULL, child_after_fork);
+        S.atfork_done = 1;
+    }
+    S.cfg = *cfg;
+    S.host = *host;
+    if (S.installed_signo != cfg->signo) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = lp_sampler_on_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(cfg->signo, &sa, NULL) != 0) { *why = "sigaction failed for the sampling signal"; return -1; }
+        S.installed_signo = cfg->signo;
+    }
+    __atomic_store_n(&S.running, 1, __ATOMIC_RELEASE);
+    if (cfg->mode == LP_MODE_WALL) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* the wall thread takes no signals */
+        __atomic_store_n(&S.wall_running, 1, __ATOMIC_RELEASE);
+        int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc != 0) {
+            S.wall_running = 0;
+            __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
+            *why = "cannot start the wall-clock sampler thread";
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void disarm(slot *t) {
+    if (t->has_timer) {
+        timer_delete(t->timer);
+        t->has_timer = 0;
+    }
+}
+
+void lp_sampler_stop(void) {
+    if (!S.running) return;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (t->state == LP_SLOT_ACTIVE) __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
+        disarm(t);
+    }
+    if (S.wall_running) {
+        __atomic_store_n(&S.wall_running, 0, __ATOMIC_RELEASE);
+        /* the join can take up to a period: let the program's threads run */
+        void *saved = S.host.release_gil ? S.host.release_gil() : NULL;
+        pthread_join(S.wall_thread, NULL);
+        if (S.host.reacquire_gil) S.host.reacquire_gil(saved);
+    }
+    /* our handler stays installed and does nothing while stopped: a signal
+     * still pending from a deleted timer must not kill the process */
+    __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
+}
+
+int lp_sampler_running(void) { return __atomic_load_n(&S.running, __ATOMIC_ACQUIRE); }
+
+int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int safe_reads) {
+    if (!S.running || !S.ring_mem) return -1;
+    if (lp_sampler_is_registered(thread_key)) return -1;
+    slot *t = NULL;
+    int idx = -1;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS && !t; i++)
+        if (S.slots[i].state == LP_SLOT_FREE) { t = &S.slots[i]; idx = i; }
+    if (!t) return -1;
+    lp_ring_reset(&t->ring);
+    /* a new owner: timer signals queued for an earlier one no longer match */
+    __atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);
+    t->tstate = tstate;
+    t->thread_key = thread_key;
+    __atomic_store_n(&t->tid, tid, __ATOMIC_RELAXED);
+    t->safe_reads = safe_reads;
+    t->cpu_clock = (clockid_t)((~(unsigned)tid << 3) | 6); /* == pthread_getcpuclockid for tid */
+    t->last_cpu_ns = 0;
+    if (S.cfg.mode == LP_MODE_CPU) {
+        struct sigevent sev;
+        memset(&sev, 0, sizeof sev);
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = S.cfg.signo;
+        sev.sigev_value.sival_ptr = (void *)lp_sampler_sigval(idx, t->gen);
+        sev.sigev_notify_thread_id = tid;
+        if (timer_create(t->cpu_clock, &sev, &t->timer) != 0) return -1;
+        t->has_timer = 1;
+        __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
+        struct itimerspec its;
+        its.it_interval.tv_sec = (time_t)(S.cfg.period_ns / 1000000000ull);
+        its.it_interval.tv_nsec = (long)(S.cfg.period_ns % 1000000000ull);
+        its.it_value = its.it_interval;
+        if (timer_settime(t->timer, 0, &its, NULL) != 0) {
+            __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
+            disarm(t);
+            return -1;
+        }
+    } else {
+        __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    }
+    return idx;
+}
+
+void lp_sampler_unregister(uint64_t thread_key) {
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (t->state == LP_SLOT_ACTIVE && t->thread_key == thread_key) {
+            __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
+            disarm(t);
+        }
+    }
+}
+
+int lp_sampler_is_registered(uint64_t thread_key) {
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        if (S.slots[i].state == LP_SLOT_ACTIVE && S.slots[i].thread_key == thread_key) return 1;
+    return 0;
+}
+
+const void *lp_sampler_slot_tstate(int i, uint64_t *thread_key) {
+    if (i < 0 || i >= LP_SAMPLER_MAX_THREADS || S.slots[i].state != LP_SLOT_ACTIVE) return NULL;
+    *thread_key = S.slots[i].thread_key;
+    return S.slots[i].tstate;
+}
+
+static uint64_t drain_ring(lp_ring *r, lp_sample_fn fn, void *arg) {
+    uint64_t n = 0;
+    uint32_t len;
+    const lp_sample *s;
+    while ((s = lp_ring_peek(r, &len)) != NULL) {
+        fn(s, arg);
+        lp_ring_release(r);
+        n++;
+    }
+    return n;
+}
+
+uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
+    if (!S.ring_mem) return 0;
+    uint64_t n = 0;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (t->state == LP_SLOT_FREE) continue;
+        n += drain_ring(&t->ring, fn, arg);
+        /* a DEAD slot is free once drained and no handler is inside it; a
+         * timer signal still queued for it finds a new generation later */
+        if (t->state == LP_SLOT_DEAD && __atomic_load_n(&t->in_handler, __ATOMIC_SEQ_CST) == 0 &&
+            lp_ring_empty(&t->ring))
+            __atomic_store_n(&t->state, LP_SLOT_FREE, __ATOMIC_RELEASE);
+    }
+    n += drain_ring(&S.wall_ring, fn, arg);
+    return n;
+}
+
+int lp_sampler_has_pending(void) {
+    if (!S.ring_mem) return 0;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        if (S.slots[i].state != LP_SLOT_FREE && !lp_ring_empty(&S.slots[i].ring)) return 1;
+    return !lp_ring_empty(&S.wall_ring);
+}
+
+void lp_sampler_get_stats(lp_sampler_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->signals = __atomic_load_n(&S.signals, __ATOMIC_RELAXED);
+    uint64_t dropped = __atomic_load_n(&S.dropped_reads, __ATOMIC_RELAXED);
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS && S.ring_mem; i++) dropped += S.slots[i].ring.dropped;
+    if (S.ring_mem) dropped += S.wall_ring.dropped;
+    out->dropped = dropped;
+    out->truncated = __atomic_load_n(&S.truncated, __ATOMIC_RELAXED);
+    out->wall_reads = __atomic_load_n(&S.wall_reads, __ATOMIC_RELAXED);
+    out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
+    out->signo = S.cfg.signo;
+}
+
+void lp_sampler_reset_stats(void) {
+    S.signals = S.dropped_reads = S.truncated = S.wall_reads = S.in_profiler = 0;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS && S.ring_mem; i++) S.slots[i].ring.dropped = 0;
+    if (S.ring_mem) S.wall_ring.dropped = 0;
+}

@@ -1,0 +1,117 @@
+/* collect: the signal-based sampler, pure C: per-thread CPU timers or a
+ * wall-clock sampler thread, the signal handler (collect/sampler_handler.c),
+ * raw sample records into per-thread SPSC rings. Knows nothing about tables
+ * or the interpreter: what it needs from the interpreter (frame walker,
+ * text ranges, GIL release) is injected at start as an lp_sampler_host; the
+ * Python glue and the drain are collect/cpython/sampler.c. Thread-safety:
+ * every function except the handler and the wall thread is called by one
+ * thread at a time (the GIL holder). Design: docs/design-sampler.md. */
+#ifndef LPROF_COLLECT_SAMPLER_H
+#define LPROF_COLLECT_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/base.h"
+#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "collect/reader.h"
+
+#define LP_SAMPLER_MAX_THREADS 128
+#define LP_SAMPLER_MAX_DEPTH 256          /* frames kept per sample (leaf side) */
+#define LP_SAMPLER_RING_BYTES (256 * 1024) /* per thread */
+/* Highest sampling rate accepted (lprof._lprof.SAMPLER_MAX_RATE_HZ; the CLI
+ * checks --rate against it). CPU timers fire on the kernel tick anyway. */
+#define LP_SAMPLER_MAX_RATE_HZ 10000
+
+typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
+
+/* Sample flags (set in the handler, internals.md 1.8). */
+#define LP_SF_GIL 1u           /* the thread held the GIL */
+#define LP_SF_IN_INTERP 2u     /* PC inside the interpreter's text segment */
+#define LP_SF_SYSCALL 4u       /* PC right after a syscall instruction */
+#define LP_SF_DETACHED 8u      /* wall mode: read from the sampler thread */
+#define LP_SF_TRUNCATED 16u    /* root-side frames were dropped */
+#define LP_SF_IN_EVAL 32u      /* PC inside _PyEval_EvalFrameDefault itself */
+
+/* One sample as the drain sees it. */
+typedef struct {
+    uint32_t weight;     /* 1 + timer overrun */
+    uint32_t flags;
+    uint32_t depth;
+    uint32_t pad_;
+    uint64_t thread_key; /* PyThreadState.thread_id */
+    uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one */
+    lp_rawframe frames[]; /* leaf first */
+} lp_sample;
+
+typedef struct {
+    lp_sampler_mode mode;
+    int signo;
+    uint64_t period_ns;
+} lp_sampler_config;
+
+/* What the sampler needs from the interpreter, given at start: the Python
+ * glue passes the real frame walker (collect/cpython/frames.h), tests a
+ * fake. capture and holds_gil run inside the signal handler with
+ * interrupted_read: they must be LP_SIGNAL_SAFE. */
+typedef struct {
+    /* the thread's frames, leaf first; returns how many were written */
+    int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
+    int (*holds_gil)(const void *tstate, lp_reader reader); /* 1, 0, or -1 unreadable */
+    const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
+    lp_reader interrupted_read; /* the handler walking its own, interrupted thread */
+    lp_reader safe_read;        /* fault-safe reads of another or an unowned thread */
+    uintptr_t interp_lo, interp_hi; /* interpreter's executable segment: LP_SF_IN_INTERP */
+    uintptr_t eval_lo, eval_hi;     /* the eval loop function: LP_SF_IN_EVAL */
+    uintptr_t self_lo, self_hi;     /* lprof's own code: signals there are not counted */
+    /* around stop's wait for the wall thread; both NULL: nothing to release */
+    void *(*release_gil)(void);
+    void (*reacquire_gil)(void *saved);
+} lp_sampler_host;
+
+/* Installs the handler and starts sampling (no threads yet in CPU mode:
+ * register them). host is copied. 0, or -1 with the reason in *why. */
+LP_INTERNAL int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why);
+/* Stops timers and the wall thread; samples stay in the rings for the drain. */
+LP_INTERNAL void lp_sampler_stop(void);
+LP_INTERNAL int lp_sampler_running(void);
+
+/* Registers a thread: tstate, its thread key, native tid. safe_reads = 1
+ * when lprof does not control the thread's exit (read it fault-safely).
+ * Returns the slot or -1 (table full or timer_create failed). */
+LP_INTERNAL int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int safe_reads);
+/* Stops sampling that thread (its slot is recycled after the next drain). */
+LP_INTERNAL void lp_sampler_unregister(uint64_t thread_key);
+/* Is a thread key registered (ACTIVE)? */
+LP_INTERNAL int lp_sampler_is_registered(uint64_t thread_key);
+/* The tstate of an ACTIVE slot, NULL otherwise (for liveness checks). */
+LP_INTERNAL const void *lp_sampler_slot_tstate(int slot, uint64_t *thread_key);
+
+/* Drain side: calls fn for every sample in every ring, then recycles dead
+ * slots. Returns the number of samples seen. */
+typedef void (*lp_sample_fn)(const lp_sample *s, void *arg);
+LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
+LP_INTERNAL int lp_sampler_has_pending(void);
+
+typedef struct {
+    uint64_t signals;    /* handler invocations that took a sample */
+    uint64_t dropped;    /* samples lost: ring full or unreadable */
+    uint64_t truncated;  /* samples whose stack was cut at MAX_DEPTH */
+    uint64_t wall_reads; /* detached threads read by the wall thread */
+    uint64_t in_profiler; /* signals that landed in lprof's own code: not counted */
+    int signo;
+} lp_sampler_stats;
+LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
+LP_INTERNAL void lp_sampler_reset_stats(void);
+
+/* Picks the default signal: SIGPROF unless the program has a SIGPROF
+ * handler or an armed ITIMER_PROF, then a real-time signal. */
+LP_INTERNAL int lp_sampler_default_signal(void);
+
+/* For the host's ranges: the executable segment of a loaded object that
+ * holds addr, and the extent of a function found by name (dlsym). 0, or -1
+ * (ranges left as they were). */
+LP_INTERNAL int lp_sampler_text_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+LP_INTERNAL int lp_sampler_symbol_range(const char *name, uintptr_t *lo, uintptr_t *hi);
+
+#endif

@@ -1,0 +1,121 @@
+/* collect: the sampler's signal handler and all it reaches, in a file of its
+ * own: `make ctest` compiles it and fails if its object calls anything
+ * outside an allowlist of async-signal-safe symbols
+ * (tests/c/check_handler_symbols.sh). No malloc, no locks, no stdio, no TLS;
+ * the frame walker is reached through the host's pointers. It finds its
+ * thread's slot from the timer's sigval (index + generation) or by tid (wall
+ * signals) and writes one record into that slot's SPSC ring. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "collect/sampler_state.h"
+
+lp_sampler_state lp_sampler_S;
+#define S lp_sampler_S
+
+static uintptr_t context_pc(void *uc) {
+    ucontext_t *u = uc;
+#if defined(__x86_64__)
+    return (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)u->uc_mcontext.pc;
+#else
+    (void)u;
+    return 0;
+#endif
+}
+
+static int after_syscall(uintptr_t pc) {
+#if defined(__x86_64__)
+    /* the two bytes before PC are on the same (mapped) page as PC */
+    if ((pc & 4095u) < 2) return 0;
+    const uint8_t *p = (const uint8_t *)pc;
+    return p[-2] == 0x0f && p[-1] == 0x05;
+#else
+    (void)pc;
+    return 0;
+#endif
+}
+
+/* The slot a timer signal was armed for, NULL if that registration is over
+ * (the slot may have a new owner: a different generation). *gen is the
+ * generation to re-check once the handler is counted in. */
+static lp_sampler_slot *slot_by_sigval(uintptr_t v, uint32_t *gen) {
+    uintptr_t idx = v & ((1u << LP_SLOT_INDEX_BITS) - 1);
+    if (idx >= LP_SAMPLER_MAX_THREADS) return NULL;
+    lp_sampler_slot *t = &S.slots[idx];
+    *gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+    return lp_sampler_sigval((int)idx, *gen) == v ? t : NULL;
+}
+
+static lp_sampler_slot *slot_by_tid(pid_t tid, uint32_t *gen) {
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        lp_sampler_slot *t = &S.slots[i];
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+        *gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) == tid) return t;
+    }
+    return NULL;
+}
+
+static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc) {
+    const lp_sampler_host *h = &S.host;
+    lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);
+    if (s == NULL) return; /* counted by the ring */
+    lp_reader rd = t->safe_reads ? h->safe_read : h->interrupted_read;
+    uint32_t flags = 0;
+    if (h->holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
+    if (pc >= h->interp_lo && pc < h->interp_hi) flags |= LP_SF_IN_INTERP;
+    if (after_syscall(pc)) flags |= LP_SF_SYSCALL;
+    if (pc >= h->eval_lo && pc < h->eval_hi) flags |= LP_SF_IN_EVAL;
+    int truncated = 0;
+    int n = h->capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, rd);
+    if (n < 0) n = 0;
+    if (n > LP_SAMPLER_MAX_DEPTH) n = LP_SAMPLER_MAX_DEPTH;
+    if (truncated) {
+        flags |= LP_SF_TRUNCATED;
+        __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
+    }
+    s->weight = weight;
+    s->flags = flags;
+    s->depth = (uint32_t)n;
+    s->pad_ = 0;
+    s->thread_key = t->thread_key;
+    s->cpu_ns = 0;
+    lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+    __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
+}
+
+void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    int saved_errno = errno;
+    if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE)) goto out;
+    lp_sampler_slot *t;
+    uint32_t gen = 0, weight = 1;
+    if (si->si_code == SI_TIMER) {
+        t = slot_by_sigval((uintptr_t)si->si_value.sival_ptr, &gen);
+        if (si->si_overrun > 0) weight += (uint32_t)si->si_overrun;
+    } else {
+        t = slot_by_tid((pid_t)syscall(SYS_gettid), &gen);
+    }
+    if (t == NULL) goto out;
+    /* counted in before the re-check, so the drain cannot recycle the slot
+     * under us (it checks in_handler after marking the slot DEAD) */
+    __atomic_fetch_add(&t->in_handler, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == LP_SLOT_ACTIVE &&
+        __atomic_load_n(&t->gen, __ATOMIC_SEQ_CST) == gen) {
+        uintptr_t pc = context_pc(uc);
+        if (pc >= S.host.self_lo && pc < S.host.self_hi)
+            /* inside lprof itself (the -l tracer): not the program's time */
+            __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
+        else
+            take_sample(t, weight, pc);
+    }
+    __atomic_fetch_sub(&t->in_handler, 1, __ATOMIC_RELEASE);
+out:
+    errno = saved_errno;
+}

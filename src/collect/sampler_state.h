@@ -1,0 +1,67 @@
+/* collect: the sampler's state, shared by its set-up side (collect/sampler.c)
+ * and its signal handler (collect/sampler_handler.c, kept apart so that
+ * `make ctest` can check every symbol the handler's object calls). Not for
+ * other files: they use collect/sampler.h. */
+#ifndef LPROF_COLLECT_SAMPLER_STATE_H
+#define LPROF_COLLECT_SAMPLER_STATE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "collect/ring.h"
+#include "collect/sampler.h"
+
+enum { LP_SLOT_FREE = 0, LP_SLOT_ACTIVE = 1, LP_SLOT_DEAD = 2 };
+
+/* One registered thread. state, gen: written by register / unregister /
+ * drain (one thread at a time), read by the handler and the wall thread.
+ * ring: producer = the thread's own handler, consumer = the drain.
+ * in_handler: handlers between their slot check and their commit; the
+ * drain frees a DEAD slot only when none is (so a recycled slot's ring
+ * never has a second producer). */
+typedef struct {
+    int state;
+    uint32_t gen; /* bumped at each register: tells a stale timer signal */
+    int in_handler;
+    int safe_reads;
+    const void *tstate;
+    uint64_t thread_key;
+    pid_t tid;
+    int has_timer;
+    timer_t timer;
+    clockid_t cpu_clock;
+    uint64_t last_cpu_ns; /* wall thread only */
+    lp_ring ring;
+} lp_sampler_slot;
+
+/* A timer's sigval: slot index in the low 8 bits, generation above (as many
+ * bits as a pointer has left), compared whole by the handler. */
+#define LP_SLOT_INDEX_BITS 8
+_Static_assert(LP_SAMPLER_MAX_THREADS <= (1 << LP_SLOT_INDEX_BITS), "slot index must fit the sigval");
+static inline uintptr_t lp_sampler_sigval(int idx, uint32_t gen) {
+    return ((uintptr_t)gen << LP_SLOT_INDEX_BITS) | (uintptr_t)idx;
+}
+
+#define LP_SAMPLE_MAX_BYTES (sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe))
+
+typedef struct {
+    int running; /* the handler does nothing unless set */
+    lp_sampler_config cfg;
+    lp_sampler_host host; /* set before running, constant while it is */
+    int installed_signo;  /* 0 = no handler installed by us */
+    lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
+    uint8_t *ring_mem; /* mmap: one ring per slot + the wall ring */
+    lp_ring wall_ring; /* producer: wall thread */
+    pthread_t wall_thread;
+    int wall_running;
+    uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
+    int atfork_done;
+} lp_sampler_state;
+
+extern LP_INTERNAL lp_sampler_state lp_sampler_S;
+
+/* The handler (collect/sampler_handler.c), installed with SA_SIGINFO. */
+LP_INTERNAL void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) LP_SIGNAL_SAFE;
+
+#endif

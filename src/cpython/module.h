@@ -1,0 +1,17 @@
+/* binding: each Python-facing component adds its functions to the module.
+ * One init per component keeps cpython/module.c free of component logic. */
+#ifndef LPROF_PYMODULE_H
+#define LPROF_PYMODULE_H
+
+#include <Python.h>
+
+#include "common/base.h"
+
+/* Each returns 0 on success, -1 with a Python exception set. */
+LP_INTERNAL int lp_pytracer_init(PyObject *module);  /* collect/cpython/tracer.c: lprof -l */
+LP_INTERNAL int lp_pysampler_init(PyObject *module); /* collect/cpython/sampler.c: sampling */
+LP_INTERNAL int lp_pymemory_init(PyObject *module);  /* collect/cpython/memory.c: memory */
+LP_INTERNAL int lp_pystacks_init(PyObject *module);  /* aggregate/cpython/snapshot.c: the stack model */
+LP_INTERNAL int lp_pyexport_init(PyObject *module);  /* export/cpython/fold_rows.c: fold_rows */
+
+#endif

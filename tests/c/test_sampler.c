@@ -1,0 +1,297 @@
+/* The signal sampler with a fake frame walker: real signals (a CPU timer, the
+ * wall thread's tgkill, timer signals re-queued with rt_tgsigqueueinfo) run
+ * the real handler; the drained samples are checked exactly. */
+#define _GNU_SOURCE 1
+#include "harness.h"
+
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/sampler.h"
+
+#define SIGNO (SIGRTMIN + 5)
+#define KEY_A 111u
+#define KEY_B 222u
+
+/* ---- the fake interpreter ---- */
+
+static int codes[3];                   /* their addresses are the fake code objects */
+static int tstate_a, tstate_b;         /* A holds the GIL, B is detached (and deep) */
+
+static int fake_interrupted_read(void *dst, const void *src, size_t n) { memcpy(dst, src, n); return 0; }
+static int fake_safe_read(void *dst, const void *src, size_t n) { memcpy(dst, src, n); return 0; }
+
+/* which reader the sampler passed, written into the leaf frame's offset */
+static int reader_tag(lp_reader rd) {
+    return rd == fake_interrupted_read ? 1 : rd == fake_safe_read ? 2 : 0;
+}
+
+static int fake_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader rd) {
+    int n = max < 3 ? max : 3;
+    for (int i = 0; i < n; i++) {
+        out[i].code = &codes[i];
+        out[i].offset = 10 * (i + 1);
+    }
+    out[0].offset += reader_tag(rd);
+    *truncated = tstate == &tstate_b;
+    return n;
+}
+
+static int fake_holds_gil(const void *tstate, lp_reader rd) {
+    (void)rd;
+    return tstate == &tstate_a;
+}
+
+static const void *fake_top(const void *tstate, lp_reader rd) {
+    (void)rd;
+    return tstate;
+}
+
+static lp_sampler_host fake_host(void) {
+    lp_sampler_host h = {0};
+    h.capture = fake_capture;
+    h.holds_gil = fake_holds_gil;
+    h.top = fake_top;
+    h.interrupted_read = fake_interrupted_read;
+    h.safe_read = fake_safe_read;
+    h.interp_hi = UINTPTR_MAX; /* every PC is "in the interpreter"; none in eval or lprof */
+    return h;
+}
+
+/* ---- draining into copies ---- */
+
+typedef struct {
+    uint32_t weight, flags, depth;
+    uint64_t key;
+    lp_rawframe frames[3];
+} got_sample;
+
+static got_sample got[4096];
+static int n_got;
+
+static void keep(const lp_sample *s, void *arg) {
+    (void)arg;
+    if (n_got >= (int)LP_ARRAY_LEN(got)) return;
+    got_sample *g = &got[n_got++];
+    g->weight = s->weight;
+    g->flags = s->flags;
+    g->depth = s->depth;
+    g->key = s->thread_key;
+    for (uint32_t i = 0; i < s->depth && i < 3; i++) g->frames[i] = s->frames[i];
+}
+
+static int drain(void) {
+    n_got = 0;
+    lp_sampler_drain(keep, NULL);
+    return n_got;
+}
+
+/* the frames fake_capture writes, leaf first, for a reader tag */
+static int frames_are(const got_sample *g, int tag) {
+    if (g->depth != 3) return 0;
+    for (int i = 0; i < 3; i++)
+        if (g->frames[i].code != &codes[i] || g->frames[i].offset != 10 * (i + 1) + (i == 0 ? tag : 0)) return 0;
+    return 1;
+}
+
+static pid_t my_tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static volatile uint64_t sink;
+static void burn_cpu(void) {
+    for (int i = 0; i < 200000; i++) sink = sink * 6364136223846793005ull + 1;
+}
+
+static void set_blocked(int blocked) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGNO);
+    pthread_sigmask(blocked ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+/* Queues `orig` (a real timer signal) to this thread again, as the kernel
+ * would deliver a stale one, then lets it run the handler. */
+static int redeliver(const siginfo_t *orig, int overrun) {
+    siginfo_t si = *orig;
+    si.si_overrun = overrun;
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), my_tid(), SIGNO, &si) != 0) return -1;
+    set_blocked(0); /* delivered here, on the way out of the syscall */
+    set_blocked(1);
+    return 0;
+}
+
+static int start(lp_sampler_mode mode, uint64_t period_ns, const lp_sampler_host *h) {
+    lp_sampler_config cfg = {mode, SIGNO, period_ns};
+    const char *why = NULL;
+    int rc = lp_sampler_start(&cfg, h, &why);
+    if (rc != 0) fprintf(stderr, "lp_sampler_start: %s\n", why);
+    return rc;
+}
+
+static void stop_and_clear(void) {
+    lp_sampler_stop();
+    drain();
+    drain(); /* the first pass freed the DEAD slots' rings */
+    lp_sampler_reset_stats();
+}
+
+/* ---- tests ---- */
+
+/* A CPU timer on this thread fires while it burns CPU: the handler runs on
+ * this thread and writes A's frames, read with the interrupted reader. */
+TEST(test_cpu_timer_samples_own_thread) {
+    lp_sampler_host h = fake_host();
+    REQUIRE(start(LP_MODE_CPU, 1000000, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    CHECK(lp_sampler_is_registered(KEY_A));
+    int total = 0, bad = 0;
+    uint64_t weight = 0;
+    for (double t0 = now_s(); total < 3 && now_s() - t0 < 10;) {
+        burn_cpu();
+        int n = drain();
+        for (int i = 0; i < n; i++) {
+            const got_sample *g = &got[i];
+            weight += g->weight;
+            if (g->key != KEY_A || g->weight < 1 || (g->flags & ~LP_SF_SYSCALL) != (LP_SF_GIL | LP_SF_IN_INTERP) ||
+                !frames_are(g, 1))
+                bad++;
+        }
+        total += n;
+    }
+    lp_sampler_unregister(KEY_A);
+    CHECK(!lp_sampler_is_registered(KEY_A));
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK(total >= 3);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(weight >= (uint64_t)total);
+    CHECK_EQ_INT(st.signals, total);
+    CHECK_EQ_INT(st.signo, SIGNO);
+    stop_and_clear();
+}
+
+/* A timer signal queued for a slot's earlier owner must write nothing: not
+ * while the slot is DEAD, and not once it was recycled for another thread
+ * (two producers on one SPSC ring otherwise). The same signal while its
+ * owner is registered is the control: one exact sample. */
+TEST(test_stale_timer_signal_writes_nothing) {
+    lp_sampler_host h = fake_host();
+    set_blocked(1);
+    REQUIRE(start(LP_MODE_CPU, 50 * 1000000ull, &h) == 0); /* 50 ms of CPU: fires once here */
+    int slot_a = lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0);
+    REQUIRE(slot_a >= 0);
+    sigset_t pending, only;
+    sigemptyset(&only);
+    sigaddset(&only, SIGNO);
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        burn_cpu();
+        sigpending(&pending);
+        if (sigismember(&pending, SIGNO)) break;
+    }
+    siginfo_t real;
+    struct timespec zero = {0, 0};
+    int got_sig = sigtimedwait(&only, &real, &zero);
+    if (got_sig != SIGNO) { lp_sampler_stop(); set_blocked(0); }
+    REQUIRE(got_sig == SIGNO);
+    REQUIRE(real.si_code == SI_TIMER);
+
+    /* control: the owner's own signal, overrun 2 -> weight 3 */
+    CHECK(redeliver(&real, 2) == 0);
+    lp_sampler_unregister(KEY_A); /* deletes A's timer: no real signal follows */
+    CHECK(redeliver(&real, 0) == 0); /* stale while DEAD */
+    CHECK_EQ_INT(drain(), 1);
+    uint32_t expect_flags = LP_SF_GIL | LP_SF_IN_INTERP;
+#if defined(__x86_64__)
+    expect_flags |= LP_SF_SYSCALL; /* delivered right after rt_sigprocmask's syscall */
+#endif
+    CHECK_EQ_INT(got[0].key, KEY_A);
+    CHECK_EQ_INT(got[0].weight, 3);
+    CHECK_EQ_INT(got[0].flags, expect_flags);
+    CHECK(frames_are(&got[0], 1));
+
+    /* the slot, drained, is recycled for B: A's signal is stale there too */
+    int slot_b = lp_sampler_register(&tstate_b, KEY_B, my_tid(), 0);
+    CHECK_EQ_INT(slot_b, slot_a);
+    CHECK(redeliver(&real, 0) == 0);
+    CHECK_EQ_INT(drain(), 0);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(st.signals, 1);
+    stop_and_clear();
+    set_blocked(0);
+}
+
+/* Wall mode: the wall thread signals the GIL holder (A, found by tid) and
+ * reads the detached thread (B) itself with the fault-safe reader. */
+TEST(test_wall_mode_signals_holder_reads_detached) {
+    lp_sampler_host h = fake_host();
+    REQUIRE(start(LP_MODE_WALL, 1000000, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    REQUIRE(lp_sampler_register(&tstate_b, KEY_B, my_tid(), 1) >= 0);
+    int n_a = 0, n_b = 0, bad = 0;
+    for (double t0 = now_s(); (n_a < 3 || n_b < 3) && now_s() - t0 < 10;) {
+        burn_cpu();
+        int n = drain();
+        for (int i = 0; i < n; i++) {
+            const got_sample *g = &got[i];
+            if (g->key == KEY_A && g->weight == 1 &&
+                (g->flags & ~LP_SF_SYSCALL) == (LP_SF_GIL | LP_SF_IN_INTERP) && frames_are(g, 1))
+                n_a++;
+            else if (g->key == KEY_B && g->weight == 1 && g->flags == (LP_SF_DETACHED | LP_SF_TRUNCATED) &&
+                     frames_are(g, 2))
+                n_b++;
+            else
+                bad++;
+        }
+    }
+    lp_sampler_stop();
+    CHECK(!lp_sampler_running());
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK(n_a >= 3);
+    CHECK(n_b >= 3);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(st.wall_reads >= (uint64_t)n_b);
+    CHECK(st.truncated >= (uint64_t)n_b);
+    stop_and_clear();
+}
+
+/* A signal landing in lprof's own code (the host's self range) is counted
+ * apart and writes no sample. */
+TEST(test_signal_in_lprof_code_is_not_a_sample) {
+    lp_sampler_host h = fake_host();
+    h.self_hi = UINTPTR_MAX;
+    REQUIRE(start(LP_MODE_CPU, 1000000, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    lp_sampler_stats st = {0};
+    for (double t0 = now_s(); st.in_profiler < 2 && now_s() - t0 < 10;) {
+        burn_cpu();
+        lp_sampler_get_stats(&st);
+    }
+    CHECK(st.in_profiler >= 2);
+    CHECK_EQ_INT(st.signals, 0);
+    CHECK_EQ_INT(drain(), 0);
+    stop_and_clear();
+}
+
+/* A host without a walker is refused, and nothing starts. */
+TEST(test_start_refuses_incomplete_host) {
+    lp_sampler_host h = fake_host();
+    h.capture = NULL;
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000};
+    const char *why = NULL;
+    CHECK_EQ_INT(lp_sampler_start(&cfg, &h, &why), -1);
+    CHECK(why != NULL);
+    CHECK(!lp_sampler_running());
+}
+
+RUN_TESTS(test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
+          test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
+          test_start_refuses_incomplete_host)
