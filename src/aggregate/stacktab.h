@@ -20,13 +20,21 @@
 #include "common/base.h"
 #include "aggregate/metrics.h"
 
-/* One Python frame as captured on a hot path: the code object's address
- * (PyCodeObject*, not referenced) and the byte offset of the instruction,
- * ready for PyCode_Addr2Line. */
+/* One frame as captured on a hot path. A Python frame: the code object's
+ * address (PyCodeObject*, not referenced) and the byte offset of the
+ * instruction, ready for PyCode_Addr2Line. A native frame (lprof --native):
+ * the instruction address in code, offset LP_OFFSET_NATIVE. flags are what
+ * the capture saw (not part of the stack's identity: interning ignores them). */
 typedef struct {
     void *code;
     int32_t offset;
+    uint32_t flags;
 } lp_rawframe;
+
+/* The Python frame was entered from C: one native call of the eval loop runs
+ * it and the frames leafward of it up to the previous entry frame (how
+ * aggregate/splice.c places Python frames in the native stack). */
+#define LP_RAWFRAME_ENTRY 1u
 
 typedef struct lp_stacktab lp_stacktab;
 
@@ -38,6 +46,7 @@ typedef struct lp_stacktab lp_stacktab;
 #define LP_OFFSET_THREAD_ROOT INT32_MIN   /* root node; code field holds the thread key */
 #define LP_OFFSET_TRUNCATED (INT32_MIN + 1) /* frames dropped on the root side */
 #define LP_OFFSET_OVERFLOW (INT32_MIN + 2)  /* the "[other]" bucket */
+#define LP_OFFSET_NATIVE (INT32_MIN + 3)    /* a native frame: code is its address */
 
 /* Capacity: max_nodes trie nodes (also the index size / 2), max_rows metric
  * rows. Reserves address space with mmap (pages are touched on use).

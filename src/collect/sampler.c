@@ -54,6 +54,7 @@ static void wall_read_detached(slot *t) {
     s->weight = 1;
     s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
     s->depth = (uint32_t)n;
+    s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
     t->last_cpu_ns = cpu;

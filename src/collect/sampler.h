@@ -38,11 +38,16 @@ typedef struct {
     uint32_t weight;     /* 1 + timer overrun */
     uint32_t flags;
     uint32_t depth;
-    uint32_t pad_;
+    uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
     uint64_t thread_key; /* PyThreadState.thread_id */
     uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one */
-    lp_rawframe frames[]; /* leaf first */
+    lp_rawframe frames[]; /* leaf first; then native_depth uintptr_t, leaf first */
 } lp_sample;
+
+/* The native instruction addresses of a sample (native_depth of them). */
+static inline const uintptr_t *lp_sample_native(const lp_sample *s) {
+    return (const uintptr_t *)(const void *)(s->frames + s->depth);
+}
 
 typedef struct {
     lp_sampler_mode mode;
@@ -59,6 +64,9 @@ typedef struct {
     int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
     int (*holds_gil)(const void *tstate, lp_reader reader); /* 1, 0, or -1 unreadable */
     const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
+    /* lprof --native (NULL: off): the interrupted thread's native stack from
+     * the handler's ucontext, leaf first (collect/native_unwind.h) */
+    int (*native)(void *ucontext, uintptr_t *ips, int max);
     lp_reader interrupted_read; /* the handler walking its own, interrupted thread */
     lp_reader safe_read;        /* fault-safe reads of another or an unowned thread */
     uintptr_t interp_lo, interp_hi; /* interpreter's executable segment: LP_SF_IN_INTERP */

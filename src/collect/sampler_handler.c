@@ -62,7 +62,7 @@ static lp_sampler_slot *slot_by_tid(pid_t tid, uint32_t *gen) {
     return NULL;
 }
 
-static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc) {
+static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void *uc) {
     const lp_sampler_host *h = &S.host;
     lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return; /* counted by the ring */
@@ -83,10 +83,16 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc) {
     s->weight = weight;
     s->flags = flags;
     s->depth = (uint32_t)n;
-    s->pad_ = 0;
     s->thread_key = t->thread_key;
     s->cpu_ns = 0;
-    lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+    int nn = 0;
+    if (h->native) {
+        nn = h->native(uc, (uintptr_t *)(void *)(s->frames + n), LP_NATIVE_MAX_DEPTH);
+        if (nn < 0) nn = 0;
+    }
+    s->native_depth = (uint32_t)nn;
+    lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe) +
+                                        (size_t)nn * sizeof(uintptr_t)));
     __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
 }
 
@@ -113,7 +119,7 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
             /* inside lprof itself (the -l tracer): not the program's time */
             __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
         else
-            take_sample(t, weight, pc);
+            take_sample(t, weight, pc, uc);
     }
     __atomic_fetch_sub(&t->in_handler, 1, __ATOMIC_RELEASE);
 out:

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "collect/native_unwind.h"
 #include "collect/ring.h"
 #include "collect/sampler.h"
 
@@ -43,7 +44,8 @@ static inline uintptr_t lp_sampler_sigval(int idx, uint32_t gen) {
     return ((uintptr_t)gen << LP_SLOT_INDEX_BITS) | (uintptr_t)idx;
 }
 
-#define LP_SAMPLE_MAX_BYTES (sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe))
+#define LP_SAMPLE_MAX_BYTES                                                                    \
+    (sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe) + LP_NATIVE_MAX_DEPTH * sizeof(uintptr_t))
 
 typedef struct {
     int running; /* the handler does nothing unless set */

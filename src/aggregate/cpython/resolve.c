@@ -5,10 +5,12 @@
  * Every collector's stacks (sampler, memory hooks) are resolved here. */
 #include "aggregate/cpython/resolve.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggregate/agg.h"
+#include "aggregate/symbols.h"
 #include "collect/cpython/frames.h"
 #include "collect/cpython/sampler.h"
 
@@ -122,12 +124,41 @@ static uint32_t code_frame(PyCodeObject *co, int offset) {
     return intern_frame(co->co_filename, func, co->co_firstlineno, line);
 }
 
+/* A native frame (lprof --native): (object path, function, 0, 0); the
+ * function demangled, or "object+0xoffset" outside any known function. */
+static uint32_t native_frame(uintptr_t addr) {
+    lp_symbol sym;
+    lp_symbols_lookup(addr, &sym);
+    char *name = NULL;
+    if (sym.name) {
+        name = lp_symbols_demangle(sym.name);
+    } else {
+        const char *base = sym.object ? strrchr(sym.object, '/') : NULL;
+        base = base ? base + 1 : (sym.object ? sym.object : "[unknown]");
+        size_t len = strlen(base) + 24;
+        name = malloc(len);
+        if (name) snprintf(name, len, "%s+0x%llx", base, (unsigned long long)(sym.object ? sym.object_offset : addr));
+    }
+    if (!name) {
+        PyErr_NoMemory();
+        return NO_FRAME;
+    }
+    PyObject *file = PyUnicode_DecodeFSDefault(sym.object ? sym.object : "[unknown]");
+    PyObject *func = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+    free(name);
+    uint32_t id = file && func ? intern_frame(file, func, 0, 0) : NO_FRAME;
+    Py_XDECREF(file);
+    Py_XDECREF(func);
+    return id;
+}
+
 /* Resolves one node (not a thread root). NO_FRAME on error. */
 static uint32_t resolve_node(uint32_t id, lp_stacknode n) {
     if (R.node_frame[id] != NO_FRAME) return R.node_frame[id];
     uint32_t f;
     if (n.offset == LP_OFFSET_TRUNCATED) f = marker_frame("[truncated]");
     else if (n.offset == LP_OFFSET_OVERFLOW) f = marker_frame("[other]");
+    else if (n.offset == LP_OFFSET_NATIVE) f = native_frame((uintptr_t)n.code);
     else if (n.code && lp_pyframes_is_code(n.code, NULL)) f = code_frame(n.code, n.offset);
     else f = marker_frame("[unknown]");
     R.node_frame[id] = f;
@@ -150,7 +181,7 @@ void lp_resolve_scan(PyObject *dying) {
     for (; id < count; id++) {
         lp_stacknode n = lp_stacktab_node(t, id);
         if (!n.valid) break; /* being published by another thread: next time */
-        if (n.code == NULL || n.offset == LP_OFFSET_THREAD_ROOT) continue;
+        if (n.code == NULL || n.offset == LP_OFFSET_THREAD_ROOT || n.offset == LP_OFFSET_NATIVE) continue;
         PyObject *co = n.code;
         if (co == dying) {
             resolve_node(id, n); /* resolve now, then nobody may match it again */
@@ -224,4 +255,5 @@ void lp_resolve_reset(void) {
     R.node_frame_cap = 0;
     Py_CLEAR(R.frames);
     Py_CLEAR(R.frame_ids);
+    lp_symbols_reset();
 }

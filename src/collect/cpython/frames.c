@@ -146,7 +146,14 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
 #endif
         const _PyInterpreterFrame *next = fr.previous;
 #if PY_VERSION_HEX >= 0x030C0000
-        if (fr.owner == FRAME_OWNED_BY_CSTACK) { f = next; continue; } /* C entry shim */
+        if (fr.owner == FRAME_OWNED_BY_CSTACK) { /* C entry shim: the frame below it was entered from C */
+            if (n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
+            f = next;
+            continue;
+        }
+        const uint32_t entry = 0;
+#else
+        const uint32_t entry = fr.is_entry ? LP_RAWFRAME_ENTRY : 0;
 #endif
         if (!lp_pyframes_is_code(co, r)) {
             if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
@@ -158,15 +165,20 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         if (RD(r, first_traceable, &co->_co_firsttraceable) < 0) break;
         _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)((char *)co + offsetof(PyCodeObject, co_code_adaptive));
         if (fr.owner != FRAME_OWNED_BY_GENERATOR && instr < code_start + first_traceable) {
-            f = next; /* incomplete: being set up, not running its code yet */
+            /* incomplete: being set up, not running its code yet; its entry
+             * mark moves to the frame it runs above (the eval call is real) */
+            if (entry && n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
+            f = next;
             continue;
         }
         if (n == max) { *truncated = 1; break; }
         out[n].code = co;
         out[n].offset = (int32_t)((instr - code_start) * (ptrdiff_t)sizeof(_Py_CODEUNIT));
+        out[n].flags = entry;
         n++;
         f = next;
     }
+    if (n > 0 && !*truncated) out[n - 1].flags |= LP_RAWFRAME_ENTRY; /* the outermost frame */
     return n;
 }
 #else
@@ -186,6 +198,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
             w.valid_run++;
             if (n == max) { *truncated = 1; break; }
             out[n].code = fr.f_code;
+            out[n].flags = LP_RAWFRAME_ENTRY; /* one eval-loop call per frame before 3.11 */
 #if PY_VERSION_HEX >= 0x030A0000
             out[n].offset = fr.f_lasti < 0 ? -1 : fr.f_lasti * 2; /* code units -> bytes */
 #else

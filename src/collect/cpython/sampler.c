@@ -11,13 +11,43 @@
 #include <unistd.h>
 
 #include "aggregate/agg.h"
+#include "aggregate/splice.h"
+#include "aggregate/symbols.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
+#include "collect/native_unwind.h"
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
 static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
+
+/* lprof --native: how the drain splices (aggregate/splice.h); 0 = off */
+static int native_mode; /* 0 off, 1 on, 2 all frames */
+static lp_splice_rules splice_rules;
+static uint64_t native_mismatch; /* samples whose stacks disagreed (splice.h) */
+
+/* The stack a sample is interned as: its Python frames, or with --native
+ * the mixed stack, each native frame's address moved to its function's
+ * start (one node per function, not per instruction). Drain only (GIL). */
+static const lp_rawframe *sample_stack(const lp_sample *s, uint32_t *depth) {
+    static lp_rawframe mixed[LP_SAMPLER_MAX_DEPTH + LP_NATIVE_MAX_DEPTH];
+    *depth = s->depth;
+    if (s->native_depth == 0) return s->frames;
+    int mismatch = 0;
+    int n = lp_splice(s->frames, (int)s->depth, lp_sample_native(s), (int)s->native_depth,
+                      s->native_depth >= LP_NATIVE_MAX_DEPTH, &splice_rules, mixed,
+                      (int)LP_ARRAY_LEN(mixed), &mismatch);
+    native_mismatch += (uint64_t)mismatch;
+    for (int i = 0; i < n; i++) {
+        if (mixed[i].offset != LP_OFFSET_NATIVE) continue;
+        lp_symbol sym;
+        lp_symbols_lookup((uintptr_t)mixed[i].code, &sym);
+        mixed[i].code = (void *)sym.start;
+    }
+    *depth = (uint32_t)n;
+    return mixed;
+}
 
 /* Is the leaf frame stopped at a call instruction? Then a sample outside
  * the eval loop is inside the called C function: native time of this line
@@ -35,7 +65,9 @@ static int leaf_at_call(const lp_sample *s) {
 
 static void add_sample(const lp_sample *s, void *arg) {
     (void)arg;
-    uint32_t id = lp_agg_intern(s->thread_key, s->frames, s->depth, (s->flags & LP_SF_TRUNCATED) != 0);
+    uint32_t depth;
+    const lp_rawframe *stack = sample_stack(s, &depth);
+    uint32_t id = lp_agg_intern(s->thread_key, stack, depth, (s->flags & LP_SF_TRUNCATED) != 0);
     int64_t w = (int64_t)s->weight * (int64_t)config.period_ns;
     if (s->flags & LP_SF_DETACHED) {
         lp_agg_add(id, LP_M_WALL, w);
@@ -101,8 +133,8 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *mode;
     double rate;
-    int signo;
-    if (!PyArg_ParseTuple(args, "sdi", &mode, &rate, &signo)) return NULL;
+    int signo, native = 0;
+    if (!PyArg_ParseTuple(args, "sdi|i", &mode, &rate, &signo, &native)) return NULL;
     if (!(rate > 0 && rate <= LP_SAMPLER_MAX_RATE_HZ)) {
         PyErr_Format(PyExc_ValueError, "rate_hz must be in (0, %d]", LP_SAMPLER_MAX_RATE_HZ);
         return NULL;
@@ -122,9 +154,20 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
         return NULL;
     }
     const char *why = NULL;
+    lp_sampler_host host = *interpreter_host();
+    if (native) {
+        if (lp_native_unwind_load(&why) < 0) {
+            PyErr_Format(PyExc_RuntimeError, "--native: %s", why);
+            return NULL;
+        }
+        host.native = lp_native_unwind;
+        splice_rules = (lp_splice_rules){host.eval_lo, host.eval_hi, host.interp_lo, host.interp_hi, native == 2};
+    }
+    native_mode = native;
+    native_mismatch = 0;
     config = cfg;
     lp_sampler_reset_stats();
-    if (lp_sampler_start(&cfg, interpreter_host(), &why) < 0) { PyErr_SetString(PyExc_RuntimeError, why); return NULL; }
+    if (lp_sampler_start(&cfg, &host, &why) < 0) { PyErr_SetString(PyExc_RuntimeError, why); return NULL; }
     Py_RETURN_NONE;
 }
 
@@ -185,13 +228,14 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
     lp_stacktab *t = lp_agg_stacks();
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsK}", "signals", (unsigned long long)st.signals,
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisK}", "signals", (unsigned long long)st.signals,
                          "in_profiler", (unsigned long long)st.in_profiler, "dropped",
                          (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
                          "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",
                          (unsigned long long)config.period_ns, "stack_overflows",
                          (unsigned long long)(t ? lp_stacktab_overflows(t) : 0), "stack_nodes",
-                         (unsigned long long)(t ? lp_stacktab_node_count(t) : 0));
+                         (unsigned long long)(t ? lp_stacktab_node_count(t) : 0), "native", native_mode,
+                         "native_mismatch", (unsigned long long)native_mismatch);
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
@@ -199,8 +243,17 @@ static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(lp_sampler_default_signal());
 }
 
+/* None when --native can work here, else the reason (libunwind missing). */
+static PyObject *py_native_unwind_check(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    const char *why = NULL;
+    if (lp_native_unwind_load(&why) == 0) Py_RETURN_NONE;
+    return PyUnicode_FromString(why);
+}
+
 static PyMethodDef methods[] = {
-    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo)"},
+    {"native_unwind_check", py_native_unwind_check, METH_NOARGS, "None if --native can run, else why not."},
+    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0): native 1 = native frames, 2 = all of them"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
     {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},

@@ -1,0 +1,87 @@
+/* collect: libunwind, loaded at run time, walking the interrupted thread's
+ * native stack from a signal handler (see native_unwind.h). */
+#define _GNU_SOURCE 1
+#include "collect/native_unwind.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+#if defined(__has_include)
+#if __has_include(<libunwind.h>)
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#define LP_HAVE_LIBUNWIND 1
+#endif
+#endif
+
+#include "collect/sampler.h" /* lp_sampler_text_range */
+
+#ifdef LP_HAVE_LIBUNWIND
+/* The header's names are macros for arch-prefixed symbols (_ULx86_64_step):
+ * stringify them through the macro so dlsym asks for the real names. */
+#define LP_STR2_(x) #x
+#define LP_STR_(x) LP_STR2_(x)
+
+static struct {
+    int loaded;
+    int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    uintptr_t loader_lo, loader_hi; /* ld.so's text */
+} U;
+
+int lp_native_unwind_load(const char **why) {
+    if (U.loaded) return 0;
+    static const char *const names[] = {"libunwind.so.8", "libunwind.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        *why = "libunwind (libunwind.so.8) is not installed: on Debian, apt-get install libunwind8";
+        return -1;
+    }
+    *(void **)&U.init_local2 = dlsym(h, LP_STR_(unw_init_local2));
+    *(void **)&U.step = dlsym(h, LP_STR_(unw_step));
+    *(void **)&U.get_reg = dlsym(h, LP_STR_(unw_get_reg));
+    if (!U.init_local2 || !U.step || !U.get_reg) {
+        *why = "the installed libunwind lacks unw_init_local2 (version 1.3 or later is needed)";
+        return -1;
+    }
+    /* __tls_get_addr lives in the dynamic loader */
+    void *in_loader = dlsym(RTLD_DEFAULT, "__tls_get_addr");
+    if (in_loader) lp_sampler_text_range((uintptr_t)in_loader, &U.loader_lo, &U.loader_hi);
+    __atomic_store_n(&U.loaded, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int lp_native_unwind_loaded(void) { return __atomic_load_n(&U.loaded, __ATOMIC_ACQUIRE); }
+
+int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) {
+    if (!__atomic_load_n(&U.loaded, __ATOMIC_ACQUIRE) || max <= 0) return 0;
+    unw_cursor_t cursor;
+    if (U.init_local2(&cursor, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) < 0) return 0;
+    unw_word_t ip = 0;
+    if (U.get_reg(&cursor, UNW_REG_IP, &ip) < 0) return 0;
+    if ((uintptr_t)ip >= U.loader_lo && (uintptr_t)ip < U.loader_hi) return 0;
+    int n = 0;
+    ips[n++] = (uintptr_t)ip;
+    while (n < max && U.step(&cursor) > 0) {
+        if (U.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+        ips[n++] = (uintptr_t)ip;
+    }
+    return n;
+}
+
+#else /* built without libunwind's header */
+
+int lp_native_unwind_load(const char **why) {
+    *why = "this lprof was built without libunwind's header (apt-get install libunwind-dev, then rebuild)";
+    return -1;
+}
+
+int lp_native_unwind_loaded(void) { return 0; }
+
+int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) {
+    (void)ucontext; (void)ips; (void)max;
+    return 0;
+}
+#endif
