@@ -59,6 +59,9 @@ def _run_parser():
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
                    help="signal the sampler uses (default SIGPROF, or a real-time signal if "
                         "the program uses SIGPROF)")
+    g.add_argument("--native", nargs="?", const="on", default=None, metavar="all",
+                   help="stacks gain native (C/C++) frames through libunwind; --native=all "
+                        "also keeps the interpreter's own frames")
     g.add_argument("--reduced", dest="reduced", action="store_true", default=True,
                    help="list only lines above the threshold (default)")
     g.add_argument("--all", dest="reduced", action="store_false", help="list every line")
@@ -115,8 +118,27 @@ def _parse(parser, argv):
     return parser.parse_args(argv)
 
 
+def _fix_native(args):
+    """`--native` takes an optional value (`--native=all`); argparse hands it
+    the next word when none is given (`lprof --native script.py`): that word
+    is the script, and every positional moves one place back."""
+    if args.native in (None, "on", "all"):
+        return
+    if args.script is not None:
+        args.args = [args.script] + args.args
+    args.script, args.native = args.native, "on"
+
+
 def _check_run_args(args):
     from ._lprof import SAMPLER_MAX_RATE_HZ  # the C sampler's limit, stated once there
+    if args.native and args.line_by_line and not args.sample:
+        raise LprofError("--native adds native frames to sampled stacks: use it without -l "
+                         "(or with -l --sample)", 2)
+    if args.native:
+        from ._lprof import native_unwind_check
+        why = native_unwind_check()
+        if why:
+            raise LprofError(f"--native: {why}", 2)
     if not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
         raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} samples a second", 2)
     if args.memory_sample_bytes < 1:
@@ -139,6 +161,7 @@ def main(argv=None):
             return export.main(_parse(_export_parser(), argv))
         parser = _run_parser()
         args = _parse(parser, argv)
+        _fix_native(args)
         if args.module is not None and args.script is not None:
             args.args = [args.script] + args.args
             args.script = None

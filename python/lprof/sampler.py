@@ -51,6 +51,18 @@ def _signal_name(signo):
         return str(signo)
 
 
+_NATIVE_MODES = {None: 0, "on": 1, "all": 2}  # the C sampler's native argument
+
+
+def _stop_perf_trampoline():
+    """Python 3.12's perf trampoline (-X perf) routes every call through JIT
+    code without unwind tables: native stacks would end at the first one.
+    lprof splices Python frames itself, so the trampoline is turned off."""
+    active = getattr(sys, "is_stack_trampoline_active", None)
+    if active is not None and active():
+        sys.deactivate_stack_trampoline()
+
+
 _active = None  # the running collector (one per process)
 _patched = False
 _orig_bootstrap_inner = None
@@ -83,9 +95,12 @@ class SamplingCollector:
 
     name = "sampling"
 
-    def __init__(self, mode="cpu", rate_hz=100, signal=None):
+    def __init__(self, mode="cpu", rate_hz=100, signal=None, native=None):
         if mode not in ("cpu", "wall"):
             raise ValueError("mode must be 'cpu' or 'wall'")
+        if native not in _NATIVE_MODES:
+            raise ValueError("native must be None, 'on' or 'all'")
+        self.native = native
         if not rate_hz or rate_hz <= 0:
             raise ValueError("rate_hz must be positive")
         self.mode = mode
@@ -111,7 +126,9 @@ class SamplingCollector:
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
         _lprof.sampler_set_call_opcodes(_call_opcodes())
-        _lprof.sampler_start(self.mode, self.rate_hz, self._signo)
+        if self.native:
+            _stop_perf_trampoline()
+        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native])
         _active = self
         self._running = True
         self._pid = os.getpid()
@@ -194,6 +211,8 @@ class SamplingCollector:
             "in_profiler": stats.get("in_profiler", 0),
             "truncated": stats["truncated"],
             "stack_overflows": stats["stack_overflows"],
+            "native": self.native,
+            "native_mismatch": stats.get("native_mismatch", 0),
             "duration_s": duration,
             "cpu_total_s": cpu_s,
             "wall_total_s": totals[3],

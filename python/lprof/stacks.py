@@ -20,7 +20,9 @@ FORMATS = ("folded", "speedscope", "svg")
 
 
 def frame_name(frame):
-    file, func, _first, line = frame[:4]
+    file, func, first, line = frame[:4]
+    if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
+        return f"{func} ({file.rsplit('/', 1)[-1]})"
     return f"{func} ({file}:{line})"
 
 

@@ -32,7 +32,8 @@ def _make_collectors(args):
         from .. import sampler as sampling
         mode = "wall" if args.wall else "cpu"
         collectors.append(sampling.SamplingCollector(mode=mode, rate_hz=args.rate,
-                                                     signal=args.signal))
+                                                     signal=args.signal,
+                                                     native=args.native))
         modes.append(mode)
     if args.memory:
         from .. import memory

@@ -9,9 +9,10 @@ Columns and their merge kinds come from C (src/aggregate/metrics.h): "ns"
 columns are stored in seconds, "milli" ones as counts, the rest as they are.
 Zero values are left out of a row's dict.
 
-Attribution (docs/formats.md): a stack is charged to its innermost frame
-whose file passes `accept` (by default: user code, not the standard library,
-site-packages or lprof), else to its innermost frame. The listing, the
+Attribution (docs/formats.md): a stack is charged to its innermost Python
+frame whose file passes `accept` (by default: user code, not the standard
+library, site-packages or lprof), else to its innermost Python frame; native
+frames (lprof --native) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
 from .. import _lprof, libdirs
@@ -73,12 +74,26 @@ def is_user_file(path):
     return not libdirs.is_library_file(path)
 
 
+def is_native(frame):
+    """A native frame (lprof --native): an object file, no source lines."""
+    return frame[2] == 0 and frame[3] == 0 and not frame[0].startswith("<")
+
+
 def charge(frames, ids, accept=is_user_file):
-    """The frame a stack is charged to (the rule above); None for no frames."""
+    """The frame a stack is charged to (the rule above); None for no frames.
+    Native frames are never charged: their time is the calling line's."""
+    innermost = None
     for fid in reversed(ids):
-        if accept(frames[fid][0]):
-            return frames[fid]
-    return frames[ids[-1]] if ids else None
+        f = frames[fid]
+        if is_native(f):
+            continue
+        if accept(f[0]):
+            return f
+        if innermost is None:
+            innermost = f
+    if innermost is None and ids:
+        innermost = frames[ids[-1]]
+    return innermost
 
 
 def lines(section, accept=is_user_file, names=None, thread=None):

@@ -1,0 +1,246 @@
+"""lprof --native: native frames (libunwind) spliced into the sampled Python
+stacks, checked with a C extension built here (tests/native_ext): a hot C
+function under its Python line, a Python callback under the C function that
+called it, a demangled C++ name, numpy, deep recursion and threads."""
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+from conftest import PKGDIR, ROOT, line_of, lprof_env
+
+EXT_SRC = os.path.join(ROOT, "tests", "native_ext")
+# no sibling calls: every C function keeps its own frame, as the test expects
+CFLAGS = ["-O1", "-g", "-fPIC", "-fno-optimize-sibling-calls", "-fno-omit-frame-pointer"]
+
+
+@pytest.fixture(scope="module")
+def ext_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ext")
+    inc = sysconfig.get_paths()["include"]
+    so = out / ("lpdemo" + sysconfig.get_config_var("EXT_SUFFIX"))
+    objs = []
+    for src, cc in (("lpdemo.c", "gcc"), ("lpdemo_cxx.cpp", "g++")):
+        obj = out / (src + ".o")
+        subprocess.run([cc, *CFLAGS, "-I", inc, "-c", os.path.join(EXT_SRC, src), "-o", str(obj)], check=True)
+        objs.append(str(obj))
+    subprocess.run(["g++", "-shared", *objs, "-o", str(so)], check=True)
+    return str(out)
+
+
+SCRIPT = """
+import sys, threading
+sys.setrecursionlimit(5000)
+import lpdemo
+
+
+def work():
+    t = 0
+    for _ in range(25):
+        t += lpdemo.spin(1_000_000)  # spin
+    return t
+
+
+def cb():
+    x = 0
+    for i in range(30_000):
+        x += i  # callback
+    return x
+
+
+def outer():
+    lpdemo.call_back(cb, 40)  # call_back
+
+
+def cxx():
+    for _ in range(25):
+        lpdemo.cxx_spin(1_000_000)  # cxx
+
+
+def rec(n):
+    if n == 0:
+        return lpdemo.spin(3_000_000)  # deep
+    return rec(n - 1)
+
+
+def in_thread():
+    for _ in range(12):
+        lpdemo.spin(1_000_000)  # thread
+
+
+work()
+outer()
+cxx()
+for _ in range(6):
+    rec(120)
+threads = [threading.Thread(target=in_thread) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("done")
+"""
+
+
+def _folded(path):
+    rows = []
+    for line in open(path).read().splitlines():
+        stack, _, value = line.rpartition(" ")
+        rows.append((stack.split(";"), int(value)))
+    return rows
+
+
+def _frames_after(rows, python_frame):
+    """For each stack holding python_frame: the frames leafward of it, weighted."""
+    out = []
+    for frames, value in rows:
+        for i, f in enumerate(frames):
+            if f.startswith(python_frame):
+                out.append((frames[i + 1:], value))
+                break
+    return out
+
+
+@pytest.fixture(scope="module")
+def native_run(ext_dir, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("native")
+    script = tmp / "native_demo.py"
+    script.write_text(SCRIPT)
+    env = lprof_env({"PYTHONPATH": os.pathsep.join([PKGDIR, ext_dir])})
+    r = subprocess.run([sys.executable, "-m", "lprof", "--native", "--rate", "1000", "-o", "n.lprof",
+                        "--stacks", "n.folded", str(script)], cwd=tmp, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("done"), r.stdout
+    return tmp, script, r, env
+
+
+def test_c_function_sits_under_its_python_line(native_run):
+    tmp, script, _r, _env = native_run
+    rows = _folded(tmp / "n.folded")
+    line = line_of(script, "spin")
+    below = _frames_after(rows, f"work ({script}:{line})")
+    assert below, "no stack holds the spin line"
+    heaviest = max(below, key=lambda fv: fv[1])[0]
+    names = [f.split(" (")[0] for f in heaviest]
+    assert names[:3] == ["lpdemo_spin_method", "lpdemo_hot", "lpdemo_spin_inner"], heaviest
+    assert heaviest[0].endswith(".so)"), heaviest  # native frames name their object
+
+
+def test_python_callback_sits_under_the_c_function_that_called_it(native_run):
+    tmp, script, _r, _env = native_run
+    rows = _folded(tmp / "n.folded")
+    below = _frames_after(rows, f"outer ({script}:{line_of(script, 'call_back')})")
+    cb_line = line_of(script, "callback")
+    chains = [[f.split(" (")[0] for f in frames] for frames, _v in below]
+    assert any(c[:3] == ["lpdemo_call_back_method", "lpdemo_trampoline", "cb"] for c in chains), chains
+    assert any(f"cb ({script}:{cb_line})" in frames for frames, _v in below)
+
+
+def test_cxx_names_are_demangled(native_run):
+    tmp, script, _r, _env = native_run
+    rows = _folded(tmp / "n.folded")
+    below = _frames_after(rows, f"cxx ({script}:{line_of(script, 'cxx')})")
+    names = {f.split(" (")[0] for frames, _v in below for f in frames}
+    assert "lpdemo::Burner::run(long)" in names, names
+
+
+def test_deep_recursion_keeps_every_python_frame_in_order(native_run):
+    tmp, script, _r, _env = native_run
+    rows = _folded(tmp / "n.folded")
+    deep = f"rec ({script}:{line_of(script, 'deep')})"
+    hits = [frames for frames, _v in rows if deep in frames]
+    assert hits
+    frames = max(hits, key=len)
+    assert sum(f.startswith("rec (") for f in frames) == 121, frames
+    i = frames.index(deep)
+    assert [f.split(" (")[0] for f in frames[i + 1:i + 4]] == ["lpdemo_spin_method", "lpdemo_hot",
+                                                               "lpdemo_spin_inner"], frames[i:]
+
+
+def test_threads_have_native_frames(native_run):
+    tmp, script, _r, env = native_run
+    r = subprocess.run([sys.executable, "-m", "lprof", "export", "n.lprof", "--format", "json", "-o", "n.json"],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    data = json.loads((tmp / "n.json").read_text())
+    frames = data["stacks"]["frames"]
+    inner = {i for i, f in enumerate(frames) if f["function"] == "lpdemo_spin_inner"}
+    line = line_of(script, "thread")
+    threads = {row["thread"] for row in data["stacks"]["stacks"]
+               if inner & set(row["frames"]) and any(frames[i]["line"] == line for i in row["frames"])}
+    assert len(threads) == 2, threads
+
+
+def test_listing_and_lines_still_charge_python_lines(native_run):
+    tmp, script, r, env = native_run
+    assert "lpdemo_spin_inner" not in r.stdout  # the listing shows source lines only
+    r = subprocess.run([sys.executable, "-m", "lprof", "export", "n.lprof", "--format", "json", "-o", "l.json"],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = json.loads((tmp / "l.json").read_text())["sampling"]["lines"]
+    assert not [row for row in lines if row["line"] == 0], "a native frame was charged as a line"
+    spin = [row for row in lines if row["file"] == str(script) and row["line"] == line_of(script, "spin")]
+    assert spin and spin[0]["cpu_native_s"] > spin[0]["cpu_python_s"], spin
+    sampling = json.loads((tmp / "l.json").read_text())["sampling"]
+    assert sampling["native"] == "on"
+    # the Python and native stacks agreed (splice.h) in nearly every sample
+    assert sampling["native_mismatch"] <= 0.02 * sampling["signals"], sampling
+
+
+def test_numpy_native_frames_under_the_line(run_lprof, write_script, tmp_path):
+    pytest.importorskip("numpy")
+    path = write_script("np_native.py", """
+        import numpy as np
+        a = np.random.default_rng(0).random(2_000_000)
+        for _ in range(15):
+            b = np.sort(a)  # sort
+    """)
+    r = run_lprof("--native", "--stacks", "np.folded", "np_native.py")
+    assert r.returncode == 0, r.stderr
+    rows = _folded(tmp_path / "np.folded")
+    below = _frames_after(rows, f"<module> ({path}:{line_of(path, 'sort')})")
+    objects = {f.rsplit(" (", 1)[-1] for frames, _v in below for f in frames}
+    assert any("_multiarray_umath" in o for o in objects), objects
+
+
+def test_without_native_no_native_frames(run_lprof, write_script, tmp_path):
+    write_script("plain.py", """
+        import json
+        for _ in range(30):
+            json.dumps(list(range(100_000)))
+    """)
+    r = run_lprof("--stacks", "p.folded", "plain.py")
+    assert r.returncode == 0, r.stderr
+    for frames, _v in _folded(tmp_path / "p.folded"):
+        assert all(":" in f for f in frames), frames  # every frame has a file:line
+
+
+def test_native_all_keeps_interpreter_frames(ext_dir, run_lprof, write_script, tmp_path):
+    write_script("all.py", """
+        import lpdemo
+        for _ in range(20):
+            lpdemo.spin(1_000_000)
+    """)
+    env = {"PYTHONPATH": os.pathsep.join([PKGDIR, ext_dir])}
+    r = run_lprof("--native=all", "--stacks", "a.folded", "all.py", env=env)
+    assert r.returncode == 0, r.stderr
+    r2 = run_lprof("--native", "--stacks", "b.folded", "all.py", env=env)
+    assert r2.returncode == 0, r2.stderr
+    everything = {f for frames, _v in _folded(tmp_path / "a.folded") for f in frames}
+    default = {f for frames, _v in _folded(tmp_path / "b.folded") for f in frames}
+    names = {f.split(" (")[0] for f in everything}
+    assert "PyEval_EvalCode" in names, sorted(names)  # the interpreter's own frames, kept
+    assert not {f.split(" (")[0] for f in default} & {"PyEval_EvalCode", "_PyEval_EvalFrameDefault"}
+    assert {f for f in default if "lpdemo" in f} <= everything
+
+
+def test_native_is_refused_with_line_profiling_alone(run_lprof, write_script):
+    write_script("x.py", "print('hi')\n")
+    r = run_lprof("-l", "--native", "x.py")
+    assert r.returncode == 2
+    assert r.stderr.startswith("lprof: --native") and "\n" not in r.stderr.strip()
+    assert "hi" not in r.stdout  # refused before the program ran
