@@ -25,8 +25,10 @@ def line_cmd(script, args, out):
     return [VPY, "-m", "lprof", "-l", "-o", out, script] + args
 
 
-def sample_cmd(script, args, out, wall=False, rate=None, memory=False):
+def sample_cmd(script, args, out, wall=False, rate=None, memory=False, native=False):
     cmd = [VPY, "-m", "lprof", "-o", out]
+    if native:
+        cmd.append("--native")
     if wall:
         cmd.append("--wall")
     if rate:

@@ -139,8 +139,10 @@ def scalene_cmd(script, args, out, memory=False):
     return [vbin("scalene"), "run", "-o", out] + opts + [script] + (["---"] + args if args else [])
 
 
-def pyspy_cmd(script, args, out, wall=False, rate=None):
+def pyspy_cmd(script, args, out, wall=False, rate=None, native=False):
     cmd = [vbin("py-spy"), "record", "-f", "raw", "-o", out]
+    if native:
+        cmd.append("--native")
     if wall:
         cmd.append("--idle")
     if rate:

@@ -35,7 +35,7 @@ def read_truth(path):
         raise Failed("workload wrote no ground truth")
 
 
-def profile_once(tool, script, args, mode, base, rate=None):
+def profile_once(tool, script, args, mode, base, rate=None, native=False):
     """Run one profiled process; return (Run, {lineno: metric}, {lineno: native_frac}, truth)."""
     truth_path = base + ".truth.json"
     env = {"BENCH_TRUTH": truth_path}
@@ -44,7 +44,7 @@ def profile_once(tool, script, args, mode, base, rate=None):
         if os.path.exists(prof):
             os.remove(prof)
         wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall",
-                                                    rate=rate), env_extra=env)
+                                                    rate=rate, native=native), env_extra=env)
         lines = lprof_tool.sampling_lines(lprof_tool.export_json(prof), script)
         metric = {k: v["wall" if mode == "wall" else "cpu"] for k, v in lines.items()}
         split = {k: v["native_frac"] for k, v in lines.items()}
@@ -57,7 +57,7 @@ def profile_once(tool, script, args, mode, base, rate=None):
     elif tool == "py-spy":
         out = base + ".pyspy.txt"
         wall = run_timed(peers.pyspy_cmd(script, args, out, wall=mode == "wall",
-                                         rate=rate), env_extra=env)
+                                         rate=rate, native=native), env_extra=env)
         metric = {k: v["samples"] for k, v in peers.pyspy_lines(out, script).items()}
         split = {}
     else:
@@ -136,19 +136,20 @@ OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only
 def overhead(repeats, log):
     name, args = OVERHEAD
     script = workload(name)
-    tools = ["plain", "lprof", "lprof@1000", "scalene", "py-spy"]
+    tools = ["plain", "lprof", "lprof@1000", "lprof@native", "scalene", "py-spy", "py-spy@native"]
 
     def one(tool, r):
         base = os.path.join(SCRATCH, f"{name}.ovh.{tool}")
         kind = tool.split("@")[0]
         rate = 1000 if tool.endswith("@1000") else None
-        run, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate)
+        run, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate,
+                                             native=tool.endswith("@native"))
         if kind != "plain" and not metric:
             raise Failed("no samples in the workload file")
         return {"wall": run.wall, "cpu": run.cpu, "work": truth["work_wall_s"]}
 
     res, pairs = overhead_rounds(tools, max(repeats, OVERHEAD_MIN_ROUNDS), OVERHEAD_EXTRA_ROUNDS,
-                                 one, focus=("lprof", "lprof@1000"))
+                                 one, focus=("lprof", "lprof@1000", "lprof@native"))
     log("  sampling/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
     # This machine's speed drifts by tens of percent within minutes; a run
     # and the plain run of its round see the same speed, so each ratio is the
@@ -157,9 +158,10 @@ def overhead(repeats, log):
     plain_runs = res["plain"]["runs"]
     plain = min([x["wall"] for x in plain_runs]) if plain_runs else None
     rows, targets = [], []
-    limits = {"lprof": 2.0, "lprof@1000": 5.0}
+    limits = {"lprof": 2.0, "lprof@1000": 5.0, "lprof@native": 3.0}
     labels = {"plain": "plain", "lprof": "lprof (100 Hz)", "lprof@1000": "lprof --rate 1000",
-              "scalene": "scalene --cpu-only", "py-spy": "py-spy record (100 Hz)"}
+              "lprof@native": "lprof --native (100 Hz)", "scalene": "scalene --cpu-only",
+              "py-spy": "py-spy record (100 Hz)", "py-spy@native": "py-spy record --native (100 Hz)"}
     for t in tools:
         runs = res[t]["runs"]
         if not runs or plain is None:
