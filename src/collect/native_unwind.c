@@ -27,6 +27,7 @@ static struct {
     int (*init_local2)(unw_cursor_t *, unw_context_t *, int);
     int (*step)(unw_cursor_t *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
+    int (*getcontext)(unw_context_t *);
     uintptr_t loader_lo, loader_hi; /* ld.so's text */
 } U;
 
@@ -42,7 +43,8 @@ int lp_native_unwind_load(const char **why) {
     *(void **)&U.init_local2 = dlsym(h, LP_STR_(unw_init_local2));
     *(void **)&U.step = dlsym(h, LP_STR_(unw_step));
     *(void **)&U.get_reg = dlsym(h, LP_STR_(unw_get_reg));
-    if (!U.init_local2 || !U.step || !U.get_reg) {
+    *(void **)&U.getcontext = dlsym(h, LP_STR_(unw_tdep_getcontext));
+    if (!U.init_local2 || !U.step || !U.get_reg || !U.getcontext) {
         *why = "the installed libunwind lacks unw_init_local2 (version 1.3 or later is needed)";
         return -1;
     }
@@ -71,6 +73,20 @@ int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) {
     return n;
 }
 
+int lp_native_unwind_here(uintptr_t *ips, int max) {
+    if (!__atomic_load_n(&U.loaded, __ATOMIC_ACQUIRE) || max <= 0) return 0;
+    unw_context_t uc;
+    unw_cursor_t cursor;
+    if (U.getcontext(&uc) < 0 || U.init_local2(&cursor, &uc, 0) < 0) return 0;
+    int n = 0;
+    unw_word_t ip = 0;
+    while (n < max && U.step(&cursor) > 0) { /* the first step leaves this function */
+        if (U.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+        ips[n++] = (uintptr_t)ip;
+    }
+    return n;
+}
+
 #else /* built without libunwind's header */
 
 int lp_native_unwind_load(const char **why) {
@@ -79,6 +95,11 @@ int lp_native_unwind_load(const char **why) {
 }
 
 int lp_native_unwind_loaded(void) { return 0; }
+
+int lp_native_unwind_here(uintptr_t *ips, int max) {
+    (void)ips; (void)max;
+    return 0;
+}
 
 int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) {
     (void)ucontext; (void)ips; (void)max;

@@ -27,4 +27,9 @@ LP_INTERNAL int lp_native_unwind_loaded(void);
  * unwinder itself reads: a sample there keeps its Python frames only). */
 LP_INTERNAL int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) LP_SIGNAL_SAFE;
 
+/* Return addresses of the calling thread from its caller's frame outward
+ * (the allocation hooks, lprof --native --memory): no allocation, no lock
+ * held across a call out. Returns how many were written (0 when not loaded). */
+LP_INTERNAL int lp_native_unwind_here(uintptr_t *ips, int max) LP_HOOK_SAFE;
+
 #endif

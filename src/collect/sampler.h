@@ -22,6 +22,12 @@
 /* Highest sampling rate accepted (lprof._lprof.SAMPLER_MAX_RATE_HZ; the CLI
  * checks --rate against it). CPU timers fire on the kernel tick anyway. */
 #define LP_SAMPLER_MAX_RATE_HZ 10000
+/* The default rate (lprof._lprof.SAMPLER_DEFAULT_RATE_HZ). CPU timers fire
+ * on the kernel tick (250 Hz on Debian's kernel), so 1000 requested gives
+ * 250 signals per CPU second, each weighted by the ticks it covers: 2.5x the
+ * samples of 100 Hz at a cost below this machine's noise (make bench:
+ * accuracy and overhead at the default rate). */
+#define LP_SAMPLER_DEFAULT_RATE_HZ 1000
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 

@@ -217,7 +217,31 @@ TEST(unwinds_the_interrupted_thread_from_its_handler) {
     lp_symbols_reset();
 }
 
+static uintptr_t here[16];
+static int here_n;
+
+__attribute__((noinline)) void lprof_test_hook_like_caller(void) {
+    here_n = lp_native_unwind_here(here, 16);
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+TEST(unwinds_from_an_ordinary_call_as_the_allocation_hooks_do) {
+    const char *why = NULL;
+    REQUIRE(lp_native_unwind_load(&why) == 0);
+    lprof_test_hook_like_caller();
+    REQUIRE(here_n >= 2);
+    lp_symbol s;
+    lp_symbols_lookup(here[0] - 1, &s); /* the caller of lp_native_unwind_here first */
+    REQUIRE(s.name);
+    CHECK(strcmp(s.name, "lprof_test_hook_like_caller") == 0);
+    lp_symbols_lookup(here[1] - 1, &s);
+    REQUIRE(s.name);
+    CHECK(strcmp(s.name, "unwinds_from_an_ordinary_call_as_the_allocation_hooks_do") == 0);
+    lp_symbols_reset();
+}
+
 RUN_TESTS(c_function_under_its_python_line, python_callback_under_the_c_function_that_called_it,
           show_all_keeps_interpreter_and_start_up_frames, disagreement_keeps_the_native_leaf_and_every_python_frame,
           truncated_native_walk_puts_the_rest_of_python_rootward, output_is_bounded, own_and_static_functions_by_name, library_function_and_unknown_address,
-          demangles_cxx_names_and_copies_c_names, unwinds_the_interrupted_thread_from_its_handler)
+          demangles_cxx_names_and_copies_c_names, unwinds_the_interrupted_thread_from_its_handler,
+          unwinds_from_an_ordinary_call_as_the_allocation_hooks_do)

@@ -4,6 +4,8 @@
  * a C++ function with a mangled name (lpdemo_cxx.cpp). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h>
+#include <string.h>
 
 double lpdemo_cxx_burn(long n); /* lpdemo_cxx.cpp */
 
@@ -55,7 +57,29 @@ static PyObject *lpdemo_cxx_method(PyObject *self, PyObject *arg) {
     return PyFloat_FromDouble(r);
 }
 
+/* keeps what it allocates: the bytes stay live, charged to this function */
+static void *kept[4096];
+static int n_kept;
+
+static __attribute__((noinline)) void *lpdemo_allocate_block(size_t n) {
+    void *p = malloc(n);
+    if (p) memset(p, 1, n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+static PyObject *lpdemo_hold_method(PyObject *self, PyObject *arg) {
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    void *p = lpdemo_allocate_block((size_t)n);
+    if (!p) return PyErr_NoMemory();
+    if (n_kept < 4096) kept[n_kept++] = p;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"hold", lpdemo_hold_method, METH_O, "malloc n bytes in C and keep them"},
     {"spin", lpdemo_spin_method, METH_O, "burn CPU in C"},
     {"call_back", lpdemo_call_back_method, METH_VARARGS, "call fn() n times from C"},
     {"cxx_spin", lpdemo_cxx_method, METH_O, "burn CPU in C++"},

@@ -238,6 +238,36 @@ def test_native_all_keeps_interpreter_frames(ext_dir, run_lprof, write_script, t
     assert {f for f in default if "lpdemo" in f} <= everything
 
 
+@pytest.mark.needs_shim  # --memory preloads the allocator shim, which cannot run under ASan
+def test_memory_stacks_name_the_c_function_that_allocated(ext_dir, run_lprof, write_script, tmp_path):
+    path = write_script("alloc.py", """
+        import lpdemo
+
+        def grow():
+            for _ in range(400):
+                lpdemo.hold(64 * 1024)  # hold
+            return [bytearray(4096) for _ in range(2000)]  # python
+
+        kept = grow()
+    """)
+    env = {"PYTHONPATH": os.pathsep.join([PKGDIR, ext_dir])}
+    r = run_lprof("--native", "--memory", "--stacks", "m.folded", "--stacks-metric", "alloc", "alloc.py", env=env)
+    assert r.returncode == 0, r.stderr
+    rows = _folded(tmp_path / "m.folded")
+    below = _frames_after(rows, f"grow ({path}:{line_of(path, 'hold')})")
+    assert below, rows
+    bytes_by_chain = {}
+    for frames, value in below:
+        key = tuple(f.split(" (")[0] for f in frames)
+        bytes_by_chain[key] = bytes_by_chain.get(key, 0) + value
+    top = max(bytes_by_chain, key=bytes_by_chain.get)
+    assert top == ("lpdemo_hold_method", "lpdemo_allocate_block"), bytes_by_chain
+    assert 0.8 * 400 * 64 * 1024 <= bytes_by_chain[top] <= 1.2 * 400 * 64 * 1024, bytes_by_chain
+    # no lprof frames (hooks, shim) at the leaf of any memory stack
+    for frames, _v in rows:
+        assert "lprof" not in frames[-1].rsplit(" (", 1)[-1], frames[-1]
+
+
 def test_native_is_refused_with_line_profiling_alone(run_lprof, write_script):
     write_script("x.py", "print('hi')\n")
     r = run_lprof("-l", "--native", "x.py")

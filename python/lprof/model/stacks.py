@@ -80,8 +80,10 @@ def is_native(frame):
 
 
 def charge(frames, ids, accept=is_user_file):
-    """The frame a stack is charged to (the rule above); None for no frames.
-    Native frames are never charged: their time is the calling line's."""
+    """The frame a stack is charged to (the rule above); None for a stack
+    without any Python or marker frame. Native frames are never charged:
+    their time is the calling line's, and a stack of native frames alone (a
+    thread outside Python, seen with --native) has no line, as without it."""
     innermost = None
     for fid in reversed(ids):
         f = frames[fid]
@@ -91,8 +93,6 @@ def charge(frames, ids, accept=is_user_file):
             return f
         if innermost is None:
             innermost = f
-    if innermost is None and ids:
-        innermost = frames[ids[-1]]
     return innermost
 
 
@@ -108,9 +108,12 @@ def lines(section, accept=is_user_file, names=None, thread=None):
         if not ids:
             continue
         key = tuple(ids)
-        f = cache.get(key)
-        if f is None:
+        if key in cache:
+            f = cache[key]
+        else:
             f = cache[key] = charge(frames, ids, accept)
+        if f is None:
+            continue
         row = out.setdefault((f[0], f[3], f[1]), {})
         for name, v in m.items():
             if names is None or name in names:

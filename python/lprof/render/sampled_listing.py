@@ -41,7 +41,7 @@ def _charge(profile, accept, thread=None):
         if not any(vals) or not ids:
             continue
         chosen = charge(frames, ids, accept)
-        if not accept(chosen[0]):
+        if chosen is None or not accept(chosen[0]):
             continue
         key = (chosen[0], chosen[3])
         row = lines.setdefault(key, [0.0] * 4)

@@ -11,6 +11,10 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/memacct.h"
+#include "aggregate/splice.h"
+#include "collect/cpython/sampler.h"
+#include "collect/native_unwind.h"
+#include "collect/sampler.h"
 #include "common/clock.h"
 #include "collect/memsample.h"
 #include "common/own_alloc.h"
@@ -27,6 +31,7 @@ typedef struct {
 
 static hook_domain domains[3];
 static const lp_shim_api *shim;
+static uintptr_t shim_lo, shim_hi; /* the shim's text: its wrapper frames lead native stacks */
 static int enabled;          /* atomic: attribute events */
 static uint64_t mean_bytes = LP_MEMSAMPLE_DEFAULT_BYTES;
 static lp_livemem live;      /* PyMem-domain sampled blocks */
@@ -62,6 +67,29 @@ static const lp_alloc_guard own_guard = {lp_memhooks_guard_enter, lp_memhooks_gu
 
 /* ---- attribution -------------------------------------------------------- */
 
+static uint32_t attributed(uint64_t key, const lp_rawframe *frames, int n, int truncated, uint64_t size,
+                           double weight, int python, uint64_t t);
+
+/* The hook's native stack (its return addresses: call sites, so no
+ * per-instruction nodes) with lprof's own leading frames dropped (this
+ * extension's hooks and the shim's wrappers), spliced
+ * with the Python frames. Hook-safe: libunwind local unwinding and
+ * lp_splice allocate nothing. */
+static int with_native(const lp_rawframe *py, int npy, const lp_splice_rules *rules, uintptr_t self_lo,
+                       uintptr_t self_hi, lp_rawframe *out, int max) {
+    uintptr_t ips[LP_MEM_MAX_NATIVE + 1];
+    int nips = lp_native_unwind_here(ips, (int)LP_ARRAY_LEN(ips));
+    int skip = 0;
+    while (skip < nips && ((ips[skip] - 1 >= self_lo && ips[skip] - 1 < self_hi) ||
+                           (ips[skip] - 1 >= shim_lo && ips[skip] - 1 < shim_hi)))
+        skip++;
+    /* every address is a return address; lp_splice takes its first one as
+     * exact and moves the others inside their call: move the first here */
+    if (skip < nips) ips[skip] -= 1;
+    int mismatch = 0;
+    return lp_splice(py, npy, ips + skip, nips - skip, nips >= (int)LP_ARRAY_LEN(ips), rules, out, max, &mismatch);
+}
+
 /* Captures the calling thread's stack and charges the sample to it. Returns
  * the stack id + 1 (0 is reserved for "not attributed"). The code objects
  * in the stack are kept alive by the code registry (aggregate/cpython/
@@ -76,7 +104,19 @@ static uint32_t attribute(uint64_t size, double weight, int python, uint64_t t) 
         if (n < 0) n = 0;
         key = lp_pyframes_thread_key(ts);
     }
-    uint32_t id = lp_agg_intern(key, buf, (size_t)n, truncated) + 1;
+    uintptr_t self_lo, self_hi;
+    const lp_splice_rules *rules = lp_pysampler_native_rules(&self_lo, &self_hi);
+    if (rules) { /* lprof --native --memory: the C functions that allocated */
+        lp_rawframe mixed[LP_MEM_MAX_DEPTH + LP_MEM_MAX_NATIVE];
+        int k = with_native(buf, n, rules, self_lo, self_hi, mixed, (int)LP_ARRAY_LEN(mixed));
+        return attributed(key, mixed, k, truncated, size, weight, python, t);
+    }
+    return attributed(key, buf, n, truncated, size, weight, python, t);
+}
+
+static uint32_t attributed(uint64_t key, const lp_rawframe *frames, int n, int truncated, uint64_t size,
+                           double weight, int python, uint64_t t) {
+    uint32_t id = lp_agg_intern(key, frames, (size_t)n, truncated) + 1;
     lp_memacct_alloc(account, id, weight, size, python, t);
     return id;
 }
@@ -260,7 +300,10 @@ static int ensure_tables(void) {
     }
     lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
     const lp_shim_api *api = get ? get() : NULL;
-    if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) shim = api;
+    if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) {
+        shim = api;
+        lp_sampler_text_range((uintptr_t)(void *)get, &shim_lo, &shim_hi);
+    }
     tls.guard = NULL; /* this thread may have cached its own guard before */
     pthread_atfork(before_fork, after_fork, after_fork);
     Py_AtExit(at_exit);

@@ -15,6 +15,7 @@
 #include "lprof/shim.h"
 
 #define LP_MEM_MAX_DEPTH 128
+#define LP_MEM_MAX_NATIVE 128 /* native frames per sampled allocation (--native) */
 
 /* Installs hooks (once), clears the account and enables attribution.
  * 0, or -1 with a Python exception. */

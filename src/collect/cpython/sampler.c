@@ -26,6 +26,7 @@ static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
 static int native_mode; /* 0 off, 1 on, 2 all frames */
 static lp_splice_rules splice_rules;
 static uint64_t native_mismatch; /* samples whose stacks disagreed (splice.h) */
+static uintptr_t native_self_lo, native_self_hi; /* this extension's text */
 
 /* The stack a sample is interned as: its Python frames, or with --native
  * the mixed stack, each native frame's address moved to its function's
@@ -81,6 +82,13 @@ static void add_sample(const lp_sample *s, void *arg) {
         if (config.mode == LP_MODE_WALL) lp_agg_add(id, LP_M_WALL, w);
     }
     lp_agg_add(id, LP_M_SAMPLES, s->weight);
+}
+
+const lp_splice_rules *lp_pysampler_native_rules(uintptr_t *self_lo, uintptr_t *self_hi) {
+    if (!__atomic_load_n(&native_mode, __ATOMIC_ACQUIRE)) return NULL;
+    *self_lo = native_self_lo;
+    *self_hi = native_self_hi;
+    return &splice_rules;
 }
 
 uint64_t lp_pysampler_drain_rings(void) { return lp_sampler_drain(add_sample, NULL); }
@@ -162,8 +170,10 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
         }
         host.native = lp_native_unwind;
         splice_rules = (lp_splice_rules){host.eval_lo, host.eval_hi, host.interp_lo, host.interp_hi, native == 2};
+        native_self_lo = host.self_lo;
+        native_self_hi = host.self_hi;
     }
-    native_mode = native;
+    __atomic_store_n(&native_mode, native, __ATOMIC_RELEASE); /* after the rules: hooks read them */
     native_mismatch = 0;
     config = cfg;
     lp_sampler_reset_stats();
@@ -174,6 +184,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
 static PyObject *py_stop(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_sampler_stop();
+    __atomic_store_n(&native_mode, 0, __ATOMIC_RELEASE);
     return py_drain(NULL, NULL);
 }
 
@@ -272,5 +283,6 @@ int lp_pysampler_init(PyObject *module) {
     }
     if (lp_resolve_install_hook() < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_MAX_RATE_HZ", LP_SAMPLER_MAX_RATE_HZ) < 0) return -1;
+    if (PyModule_AddIntConstant(module, "SAMPLER_DEFAULT_RATE_HZ", LP_SAMPLER_DEFAULT_RATE_HZ) < 0) return -1;
     return PyModule_AddFunctions(module, methods);
 }
