@@ -9,7 +9,7 @@ import contextlib  # noqa: E402
 from .decorator import profile  # noqa: E402
 
 
-def start(mode="cpu", rate_hz=100):
+def start(mode="cpu", rate_hz=None):
     """Starts whole-program sampling of this process (see lprof.sampler)."""
     from . import sampler
     return sampler.start(mode=mode, rate_hz=rate_hz)
@@ -22,7 +22,7 @@ def stop():
 
 
 @contextlib.contextmanager
-def sampling(mode="cpu", rate_hz=100):
+def sampling(mode="cpu", rate_hz=None):
     """Samples the enclosed region; the dict it yields gets "profile" at exit.
 
         with lprof.sampling() as result: work()

@@ -54,8 +54,9 @@ def _run_parser():
     g = p.add_argument_group("sampling")
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
-    g.add_argument("--rate", type=int, default=100, metavar="HZ",
-                   help="samples per second (default 100; CPU timers fire at most at the kernel tick)")
+    g.add_argument("--rate", type=int, default=None, metavar="HZ",
+                   help="samples per second (default 1000; CPU timers fire at most at the kernel "
+                        "tick, 250 Hz on Debian, each sample weighted by the ticks it covers)")
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
                    help="signal the sampler uses (default SIGPROF, or a real-time signal if "
                         "the program uses SIGPROF)")
@@ -130,7 +131,7 @@ def _fix_native(args):
 
 
 def _check_run_args(args):
-    from ._lprof import SAMPLER_MAX_RATE_HZ  # the C sampler's limit, stated once there
+    from ._lprof import SAMPLER_DEFAULT_RATE_HZ, SAMPLER_MAX_RATE_HZ  # stated once, in C
     if args.native and args.line_by_line and not args.sample:
         raise LprofError("--native adds native frames to sampled stacks: use it without -l "
                          "(or with -l --sample)", 2)
@@ -139,6 +140,8 @@ def _check_run_args(args):
         why = native_unwind_check()
         if why:
             raise LprofError(f"--native: {why}", 2)
+    if args.rate is None:
+        args.rate = SAMPLER_DEFAULT_RATE_HZ
     if not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
         raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} samples a second", 2)
     if args.memory_sample_bytes < 1:

@@ -95,12 +95,14 @@ class SamplingCollector:
 
     name = "sampling"
 
-    def __init__(self, mode="cpu", rate_hz=100, signal=None, native=None):
+    def __init__(self, mode="cpu", rate_hz=None, signal=None, native=None):
         if mode not in ("cpu", "wall"):
             raise ValueError("mode must be 'cpu' or 'wall'")
         if native not in _NATIVE_MODES:
             raise ValueError("native must be None, 'on' or 'all'")
         self.native = native
+        if rate_hz is None:
+            rate_hz = _lprof.SAMPLER_DEFAULT_RATE_HZ
         if not rate_hz or rate_hz <= 0:
             raise ValueError("rate_hz must be positive")
         self.mode = mode
@@ -203,7 +205,7 @@ class SamplingCollector:
         return {
             "mode": self.mode,
             "rate_hz_requested": self.rate_hz,
-            "rate_hz_effective": stats["signals"] / span if span > 0 else 0.0,
+            "rate_hz_effective": _effective_rate(self.mode, stats, span, len(self._threads)),
             "signal": _signal_name(self._signo) if self._signo else None,
             "samples": int(totals[4]),
             "signals": stats["signals"],
@@ -230,6 +232,17 @@ class SamplingCollector:
         return assemble.sections([self])
 
 
+def _effective_rate(mode, stats, span, threads):
+    """Samples taken per second: per CPU second in CPU mode (timer signals),
+    per thread and wall second in wall mode, where the wall thread reads
+    threads without the GIL itself (wall_reads) and signals the others."""
+    if span <= 0:
+        return 0.0
+    if mode == "cpu":
+        return stats["signals"] / span
+    return (stats["signals"] + stats.get("wall_reads", 0)) / span / max(1, threads)
+
+
 def _at_fork_child():
     if _active is not None:
         _active._after_fork_child()
@@ -243,7 +256,7 @@ if hasattr(os, "register_at_fork"):
 _api_collector = None
 
 
-def start(mode="cpu", rate_hz=100, signal=None):
+def start(mode="cpu", rate_hz=None, signal=None):
     """Starts sampling this process; stop() returns the profile dict."""
     global _api_collector
     if _api_collector is None and _active is None:

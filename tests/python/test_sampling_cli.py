@@ -64,6 +64,27 @@ def test_listing_header_times(run_lprof, write_script):
     assert 0.2 <= float(wall_head.split(" wall ")[1].split(" s")[0]) <= 2.0, wall_head
 
 
+def test_effective_rate_counts_samples_in_wall_mode(run_lprof, write_script, load_profile, tmp_path):
+    """A sleeping thread is read by the wall thread, not signalled: the
+    effective rate counts those reads (it said 3 Hz beside 100 samples)."""
+    write_script("sl.py", "import time\ntime.sleep(1.0)\n")
+    r = run_lprof("--wall", "--rate", "100", "-o", "w.lprof", "sl.py")
+    assert r.returncode == 0, r.stderr
+    samp = load_profile(str(tmp_path / "w.lprof"))["sampling"]
+    assert 60 <= samp["rate_hz_effective"] <= 130, samp
+    assert 60 <= samp["samples"] <= 130, samp
+
+
+def test_default_rate_is_the_c_samplers(run_lprof, write_script, load_profile, tmp_path):
+    from lprof._lprof import SAMPLER_DEFAULT_RATE_HZ
+    write_script("busy.py", BUSY)
+    r = run_lprof("-q", "-o", "b.lprof", "busy.py")
+    assert r.returncode == 0, r.stderr
+    samp = load_profile(str(tmp_path / "b.lprof"))["sampling"]
+    assert samp["rate_hz_requested"] == SAMPLER_DEFAULT_RATE_HZ == 1000
+    assert samp["rate_hz_effective"] >= 90, samp  # bounded by the kernel tick (250 Hz on Debian)
+
+
 def test_wall_mode_sees_sleep(run_lprof, write_script, tmp_path):
     write_script("sl.py", "import time\ntime.sleep(0.6)\n")
     r = run_lprof("--wall", "-o", "w.lprof", "sl.py")
