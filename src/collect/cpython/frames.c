@@ -153,7 +153,11 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         }
         const uint32_t entry = 0;
 #else
-        const uint32_t entry = fr.is_entry ? LP_RAWFRAME_ENTRY : 0;
+        /* read the bool as a byte: a frame copied while being pushed may hold
+         * any value there, and loading a bool that is not 0/1 is undefined */
+        unsigned char is_entry_byte;
+        memcpy(&is_entry_byte, (const char *)&fr + offsetof(_PyInterpreterFrame, is_entry), 1);
+        const uint32_t entry = is_entry_byte ? LP_RAWFRAME_ENTRY : 0;
 #endif
         if (!lp_pyframes_is_code(co, r)) {
             if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
