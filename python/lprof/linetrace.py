@@ -10,12 +10,19 @@ import types
 from . import _lprof
 
 
+COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
+
+
 def _qualname(code):
     return getattr(code, "co_qualname", code.co_name)
 
 
-def _key(code):
-    return (os.path.abspath(code.co_filename), _qualname(code), code.co_firstlineno)
+def code_key(code):
+    """(file, function, first line): how the profile names a traced function."""
+    name = code.co_filename
+    # "<string>" (-c), "<stdin>": not a path; abspath would hide it from linecache
+    path = name if name.startswith("<") else os.path.abspath(name)
+    return (path, _qualname(code), code.co_firstlineno)
 
 
 class LineCollector:
@@ -31,7 +38,7 @@ class LineCollector:
         if not isinstance(code, types.CodeType):
             raise TypeError(f"expected a code object, got {type(code).__name__}")
         with self._lock:
-            self._registered.setdefault(_key(code), code)
+            self._registered.setdefault(code_key(code), code)
         _lprof.tracer_add_code(code)
 
     def add_code_tree(self, code, include_self=False):
@@ -39,7 +46,8 @@ class LineCollector:
         if include_self:
             self.add_code(code)
         for const in code.co_consts:
-            if isinstance(const, types.CodeType):
+            # comprehensions count in their enclosing line (see tracer.c)
+            if isinstance(const, types.CodeType) and const.co_name not in COMPREHENSIONS:
                 self.add_code(const)
 
     def registered_count(self):
@@ -82,7 +90,7 @@ class LineCollector:
         unit = _lprof.timer_unit()
         merged = {}  # key -> [total_ticks, {line: [hits, ticks]}]
         for code, total, lines in _lprof.tracer_stats():
-            entry = merged.setdefault(_key(code), [0, {}])
+            entry = merged.setdefault(code_key(code), [0, {}])
             entry[0] += total
             for lineno, hits, ticks in lines:
                 row = entry[1].setdefault(lineno, [0, 0])
