@@ -19,7 +19,7 @@ ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build ctest pytest test matrix asan bench example clean
+.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean
 
 all: build
 
@@ -30,6 +30,7 @@ help:
 	@echo "make test     deps + build + C unit tests + pytest + version matrix + ASan/UBSan run"
 	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine"
 	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
+	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
 
 deps:
@@ -59,7 +60,10 @@ matrix:
 asan:
 	@$(PYTHON) tools/asan.py
 
-test: deps build ctest pytest matrix asan
+sdist-check:
+	@$(PYTHON) tools/sdist_check.py
+
+test: deps build ctest pytest matrix asan sdist-check
 	@echo "all test tiers passed"
 
 bench: deps build

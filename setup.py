@@ -61,10 +61,24 @@ ext = Extension(
     depends=sorted(glob.glob("src/**/*.h", recursive=True) + glob.glob("include/lprof/*.h")),
 )
 
+def _long_description():
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as fh:
+        return fh.read()
+
+
 setup(
     name="lprof",
     version="0.1.0",
     description="Line-level CPU, wall and memory profiler for Python, written in C",
+    long_description=_long_description(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    classifiers=["Programming Language :: C",
+                 "Programming Language :: Python :: 3",
+                 "Operating System :: POSIX :: Linux",
+                 "Topic :: Software Development :: Debuggers"],
+    # pyproject.toml's [tool.lprof] table on Pythons without tomllib
+    install_requires=['tomli>=1.1; python_version < "3.11"'],
     package_dir={"": "python"},
     packages=["lprof", "lprof.model", "lprof.render", "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"]},

@@ -53,6 +53,10 @@ def main(versions):
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "pytest",
                  "setuptools", "wheel"])
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy"])
+        if version in ("3.9", "3.10") and subprocess.run(
+                [py, "-c", "import tomli"], capture_output=True).returncode != 0:
+            # lprof's install_requires there: pyproject.toml without tomllib
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "tomli"])
         print(f"== {version}: build and test with {interp}", flush=True)
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
         if (run([py, "setup.py", "-q", "build_ext", "--inplace"], env=env) != 0

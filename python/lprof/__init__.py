@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 
 import contextlib  # noqa: E402
 
-from .decorator import profile  # noqa: E402
+from .decorator import LineProfiler, LineStats, profile  # noqa: E402
 
 
 def start(mode="cpu", rate_hz=None):
@@ -41,4 +41,4 @@ def render_listing(profile, **options):
     return sampler.render_listing(profile, **options)
 
 
-__all__ = ["profile", "start", "stop", "sampling", "render_listing", "__version__"]
+__all__ = ["profile", "LineProfiler", "LineStats", "start", "stop", "sampling", "render_listing", "__version__"]

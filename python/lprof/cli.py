@@ -11,42 +11,84 @@ from .errors import LprofError
 VERBS = ("view", "export")
 
 
+_BOOL_WORDS = {**{w: True for w in ("1", "on", "true", "t", "yes", "y")},
+               **{w: False for w in ("0", "off", "false", "f", "no", "n", "")}}
+
+
+def _bool_word(text):
+    value = _BOOL_WORDS.get(str(text).casefold())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected yes/no, true/false, on/off or 1/0, "
+                                         f"not {text!r}")
+    return value
+
+
+def _switch(group, short, long, help):
+    """A kernprof-style switch: -x, --xx, --xx=yes|no (and the other boolean
+    words), --no-xx."""
+    action = group.add_argument(long, nargs="?", const=True, default=False, type=_bool_word,
+                                metavar="yes|no", help=help + (f" (short: {short})" if short else ""))
+    action.is_switch = True
+    if short:
+        group.add_argument(short, dest=action.dest, action="store_true", help=argparse.SUPPRESS)
+    group.add_argument("--no-" + long[2:], dest=action.dest, action="store_false",
+                       help=argparse.SUPPRESS)
+    return action
+
+
 def _run_parser():
     p = argparse.ArgumentParser(
         prog="lprof", allow_abbrev=False,
         usage="lprof [options] script.py [args ...]\n"
               "       lprof [options] -m module [args ...]\n"
+              "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
               "       lprof export FILE.lprof --format json|folded|speedscope|svg [options]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
-                    "lines of functions marked @profile.")
-    p.add_argument("--version", action="version", version=f"lprof {__version__}")
+                    "lines of functions marked @profile.",
+        epilog="Everything after the script, -m MODULE or -c CODE goes to the program, as "
+               "with python. Defaults can be set in pyproject.toml ([tool.lprof], and "
+               "kernprof's [tool.line_profiler.kernprof]); see docs/usage.md.")
+    p.add_argument("-V", "--version", action="version", version=f"lprof {__version__}")
+    p.add_argument("--config", metavar="TOML",
+                   help="read option defaults from this file (default: the nearest "
+                        "pyproject.toml from the current folder up)")
+    p.add_argument("--no-config", action="store_true", help="read no pyproject.toml")
     g = p.add_argument_group("exact line profiler (kernprof-compatible)")
-    g.add_argument("-l", "--line-by-line", action="store_true",
-                   help="trace @profile functions line by line (puts `profile` into builtins)")
-    g.add_argument("-b", "--builtin", action="store_true",
-                   help="put `profile` into builtins (implied by -l)")
+    _switch(g, "-l", "--line-by-line",
+            "trace @profile functions line by line (puts `profile` into builtins)")
+    _switch(g, "-b", "--builtin", "put `profile` into builtins (implied by -l)")
     g.add_argument("-p", "--prof-mod", action="append", default=[], metavar="TARGET",
                    help="profile without decorators: a module, function (pkg.mod.func or "
                         "pkg.mod:Class.method), or a path (the script itself: every function "
                         "in it); repeat or separate with commas")
+    _switch(g, None, "--prof-imports", "accepted for kernprof; lprof does not follow the "
+                                       "imports of -p targets")
+    _switch(g, None, "--preimports", "accepted for kernprof; lprof registers -p modules when "
+                                     "they are imported")
     g.add_argument("-s", "--setup", metavar="CODE_OR_FILE",
                    help="code (or a file) to run before the program, not profiled")
     g.add_argument("-u", "--unit", type=float, default=None,
                    help="output unit of the time columns in seconds (default 1e-6)")
-    g.add_argument("-z", "--skip-zero", action="store_true",
-                   help="hide functions that never ran")
-    g.add_argument("--summarize", action="store_true", help="add a one-line-per-function summary")
+    _switch(g, "-z", "--skip-zero", "hide functions that never ran")
+    _switch(g, None, "--summarize", "add a one-line-per-function summary")
+    _switch(g, "-r", "--rich", "accepted for kernprof; lprof prints plain text")
     g.add_argument("--sample", action="store_true",
                    help="with -l: also sample the whole program")
     g = p.add_argument_group("output")
-    g.add_argument("-o", "--outfile", help="profile file to write (default: <script>.lprof)")
-    g.add_argument("-v", "--view", action="store_true",
-                   help="print the listing after the run (default for sampling)")
-    g.add_argument("-q", "--quiet", action="store_true", help="do not print the listing")
-    g.add_argument("-i", "--output-interval", type=float, default=0, metavar="SECONDS",
-                   help="rewrite the profile file every SECONDS while the program runs")
+    g.add_argument("-o", "--outfile",
+                   help="profile file to write (default: <script>.lprof with -l, "
+                        "<script>.sample.lprof when sampling)")
+    g.add_argument("-v", "--verbose", "--view", dest="verbose", action="count", default=0,
+                   help="print the -l listing after the run (sampling listings print by default)")
+    g.add_argument("-q", "--quiet", action="count", default=0,
+                   help="print no listing and no lprof messages (the program's output is "
+                        "never touched; -qq and -qqq are accepted and do the same)")
+    g.add_argument("-i", "--output-interval", type=float, default=0, nargs="?", const=1.0,
+                   metavar="SECONDS",
+                   help="rewrite the profile file every SECONDS while the program runs "
+                        "(bare -i: every second)")
     g.add_argument("--stacks", metavar="PATH", help="write folded stacks (flamegraph.pl input)")
     g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak"],
                    help="metric of --stacks/--flamegraph (default: the profile's main one)")
@@ -55,12 +97,13 @@ def _run_parser():
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
     g.add_argument("--rate", type=int, default=None, metavar="HZ",
-                   help="samples per second (default 1000; CPU timers fire at most at the kernel "
-                        "tick, 250 Hz on Debian, each sample weighted by the ticks it covers)")
+                   help=f"samples per second, 1 to {_max_rate()} (default 1000; CPU timers "
+                        f"fire at most at the kernel tick, 250 Hz on Debian, each sample "
+                        f"weighted by the ticks it covers)")
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
                    help="signal the sampler uses (default SIGPROF, or a real-time signal if "
                         "the program uses SIGPROF)")
-    g.add_argument("--native", nargs="?", const="on", default=None, metavar="all",
+    g.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind; --native=all "
                         "also keeps the interpreter's own frames")
     g.add_argument("--reduced", dest="reduced", action="store_true", default=True,
@@ -79,25 +122,40 @@ def _run_parser():
                         "allocator shim)")
     g.add_argument("--memory-sample-bytes", type=int, default=16384, metavar="BYTES",
                    help="mean bytes between memory samples (default 16384)")
-    p.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    p.add_argument("script", nargs="?", help="the Python script to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    g = p.add_argument_group("what to run (lprof's options end here)")
+    g.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    g.add_argument("-c", dest="code", metavar="CODE", help="run CODE as python -c does")
     return p
+
+
+def _max_rate():
+    from ._lprof import SAMPLER_MAX_RATE_HZ  # stated once, in C
+    return SAMPLER_MAX_RATE_HZ
 
 
 def _view_parser():
     p = argparse.ArgumentParser(prog="lprof view", allow_abbrev=False,
-                                description="Print a saved profile again.")
-    p.add_argument("file")
-    p.add_argument("-u", "--unit", type=float, default=None)
-    p.add_argument("-z", "--skip-zero", action="store_true")
-    p.add_argument("--summarize", action="store_true")
-    p.add_argument("--sort", choices=["time", "file"], default="time")
-    p.add_argument("--all", dest="reduced", action="store_false", default=True)
-    p.add_argument("--threshold", type=float, default=1.0)
-    p.add_argument("--profile-only", action="append", default=[])
-    p.add_argument("--profile-all", action="store_true")
-    p.add_argument("--per-thread", action="store_true")
+                                description="Print a saved profile again: an lprof file, or a "
+                                            "line_profiler (kernprof -l) .lprof file.")
+    p.add_argument("file", help="the profile file")
+    p.add_argument("-u", "--unit", type=float, default=None,
+                   help="output unit of the -l time columns in seconds (default 1e-6)")
+    p.add_argument("-z", "--skip-zero", action="store_true",
+                   help="hide functions that never ran (-l listings)")
+    p.add_argument("--summarize", action="store_true",
+                   help="add a one-line-per-function summary (-l listings)")
+    p.add_argument("--sort", choices=["time", "file"], default="time",
+                   help="order of the -l functions: most time first (default) or by file")
+    p.add_argument("--all", dest="reduced", action="store_false", default=True,
+                   help="sampled listing: every line, not only those above the threshold")
+    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
+                   help="sampled listing: minimum share of a line, in percent (default 1)")
+    p.add_argument("--profile-only", action="append", default=[], metavar="PATTERN",
+                   help="sampled listing: only files whose path contains PATTERN")
+    p.add_argument("--profile-all", action="store_true",
+                   help="sampled listing: the standard library and site-packages too")
+    p.add_argument("--per-thread", action="store_true",
+                   help="sampled listing: one listing per thread")
     return p
 
 
@@ -119,22 +177,59 @@ def _parse(parser, argv):
     return parser.parse_args(argv)
 
 
-def _fix_native(args):
-    """`--native` takes an optional value (`--native=all`); argparse hands it
-    the next word when none is given (`lprof --native script.py`): that word
-    is the script, and every positional moves one place back."""
-    if args.native in (None, "on", "all"):
-        return
-    if args.script is not None:
-        args.args = [args.script] + args.args
-    args.script, args.native = args.native, "on"
+def _parse_run(argv):
+    """(parser, args): lprof's own words parsed with pyproject defaults,
+    the target and the program's words taken off first (argsplit)."""
+    from . import argsplit, config
+    parser = _run_parser()
+    own, target = argsplit.split(parser, argv)
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config")
+    pre.add_argument("--no-config", action="store_true")
+    early, _ = pre.parse_known_args(own)
+    if not early.no_config:
+        path = early.config or config.find_pyproject()
+        values, warning = config.defaults(parser, path, explicit=bool(early.config))
+        if warning:
+            sys.stderr.write(f"lprof: {warning}\n")
+        parser.set_defaults(**values)
+    args = parser.parse_args(own)
+    args.script = args.module = args.code = None
+    args.code_from_stdin = False
+    args.args = target.args
+    if target.kind == "script":
+        args.script = target.value
+    elif target.kind == "module":
+        args.module = target.value
+    elif target.kind == "code":
+        args.code = target.value
+    elif target.kind == "stdin":  # read by the run command, after any re-exec
+        args.code = ""
+        args.code_from_stdin = True
+    level = args.verbose - args.quiet
+    args.view = level >= 1
+    args.quiet = level < 0
+    return parser, args
 
 
 def _check_run_args(args):
     from ._lprof import SAMPLER_DEFAULT_RATE_HZ, SAMPLER_MAX_RATE_HZ  # stated once, in C
-    if args.native and args.line_by_line and not args.sample:
+    sampling = not args.line_by_line or args.sample
+    if args.native and not sampling:
         raise LprofError("--native adds native frames to sampled stacks: use it without -l "
                          "(or with -l --sample)", 2)
+    if args.wall and not sampling:
+        raise LprofError("--wall is a sampling mode: use it without -l (or with -l --sample)", 2)
+    if args.stacks_metric in ("alloc", "peak", "leak") and not args.memory:
+        raise LprofError(f"--stacks-metric {args.stacks_metric} needs --memory", 2)
+    if args.stacks_metric in ("cpu", "wall") and not sampling:
+        raise LprofError(f"--stacks-metric {args.stacks_metric}: lprof -l alone records no "
+                         "stacks; add --sample", 2)
+    if args.stacks_metric == "wall" and not args.wall:
+        raise LprofError("--stacks-metric wall needs --wall (CPU sampling records no wall time)", 2)
+    if (args.stacks or args.flamegraph) and not (sampling or args.memory):
+        raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample "
+                         "or --memory", 2)
     if args.native:
         from ._lprof import native_unwind_check
         why = native_unwind_check()
@@ -162,15 +257,10 @@ def main(argv=None):
                 return view.main(_parse(_view_parser(), argv))
             from .commands import export
             return export.main(_parse(_export_parser(), argv))
-        parser = _run_parser()
-        args = _parse(parser, argv)
-        _fix_native(args)
-        if args.module is not None and args.script is not None:
-            args.args = [args.script] + args.args
-            args.script = None
-        if args.module is None and args.script is None:
+        parser, args = _parse_run(argv)
+        if args.module is None and args.script is None and args.code is None:
             parser.print_usage(sys.stderr)
-            raise LprofError("no script to profile (give a script path or -m module)", 2)
+            raise LprofError("no script to profile (give a script path, -m module or -c code)", 2)
         _check_run_args(args)
         if args.memory:
             # before the run command's imports: the re-executed process

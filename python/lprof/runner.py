@@ -25,18 +25,91 @@ class Outcome:
         self.keyboard_interrupt = keyboard_interrupt
 
 
+class SourceError(Exception):
+    """A script Python itself would refuse to run; `text` is Python's own
+    message (printed as is, exit status 1)."""
+
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
+def is_runnable_dir_or_zip(path):
+    """A folder or zip file Python runs through its __main__.py (zipapps)."""
+    import zipfile
+    return os.path.isdir(path) or (os.path.isfile(path) and zipfile.is_zipfile(path))
+
+
 def read_script(path):
-    """Compiles the script; one-line LprofError for unusable paths."""
+    """Compiles the script; None for a folder or zipapp (run through its
+    __main__); one-line LprofError for unusable paths."""
     if not os.path.exists(path):
         raise LprofError(f"can't open file '{path}': No such file or directory", 2)
-    if os.path.isdir(path):
-        raise LprofError(f"can't run '{path}': is a directory, not a Python script", 2)
+    if is_runnable_dir_or_zip(path):
+        return None
     try:
         with open(path, "rb") as f:
             source = f.read()
     except OSError as exc:
         raise LprofError(f"can't open file '{path}': {exc.strerror}", 2) from None
+    _check_encoding(path, source)
     return compile(source, os.path.abspath(path), "exec", dont_inherit=True)
+
+
+def _check_encoding(path, source):
+    """Python's own message for a non-UTF-8 script without a coding cookie
+    (compile() of the bytes words it differently)."""
+    import re
+    head = source.split(b"\n", 2)[:2]
+    if any(re.match(rb"^[ \t\f]*#.*?coding[:=]", line) for line in head):
+        return
+    try:
+        source.decode("utf-8")
+        return
+    except UnicodeDecodeError as exc:
+        bad = exc.start
+    line = source.count(b"\n", 0, bad) + 1
+    if sys.version_info[:2] == (3, 10):
+        line += 1  # what 3.10's tokenizer reports
+    url = ("https://peps.python.org/pep-0263/" if sys.version_info >= (3, 11)
+           else "https://python.org/dev/peps/pep-0263/")
+    raise SourceError(f"SyntaxError: Non-UTF-8 code starting with '\\x{source[bad]:02x}' in file "
+                      f"{os.path.abspath(path)} on line {line}, but no encoding declared; see {url} for details")
+
+
+def check_module(name):
+    """Python's message when `python -m name` surely cannot run, else None.
+    Only the top-level package is looked up: finding `pkg.sub` would import
+    `pkg` before profiling starts (runpy reports a missing submodule itself)."""
+    import importlib.util
+    top = name.split(".", 1)[0]
+    if not top:
+        return f"{sys.executable}: Relative module names not supported"
+    old = sys.path[0]
+    sys.path[0] = os.getcwd()  # where `python -m` looks first
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    finally:
+        sys.path[0] = old
+    if spec is None:
+        return f"{sys.executable}: No module named {top}"
+    return None
+
+
+def check_main_of(path):
+    """Python's message when a folder or zipapp has no __main__ module."""
+    import zipfile
+    names = ("__main__.py", "__main__.pyc")
+    if os.path.isdir(path):
+        found = any(os.path.isfile(os.path.join(path, n)) for n in names)
+    else:
+        with zipfile.ZipFile(path) as z:
+            found = any(n in z.namelist() for n in names)
+    if found:
+        return None
+    return f"{sys.executable}: can't find '__main__' module in {os.path.abspath(path)!r}"
 
 
 def exit_status(code):
@@ -72,28 +145,40 @@ def _wait_for_threads():
         shutdown()
 
 
-def run(target, args, is_module=False, code=None, setup=None, on_start=None):
-    """Runs a script (compiled `code`) or module; returns an Outcome.
+def run(target, args, kind="script", code=None, setup=None, on_start=None):
+    """Runs the program as python would; returns an Outcome. kind is
+    "script" (compiled `code`, or None for a folder/zipapp), "module", or
+    "code" (`python -c` / `python -`: `code` compiled, target "-c" or "-").
 
     `on_start()` is called right before the program's first line runs."""
-    if is_module:
-        sys.argv[:] = [target] + list(args)
+    sys.argv[:] = [target] + list(args)
+    if kind == "module":
         sys.path[0:1] = [os.getcwd()]
+    elif kind == "code":
+        sys.path[0:1] = [""]
+        main = types.ModuleType("__main__")
+        main.__builtins__ = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
+        main.__spec__ = main.__loader__ = main.__package__ = None
+        sys.modules["__main__"] = main
+    elif code is None:  # a folder or zipapp: its __main__ module, from it
+        sys.path[0:1] = [os.path.abspath(target)]
     else:
-        sys.argv[:] = [target] + list(args)
         sys.path[0:1] = [os.path.dirname(os.path.abspath(target))]
         # The script's module stays __main__ to the end (atexit, pickling).
         main = _make_main_module(target)
         sys.modules["__main__"] = main
+    namespace = vars(main) if kind == "code" or (kind == "script" and code is not None) else None
     if setup:
-        _run_setup(setup, None if is_module else vars(main))
+        _run_setup(setup, namespace)
     if on_start:
         on_start()
     try:
-        if is_module:
+        if kind == "module":
             runpy._run_module_as_main(target, alter_argv=True)
+        elif namespace is None:
+            runpy._run_module_as_main("__main__", alter_argv=False)
         else:
-            exec(code, vars(main))
+            exec(code, namespace)
         _wait_for_threads()
         return Outcome(0)
     except SystemExit as exc:

@@ -99,7 +99,7 @@ def test_os_exit_keeps_status(run_lprof, write_script):
 
 @pytest.mark.parametrize("args, message, status", [
     (["-l", "missing.py"], "can't open file 'missing.py'", 2),
-    (["-l", "."], "is a directory", 2),
+    (["-l", "."], "can't find '__main__' module", 1),  # a folder: as python says
     ([], "no script to profile", 2),
     (["view", "missing.lprof"], "cannot read", 2),
     (["view", "garbage.lprof"], "not an lprof profile", 2),

@@ -69,7 +69,7 @@ def test_torch_cpu_tensor_attributed(run_lprof, write_script, tmp_path):
     """)
     r = run_lprof("--memory", "-q", "tt.py", timeout=300)
     assert r.returncode == 0, r.stderr
-    data = json.loads(run_lprof("export", "tt.py.lprof", "--format", "json", "-o", "-").stdout)
+    data = json.loads(run_lprof("export", "tt.py.sample.lprof", "--format", "json", "-o", "-").stdout)
     rows = [m for m in data["memory"]["lines"] if m["line"] == 5]  # the TENSOR line
     row = max(rows, key=lambda m: m["alloc_bytes"])
     assert 90e6 <= sum(m["alloc_bytes"] for m in rows) <= 110e6, rows

@@ -38,11 +38,11 @@ def test_stacks_begin_at_the_program(run_lprof, write_script, tmp_path):
 def test_view_and_exports_of_sampled_profile(run_lprof, write_script, tmp_path):
     write_script("busy.py", BUSY)
     assert run_lprof("-q", "busy.py").returncode == 0
-    view = run_lprof("view", "busy.py.lprof")
+    view = run_lprof("view", "busy.py.sample.lprof")
     assert view.returncode == 0 and "busy.py" in view.stdout
     for fmt, out in (("folded", "o.folded"), ("speedscope", "o.json"), ("svg", "o.svg"),
                      ("json", "full.json")):
-        r = run_lprof("export", "busy.py.lprof", "--format", fmt, "-o", out)
+        r = run_lprof("export", "busy.py.sample.lprof", "--format", fmt, "-o", out)
         assert r.returncode == 0, r.stderr
     ET.parse(tmp_path / "o.svg")
     speedscope = json.loads((tmp_path / "o.json").read_text())
@@ -50,7 +50,7 @@ def test_view_and_exports_of_sampled_profile(run_lprof, write_script, tmp_path):
     full = json.loads((tmp_path / "full.json").read_text())
     lines = full["sampling"]["lines"]
     assert lines and {"file", "line", "cpu_python_s", "cpu_native_s", "wall_s"} <= set(lines[0])
-    bad = run_lprof("export", "busy.py.lprof", "--format", "folded", "--metric", "nope")
+    bad = run_lprof("export", "busy.py.sample.lprof", "--format", "folded", "--metric", "nope")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
@@ -178,7 +178,7 @@ def test_exit_paths_keep_sampled_profile(run_lprof, write_script, load_profile, 
     write_script("boom.py", textwrap.dedent(BUSY) + "\nraise RuntimeError('late')\n")
     r = run_lprof("-q", "boom.py")
     assert r.returncode == 1 and "RuntimeError: late" in r.stderr
-    prof = load_profile(str(tmp_path / "boom.py.lprof"))
+    prof = load_profile(str(tmp_path / "boom.py.sample.lprof"))
     assert prof["sampling"]["samples"] > 0 and prof["meta"]["exit_code"] == 1
 
 

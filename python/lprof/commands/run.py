@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from .. import runner, targets
+from .. import outputs, runner, targets
 from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
@@ -19,8 +19,12 @@ BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__f
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def default_outfile(target):
-    return os.path.basename(target) + ".lprof"
+def default_outfile(target, line_by_line):
+    """<target>.lprof for -l (kernprof's name: `lprof view` reads both
+    tools' files), <target>.sample.lprof when sampling, so the two modes
+    never overwrite each other's profile of the same script."""
+    name = os.path.basename(os.path.normpath(target)) or "lprof"
+    return name + (".lprof" if line_by_line else ".sample.lprof")
 
 
 def _make_collectors(args):
@@ -116,16 +120,20 @@ def _print_outputs(args, prof):
 
 
 def _write_stacks(args, prof):
+    """Writes --stacks/--flamegraph; False when one could not be written."""
     if not (args.stacks or args.flamegraph):
-        return
+        return True
     from .. import stacks
     metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall else "cpu")
+    ok = True
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
                 stacks.export(prof, fmt, metric, path)
             except (ValueError, OSError) as exc:
                 sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
+                ok = False
+    return ok
 
 
 _interrupted = []
@@ -146,25 +154,68 @@ def _die_by_sigint():
     os.kill(os.getpid(), signal.SIGINT)
 
 
+def _say_started(args, modes):
+    """One line on a terminal (never into a pipe or file): what runs, and
+    that Ctrl-C still gives the profile."""
+    try:
+        if args.quiet or not sys.stderr.isatty():
+            return
+    except (AttributeError, ValueError):
+        return
+    what = []
+    if "lines" in modes:
+        what.append("tracing @profile lines")
+    if "cpu" in modes or "wall" in modes:
+        what.append(f"sampling {'wall' if args.wall else 'CPU'} time at {args.rate} Hz")
+    if "memory" in modes:
+        what.append("memory")
+    sys.stderr.write(f"lprof: {', '.join(what)}; Ctrl-C stops the program and keeps the "
+                     f"profile\n")
+    sys.stderr.flush()
+
+
+def _target(args):
+    """(name shown as sys.argv[0], kind for runner.run, compiled code or None)."""
+    if args.module:
+        return args.module, "module", None
+    if args.code is not None:
+        if args.code_from_stdin:
+            source, name, filename = sys.stdin.read(), "-", "<stdin>"
+        else:
+            source, name, filename = args.code, "-c", "<string>"
+        import linecache  # so the listing can show the code's lines
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        return name, "code", compile(source, filename, "exec", dont_inherit=True)
+    return args.script, "script", runner.read_script(args.script)
+
+
 def main(args, raw_argv):
     atexit.register(_die_by_sigint)
-    target = args.module or args.script
     try:
-        code = None if args.module else runner.read_script(args.script)
+        target, kind, code = _target(args)
+    except runner.SourceError as exc:
+        sys.stderr.write(exc.text + "\n")
+        return 1
     except (SyntaxError, ValueError) as exc:
         # As Python reports a script that does not compile: no traceback of ours.
         runner.print_exception(exc.with_traceback(None))
         return 1
-    outfile = args.outfile or default_outfile(target)
-    out_dir = os.path.dirname(os.path.abspath(outfile))
-    if not os.path.isdir(out_dir):
-        raise LprofError(f"cannot write profile: directory '{out_dir}' does not exist", 2)
+    why = (runner.check_module(args.module) if kind == "module"
+           else runner.check_main_of(args.script) if kind == "script" and code is None else None)
+    if why:  # as python says it, and no profile of a program that never ran
+        sys.stderr.write(why + "\n")
+        return 1
+    default_name = "lprof-command" if kind == "code" else target
+    outfile = args.outfile or default_outfile(default_name, args.line_by_line)
+    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph)],
+                  protected=[args.script] if kind == "script" else [])
     collectors, modes = _make_collectors(args)
     if args.line_by_line or args.builtin:
         _inject_builtin_profile()
     run = _Run(args, collectors, modes, os.path.abspath(outfile))
 
     def on_start():
+        _say_started(args, modes)
         if args.prof_mod:
             targets.register(args.prof_mod, args.script, code)
         try:
@@ -173,17 +224,22 @@ def main(args, raw_argv):
             run.stop()
             raise LprofError(f"cannot start profiling: {exc}", 2) from None
 
-    outcome = runner.run(target, args.args, is_module=bool(args.module), code=code,
+    outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
     run.stop()
     prof = run.build(exit_code=outcome.exit_code)
+    written = True
     try:
         run.save(prof)
-        sys.stderr.write(f"lprof: wrote profile to {outfile} (view it again: lprof view {outfile})\n")
+        if not args.quiet:
+            sys.stderr.write(f"lprof: wrote profile to {outfile} "
+                             f"(view it again: lprof view {outfile})\n")
     except OSError as exc:
-        sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror}\n")
-    _write_stacks(args, prof)
+        sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
+        written = False
+    written = _write_stacks(args, prof) and written
     _print_outputs(args, prof)
     if outcome.keyboard_interrupt:
         _interrupted.append(True)
-    return outcome.exit_code
+    # the program's status; lprof's own failure shows only where the program succeeded
+    return outcome.exit_code if outcome.exit_code or written else 2

@@ -25,6 +25,7 @@ import tempfile
 import zlib
 
 from ..errors import ProfileFileError
+from . import kernprof_file
 
 MAGIC = b"LPROF\x00\r\n"
 FORMAT_VERSION = 2
@@ -123,6 +124,10 @@ def decode(data, name="<bytes>", rows=True):
     """The profile dict of a file's bytes. rows=False keeps a version 2
     stacks section in its columnar form (what the stack exporters read
     fastest); rows=True gives the row form every other reader uses."""
+    if kernprof_file.looks_like(data):  # line_profiler's pickle (kernprof -l)
+        profile = kernprof_file.decode(data, name)
+        validate(profile, name)
+        return profile
     if len(data) < _HEADER.size:
         if data[: len(MAGIC)] != MAGIC[: len(data)] or not data:
             raise ProfileFileError(f"{name}: not an lprof profile file")

@@ -76,7 +76,13 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         by_file.setdefault(path, {})[ln] = v
     for path, ln in memory:
         by_file.setdefault(path, {}).setdefault(ln, [0.0] * 4)
-    hdr = f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7} {'wall%':>7} {'time(s)':>9}"
+    show_wall = mode == "wall"  # CPU mode samples no wall time: no empty column
+
+    def wall_cell(v):
+        return f" {_fmt_pct(v, wall_total):>7}" if show_wall else ""
+
+    hdr = (f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
+           + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}")
     if memory:
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
     hdr += "  source"
@@ -122,7 +128,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
             secs = main_value(v)
             out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
-                       f"{_fmt_pct(v[2], cpu_total):>7} {_fmt_pct(v[3], wall_total):>7} "
+                       f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
                        f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}  {text}")
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
@@ -131,9 +137,23 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
                 if reduced and pct_of_main(v) < threshold_pct:
                     continue
                 out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
-                           f"{_fmt_pct(v[2], cpu_total):>7} {_fmt_pct(v[3], wall_total):>7} "
+                           f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
                            f"{main_value(v):>9.3f}  {func}")
     return out
+
+
+def legend(profile):
+    """One line that says what the columns mean."""
+    mode = (profile.get("sampling") or {}).get("mode", "cpu")
+    text = ("Columns: CPU% py / native / system = share of CPU time in Python code, in native "
+            "code called from the line, in the kernel")
+    if mode == "wall":
+        text += "; wall% = share of wall-clock time"
+    text += f"; time(s) = {mode} seconds"
+    if profile.get("memory"):
+        text += ("; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
+                 "process's peak, py% = share allocated by Python objects")
+    return text + "."
 
 
 def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0, per_thread=False):
@@ -150,7 +170,7 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
         extra.append(f"{samp['dropped']} samples dropped")
     if samp.get("truncated"):
         extra.append(f"{samp['truncated']} stacks truncated")
-    out = [head + (" [" + ", ".join(extra) + "]" if extra else "")]
+    out = [head + (" [" + ", ".join(extra) + "]" if extra else ""), legend(profile)]
     if per_thread:
         threads = samp.get("threads", {})
         seen = sorted({str(t) for _i, t, _m in (profile.get("stacks") or {}).get("stacks", [])})

@@ -1,0 +1,127 @@
+"""Option defaults from pyproject.toml, as kernprof reads them.
+
+Two tables, the nearer to the command line winning:
+  [tool.lprof]                    any of lprof's long options, spelled as on
+                                  the command line without the dashes
+  [tool.line_profiler.kernprof]   kernprof's table (line-by-line, builtin,
+                                  skip-zero, summarize, unit, outfile, setup,
+                                  output-interval, prof-mod, verbose, ...)
+Command-line options override both. The file is the nearest pyproject.toml
+from the current folder up, or the one named by --config; --no-config skips
+it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
+import argparse
+import os
+
+from .errors import LprofError
+
+KERNPROF_TABLE = ("tool", "line_profiler", "kernprof")
+LPROF_TABLE = ("tool", "lprof")
+# kernprof's keys that mean nothing to lprof (accepted, ignored)
+KERNPROF_IGNORED = {"rich", "preimports", "prof-imports"}
+
+
+def find_pyproject(start=None):
+    folder = os.path.abspath(start or os.getcwd())
+    while True:
+        path = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(path):
+            return path
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _toml_loader():
+    try:
+        import tomllib
+        return tomllib
+    except ImportError:
+        pass
+    try:
+        import tomli
+        return tomli
+    except ImportError:
+        return None
+
+
+def _table(doc, keys):
+    for key in keys:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) else {}
+
+
+def read(path, explicit):
+    """{dest: value} of the two tables; {} when there is nothing to read."""
+    if path is None:
+        return {}, None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        if explicit:
+            raise LprofError(f"--config {path}: {exc.strerror}", 2) from None
+        return {}, None
+    loader = _toml_loader()
+    if loader is None:
+        if b"[tool.lprof" in data or b"[tool.line_profiler" in data:
+            return {}, (f"{path}: its [tool.lprof] / [tool.line_profiler] options need "
+                        "Python 3.11+ or the tomli package; ignored")
+        return {}, None
+    try:
+        doc = loader.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LprofError(f"{path}: not valid TOML ({exc})", 2) from None
+    return {"kernprof": _table(doc, KERNPROF_TABLE), "lprof": _table(doc, LPROF_TABLE)}, None
+
+
+def defaults(parser, path, explicit):
+    """Parser defaults from the tables of `path` (see the module docstring);
+    the second value is a warning line or None."""
+    tables, warning = read(path, explicit)
+    if not tables:
+        return {}, warning
+    by_option = {}
+    for action in parser._actions:
+        for opt in action.option_strings:
+            if opt.startswith("--"):
+                by_option[opt[2:]] = action
+    out = {}
+    for table_name, table in (("kernprof", tables["kernprof"]), ("lprof", tables["lprof"])):
+        where = (".".join(KERNPROF_TABLE) if table_name == "kernprof"
+                 else ".".join(LPROF_TABLE))
+        for key, value in table.items():
+            if table_name == "kernprof" and key in KERNPROF_IGNORED:
+                continue
+            action = by_option.get(key)
+            if action is None or action.dest in ("help", "version", "config", "no_config"):
+                raise LprofError(f"{path} [{where}]: unknown option '{key}'", 2)
+            out[action.dest] = _convert(action, value, f"{path} [{where}] {key}")
+    return out, None
+
+
+def _convert(action, value, where):
+    """A TOML value as the option's own parser would have read it."""
+    if isinstance(action, argparse._CountAction):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise LprofError(f"{where}: must be an integer", 2)
+        return value
+    if action.nargs == 0 or getattr(action, "is_switch", False):
+        if not isinstance(value, bool):
+            raise LprofError(f"{where}: must be true or false", 2)
+        return value if action.const is not False else not value
+    if isinstance(action, argparse._AppendAction):
+        values = value if isinstance(value, list) else [value]
+        return [str(v) for v in values if str(v)]
+    if isinstance(value, (list, dict)):
+        raise LprofError(f"{where}: must be a single value", 2)
+    if action.type is not None and not isinstance(value, bool):
+        try:
+            value = action.type(value if isinstance(value, str) else str(value))
+        except (TypeError, ValueError):
+            raise LprofError(f"{where}: invalid value {value!r}", 2) from None
+    if action.choices is not None and value not in action.choices:
+        raise LprofError(f"{where}: must be one of {', '.join(map(str, action.choices))}", 2)
+    if value == "" and action.dest in ("outfile", "setup"):
+        return None  # kernprof's spelling of "not set"
+    return value

@@ -1,0 +1,71 @@
+"""line_profiler's own .lprof files (kernprof -l, LineProfiler.dump_stats),
+read into an lprof profile dict so `lprof view` and `lprof export` take them.
+
+Those files are pickles of line_profiler's LineStats: {"timings": {(file,
+first line, function): [(line, hits, time in units)]}, "unit": seconds}.
+Unpickling runs code named by the file, so the reader admits one class
+(LineStats, under any of the module names line_profiler has used) and the
+plain containers; anything else is refused as not a line_profiler file.
+line_profiler need not be installed."""
+import io
+import pickle
+
+from ..errors import ProfileFileError
+
+PICKLE_PROTOCOL_OPCODE = 0x80
+_LINESTATS_MODULES = ("line_profiler.line_profiler", "line_profiler._line_profiler",
+                      "line_profiler")
+# a real profile is small; refuse absurd sizes before unpickling
+_MAX_BYTES = 256 << 20
+
+
+class _LineStats:
+    """Stands in for line_profiler's LineStats while unpickling."""
+
+    def __init__(self, *args):
+        if len(args) == 2:
+            self.timings, self.unit = args
+
+    def __setstate__(self, state):
+        self.__dict__.update(state if isinstance(state, dict) else {})
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if name == "LineStats" and module in _LINESTATS_MODULES:
+            return _LineStats
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed")
+
+
+def looks_like(data):
+    return len(data) > 2 and data[0] == PICKLE_PROTOCOL_OPCODE
+
+
+def decode(data, name):
+    if len(data) > _MAX_BYTES:
+        raise ProfileFileError(f"{name}: too large for a line_profiler file")
+    try:
+        stats = _Unpickler(io.BytesIO(data)).load()
+    except Exception:  # any malformed pickle: one line, never a traceback
+        raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file") from None
+    timings = getattr(stats, "timings", None)
+    unit = getattr(stats, "unit", None)
+    if not isinstance(stats, _LineStats) or not isinstance(timings, dict) \
+            or not isinstance(unit, (int, float)) or not unit > 0:
+        raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file")
+    functions = []
+    for key, rows in timings.items():
+        try:
+            path, first, func = key
+            lines = [[int(ln), int(hits), float(t) * unit] for ln, hits, t in rows]
+        except (TypeError, ValueError):
+            raise ProfileFileError(f"{name}: malformed line_profiler profile") from None
+        if not isinstance(path, str) or not isinstance(func, str) or not isinstance(first, int):
+            raise ProfileFileError(f"{name}: malformed line_profiler profile")
+        functions.append({"file": path, "name": func, "first_line": first,
+                          "total_s": sum(r[2] for r in lines), "lines": sorted(lines)})
+    functions.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
+    return {"format": "lprof", "version": 2,
+            "meta": {"argv": [], "modes": ["lines"], "timer_unit_s": unit,
+                     "source": "line_profiler", "exit_code": None},
+            "functions": functions}
