@@ -1,4 +1,5 @@
 """The .lprof container: round trip, and clear errors for bad files."""
+import os
 import struct
 import zlib
 
@@ -108,3 +109,14 @@ def test_version_1_file_of_the_previous_release_opens(run_lprof):
     assert "fx.py" in view.stdout and "Memory (sampled" in view.stdout
     folded = run_lprof("export", path, "--format", "folded", "--metric", "alloc", "-o", "a.folded")
     assert folded.returncode == 0, folded.stderr
+
+
+def test_saved_file_has_the_umask_mode(tmp_path):
+    """A profile is as readable as any file the user writes (mkstemp's 0600
+    made profiles unreadable to the user's group)."""
+    old = os.umask(0o027)
+    try:
+        profile_file.save(sample_profile(), str(tmp_path / "p.lprof"))
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "p.lprof").st_mode & 0o777) == 0o640

@@ -109,6 +109,8 @@ def save(profile, path):
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file 0600; give it what open() would (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
@@ -118,6 +120,20 @@ def save(profile, path):
         except OSError:
             pass
         raise
+
+
+def _umask():
+    """The process umask, read without changing it where Linux tells it
+    (/proc/self/status): setting and restoring it could race with files the
+    program creates in other threads meanwhile."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def decode(data, name="<bytes>", rows=True):
