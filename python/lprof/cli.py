@@ -230,6 +230,12 @@ def _check_run_args(args):
     if (args.stacks or args.flamegraph) and not (sampling or args.memory):
         raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample "
                          "or --memory", 2)
+    if args.signal is not None:
+        from .sampler import check_signal
+        try:
+            check_signal(args.signal)
+        except ValueError as exc:
+            raise LprofError(f"--signal {args.signal}: {exc}", 2) from None
     if args.native:
         from ._lprof import native_unwind_check
         why = native_unwind_check()

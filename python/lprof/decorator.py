@@ -6,7 +6,6 @@ before (return values, exceptions, signature, `inspect` results). Outside
 `lprof -l` nothing is enabled, so a decorated function costs nothing."""
 import atexit
 import functools
-import inspect
 import os
 import sys
 import types
@@ -57,6 +56,9 @@ class LineStats:
 
 
 _TRUE_WORDS = ("1", "on", "true", "t", "yes", "y")
+# CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR (inspect's values, without
+# importing inspect at start-up)
+_SUSPENDING = 0x20 | 0x80 | 0x200
 
 
 class LineProfiler:
@@ -82,9 +84,7 @@ class LineProfiler:
             self.add(obj)
             return obj
         self.add(obj)
-        if isinstance(obj, types.FunctionType) and not (
-                obj.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
-                                         | inspect.CO_ASYNC_GENERATOR)):
+        if isinstance(obj, types.FunctionType) and not obj.__code__.co_flags & _SUSPENDING:
             return self._traced_call(obj)
         return obj
 

@@ -42,6 +42,26 @@ def _parse_signal(spec):
         raise ValueError(f"unknown signal {spec!r}") from None
 
 
+# Signals the sampler may take: its own timer signals, the user signals and
+# the real-time range. Every other signal means something to the program, the
+# runtime or the terminal (SIGSEGV, SIGINT, SIGTERM, SIGCHLD, SIGPIPE, ...):
+# taking one would break the program (a segfault that hangs, Ctrl-C ignored).
+_SAMPLER_SIGNALS = {int(_signal.SIGPROF), int(_signal.SIGVTALRM), int(_signal.SIGALRM),
+                    int(_signal.SIGUSR1), int(_signal.SIGUSR2)}
+
+
+def check_signal(signo):
+    """Raises ValueError for a signal the sampler must not take."""
+    if signo in _SAMPLER_SIGNALS or _signal.SIGRTMIN <= signo <= _signal.SIGRTMAX:
+        return signo
+    try:
+        name = _signal.Signals(signo).name
+    except ValueError:
+        raise ValueError(f"signal {signo} does not exist") from None
+    raise ValueError(f"signal {signo} ({name}) belongs to the program or the runtime; use "
+                     f"SIGPROF, SIGVTALRM, SIGALRM, SIGUSR1, SIGUSR2 or SIGRTMIN+N")
+
+
 def _signal_name(signo):
     try:
         return _signal.Signals(signo).name
@@ -78,7 +98,7 @@ def _install_thread_hook():
     def _bootstrap_inner(self):
         col = _active
         registered = False
-        if col is not None and not getattr(self, "_lprof_internal", False):
+        if col is not None:
             registered = col._register_current(self)
         try:
             _orig_bootstrap_inner(self)
@@ -109,6 +129,8 @@ class SamplingCollector:
         self.rate_hz = float(rate_hz)
         spec = signal if signal is not None else os.environ.get("LPROF_SIGNAL") or None
         self._signo = _parse_signal(spec)
+        if self._signo is not None:
+            check_signal(self._signo)
         self._running = False
         self._stopped = False
         self._drainer = None
@@ -140,15 +162,15 @@ class SamplingCollector:
         me = threading.current_thread()
         self._register_current(me)
         others = [(t.ident, getattr(t, "native_id", 0) or 0) for t in threading.enumerate()
-                  if t is not me and t.ident is not None and not getattr(t, "_lprof_internal", False)]
+                  if t is not me and t.ident is not None]
         for t in threading.enumerate():
             if t is not me and t.ident is not None:
                 self._threads[t.ident] = t.name
         if others:
             _lprof.sampler_register_threads(others)
         self._stop_event.clear()
-        self._drainer = threading.Thread(target=self._drain_loop, name="lprof-drain", daemon=True)
-        self._drainer._lprof_internal = True
+        from .own_thread import OwnThread
+        self._drainer = OwnThread(self._drain_loop)
         self._drainer.start()
 
     def _register_current(self, thread):
@@ -180,7 +202,7 @@ class SamplingCollector:
         self._t1 = time.perf_counter()
         self._cpu1 = time.process_time()
         self._stop_event.set()
-        if self._drainer is not None and self._drainer is not threading.current_thread():
+        if self._drainer is not None and not self._drainer.is_current():
             self._drainer.join(timeout=5)
         self._drainer = None
         _lprof.sampler_stop()

@@ -107,7 +107,7 @@ def test_os_exit_keeps_status(run_lprof, write_script):
     (["--rate", "0", "ok.py"], "--rate 0: must be between", 2),
     (["--memory-sample-bytes", "0", "ok.py"], "must be at least 1", 2),
     (["-l", "-i", "-1", "ok.py"], "must not be negative", 2),
-    (["--signal", "99999", "ok.py"], "cannot start profiling", 2),
+    (["--signal", "99999", "ok.py"], "does not exist", 2),
     (["-l", "-p", "no_such_module_xyz", "ok.py"], "no module named", 2),
 ])
 def test_bad_input_one_line_error(run_lprof, tmp_path, args, message, status):
@@ -227,3 +227,15 @@ def test_output_dir_missing(run_lprof, write_script):
     result = run_lprof("-l", "-o", "nodir/out.lprof", "ok.py")
     assert result.returncode == 2
     assert "does not exist" in result.stderr
+
+
+def test_json_export_to_a_device_writes_through_it(run_lprof, write_script, tmp_path):
+    """`-o /dev/stdout` (or a FIFO): the JSON goes to it; the temporary file +
+    rename used for regular files would have replaced the device node."""
+    write_script("d.py", "@profile\ndef f():\n    return 1\nf()\n")
+    assert run_lprof("-l", "d.py").returncode == 0
+    r = run_lprof("export", "d.py.lprof", "--format", "json", "-o", "/dev/stdout")
+    assert r.returncode == 0, r.stderr
+    assert '"schema": "lprof.export"' in r.stdout
+    import stat  # the node itself is still a link or device, never a regular file
+    assert not stat.S_ISREG(os.lstat("/dev/stdout").st_mode)

@@ -43,6 +43,15 @@ def main(args):
 
 
 def _write_text(path, text):
+    if os.path.exists(path) and not os.path.isfile(path):
+        # a device or pipe (/dev/stdout, a FIFO): write to it; renaming a
+        # temporary file over it would replace the device itself
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise LprofError(f"cannot write {path}: {exc.strerror}", 2) from None
+        return
     try:
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:

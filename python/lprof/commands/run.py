@@ -70,8 +70,8 @@ class _Run:
         for c in self.collectors:
             c.start()
         if self.args.output_interval and self.args.output_interval > 0:
-            self.writer = threading.Thread(target=self._periodic_writer, name="lprof-writer",
-                                           daemon=True)
+            from ..own_thread import OwnThread  # unseen by the program, never sampled
+            self.writer = OwnThread(self._periodic_writer)
             self.writer.start()
 
     def stop(self):
@@ -209,7 +209,10 @@ def main(args, raw_argv):
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph)],
                   protected=[args.script] if kind == "script" else [])
-    collectors, modes = _make_collectors(args)
+    try:
+        collectors, modes = _make_collectors(args)
+    except ValueError as exc:  # e.g. LPROF_SIGNAL naming a signal the sampler must not take
+        raise LprofError(f"cannot start profiling: {exc}", 2) from None
     if args.line_by_line or args.builtin:
         _inject_builtin_profile()
     run = _Run(args, collectors, modes, os.path.abspath(outfile))

@@ -12,7 +12,6 @@ import pickle
 
 from ..errors import ProfileFileError
 
-PICKLE_PROTOCOL_OPCODE = 0x80
 _LINESTATS_MODULES = ("line_profiler.line_profiler", "line_profiler._line_profiler",
                       "line_profiler")
 # a real profile is small; refuse absurd sizes before unpickling
@@ -35,10 +34,6 @@ class _Unpickler(pickle.Unpickler):
         if name == "LineStats" and module in _LINESTATS_MODULES:
             return _LineStats
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed")
-
-
-def looks_like(data):
-    return len(data) > 2 and data[0] == PICKLE_PROTOCOL_OPCODE
 
 
 def decode(data, name):

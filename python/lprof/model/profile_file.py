@@ -19,20 +19,29 @@ Files are written to a temporary name and renamed, so a reader never sees a
 half-written profile, also when it is rewritten periodically (-i).
 """
 import json
+import math
 import os
 import struct
 import tempfile
 import zlib
 
 from ..errors import ProfileFileError
-from . import kernprof_file
 
 MAGIC = b"LPROF\x00\r\n"
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 _HEADER = struct.Struct("<8sHHIQ")
-# A decompressed payload larger than this is refused rather than exhausting memory.
-_MAX_PAYLOAD = 4 << 30
+# A decompressed payload larger than this is refused rather than exhausting
+# memory: lprof's JSON compresses 2-5 times (measured on real profiles), so
+# more than 32 times the stored size, past a floor for small files, is a
+# decompression bomb; 1 GiB bounds even a huge honest file.
+_MAX_PAYLOAD = 1 << 30
+_MAX_RATIO = 32
+_PAYLOAD_FLOOR = 16 << 20
+
+
+def _payload_limit(stored):
+    return min(_MAX_PAYLOAD, max(_PAYLOAD_FLOOR, _MAX_RATIO * stored))
 
 
 def _stacks_to_columns(section):
@@ -75,9 +84,13 @@ def stacks_from_columns(col, name="<profile>"):
     except (KeyError, TypeError):
         bad("section")
     if not (isinstance(frames, list) and isinstance(values, dict)
+            and all(isinstance(a, list) for a in (parent, frame, row_node, row_thread))
             and len(parent) == len(frame) and len(row_node) == len(row_thread)
             and all(isinstance(v, list) and len(v) == len(row_node) for v in values.values())):
         bad("arrays")
+    for column in values.values():  # numbers only: the exporters pack them into C arrays
+        if not all(type(v) in (int, float) for v in column) or not all(map(math.isfinite, column)):
+            bad("values")
     paths = []
     for p, f in zip(parent, frame):
         if not (isinstance(p, int) and isinstance(f, int) and -1 <= p < len(paths)
@@ -140,7 +153,8 @@ def decode(data, name="<bytes>", rows=True):
     """The profile dict of a file's bytes. rows=False keeps a version 2
     stacks section in its columnar form (what the stack exporters read
     fastest); rows=True gives the row form every other reader uses."""
-    if kernprof_file.looks_like(data):  # line_profiler's pickle (kernprof -l)
+    if data[:1] == b"\x80":  # a pickle: line_profiler's file (kernprof -l)
+        from . import kernprof_file  # pickle only when needed: start-up cost
         profile = kernprof_file.decode(data, name)
         validate(profile, name)
         return profile
@@ -163,17 +177,24 @@ def decode(data, name="<bytes>", rows=True):
         raise ProfileFileError(f"{name}: corrupt profile (checksum mismatch)")
     try:
         d = zlib.decompressobj()
-        raw = d.decompress(payload, _MAX_PAYLOAD)
+        limit = _payload_limit(len(payload))
+        raw = d.decompress(payload, limit)
         if d.unconsumed_tail:
-            raise ProfileFileError(f"{name}: profile payload too large")
+            raise ProfileFileError(f"{name}: profile payload expands beyond {limit >> 20} MiB "
+                                   f"(a real profile expands 2-5 times; refused as a "
+                                   f"decompression bomb)")
         profile = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ProfileFileError(f"{name}: corrupt profile (nested too deeply)") from None
     except (zlib.error, UnicodeDecodeError, ValueError) as exc:
         raise ProfileFileError(f"{name}: corrupt profile ({exc.__class__.__name__})") from None
     if version >= 2 and isinstance(profile, dict) and isinstance(profile.get("stacks"), dict):
-        rowform = stacks_from_columns(profile["stacks"], name)  # also validates
+        rowform = stacks_from_columns(profile["stacks"], name)
+        validate(dict(profile, stacks=rowform), name)  # the values, in either form
         if rows:
             profile["stacks"] = rowform
-    validate(profile, name)
+    else:
+        validate(profile, name)
     return profile
 
 
@@ -189,27 +210,7 @@ def load(path, rows=True):
 
 
 def validate(profile, name="<profile>"):
-    """Checks the shape the renderers rely on; raises ProfileFileError."""
-    def bad(what):
-        raise ProfileFileError(f"{name}: malformed profile ({what})")
-
-    if not isinstance(profile, dict) or profile.get("format") != "lprof":
-        bad("not an lprof profile dict")
-    if not isinstance(profile.get("meta"), dict):
-        bad("missing meta")
-    funcs = profile.get("functions", [])
-    if not isinstance(funcs, list):
-        bad("functions is not a list")
-    for fn in funcs:
-        if not isinstance(fn, dict) or not isinstance(fn.get("lines"), list):
-            bad("function entry")
-        for key, typ in (("file", str), ("name", str), ("first_line", int)):
-            if not isinstance(fn.get(key), typ):
-                bad(f"function {key}")
-        for row in fn["lines"]:
-            if (not isinstance(row, list) or len(row) != 3
-                    or not all(isinstance(v, (int, float)) for v in row)):
-                bad("line row")
-    for section in ("sampling", "memory", "stacks"):
-        if section in profile and not isinstance(profile[section], dict):
-            bad(section)
+    """Checks every value the renderers read (lprof.model.validate);
+    raises ProfileFileError."""
+    from . import validate as shape
+    shape.check(profile, name)

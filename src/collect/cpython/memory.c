@@ -162,7 +162,18 @@ static PyObject *py_leak_judge(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Oddd)", v.is_leak ? Py_True : Py_False, v.slope, v.span_s, v.score);
 }
 
+/* For lprof's own threads (drain, periodic writer): their allocations are
+ * lprof's, not the program's; the hook guard stays set for the thread's
+ * life, so the hooks and the shim pass them through unrecorded. */
+static PyObject *py_ignore_current_thread(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    (void)lp_memhooks_guard_enter();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef memory_methods[] = {
+    {"memory_ignore_current_thread", py_ignore_current_thread, METH_NOARGS,
+     "This thread is lprof's own: its allocations are never recorded."},
     {"memory_start", py_start, METH_VARARGS, "Start memory profiling: memory_start(sample_bytes=16384)."},
     {"memory_stop", py_stop, METH_NOARGS, "Stop memory profiling (idempotent)."},
     {"memory_running", py_running, METH_NOARGS, "Is memory profiling on?"},

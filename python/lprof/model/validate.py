@@ -1,0 +1,175 @@
+"""The shape of a profile dict, checked once when a file is read, so that no
+renderer or exporter meets a malformed value (a traceback), a line number of
+a billion (a listing of a billion rows) or a frame id out of range (a frame
+silently named after another). Every value the renderers read is checked
+here; unknown keys are left alone (later versions may add some)."""
+import math
+
+from ..errors import ProfileFileError
+
+# far above any real source file, far below a listing that would never end
+MAX_LINE = 10_000_000
+
+
+class _Bad(Exception):
+    pass
+
+
+def _fail(what):
+    raise _Bad(what)
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _num(v, what):
+    if not _is_num(v):
+        _fail(what)
+
+
+def _line(v, what, low=0):
+    if not (isinstance(v, int) and not isinstance(v, bool) and low <= v <= MAX_LINE):
+        _fail(what)
+
+
+def _str(v, what):
+    if not isinstance(v, str):
+        _fail(what)
+
+
+def _list(v, what):
+    if not isinstance(v, list):
+        _fail(what)
+    return v
+
+
+def _dict(v, what):
+    if not isinstance(v, dict):
+        _fail(what)
+    return v
+
+
+def _optional_nums(section, keys, where):
+    for key in keys:
+        if key in section:
+            _num(section[key], f"{where} {key}")
+
+
+def _meta(meta):
+    _dict(meta, "meta")
+    if "modes" in meta:
+        for m in _list(meta["modes"], "meta modes"):
+            _str(m, "meta modes")
+    if "argv" in meta:
+        _list(meta["argv"], "meta argv")
+    _optional_nums(meta, ("started", "duration_s", "timer_unit_s"), "meta")
+    code = meta.get("exit_code")
+    if code is not None and not (isinstance(code, int) and not isinstance(code, bool)):
+        _fail("meta exit_code")
+
+
+def _functions(funcs):
+    for fn in _list(funcs, "functions is not a list"):
+        _dict(fn, "function entry")
+        _str(fn.get("file"), "function file")
+        _str(fn.get("name"), "function name")
+        _line(fn.get("first_line"), "function first_line")
+        _optional_nums(fn, ("total_s",), "function")
+        for row in _list(fn.get("lines"), "function entry"):
+            if not isinstance(row, list) or len(row) != 3:
+                _fail("line row")
+            _line(row[0], "line row", low=1)
+            _num(row[1], "line row")
+            _num(row[2], "line row")
+
+
+def _named_rows(rows, numbers, where):
+    """Rows [file, line, function, number x `numbers`]."""
+    for row in _list(rows, f"{where} rows"):
+        if not isinstance(row, list) or len(row) != 3 + numbers:
+            _fail(f"{where} row")
+        _str(row[0], f"{where} row file")
+        _line(row[1], f"{where} row line")
+        _str(row[2], f"{where} row function")
+        for v in row[3:]:
+            _num(v, f"{where} row value")
+
+
+def _sampling(s):
+    _dict(s, "sampling")
+    if "mode" in s and s["mode"] not in ("cpu", "wall"):
+        _fail("sampling mode")
+    _optional_nums(s, ("rate_hz_requested", "rate_hz_effective", "samples", "signals",
+                       "dropped", "in_profiler", "truncated", "stack_overflows",
+                       "native_mismatch", "duration_s", "cpu_total_s", "wall_total_s",
+                       "process_cpu_s"), "sampling")
+    if "threads" in s:
+        for k, v in _dict(s["threads"], "sampling threads").items():
+            _str(v, "sampling thread name")
+    if "lines" in s:
+        _named_rows(s["lines"], 5, "sampling")
+
+
+def _memory(m):
+    _dict(m, "memory")
+    _optional_nums(m, ("sample_bytes", "peak_bytes", "peak_time_s", "live_bytes"), "memory")
+    if "lines" in m:
+        _named_rows(m["lines"], 6, "memory")
+    if "leaks" in m:
+        _named_rows(m["leaks"], 2, "memory leak")
+    for point in _list(m.get("timeline", []), "memory timeline"):
+        if not isinstance(point, list) or len(point) != 2:
+            _fail("memory timeline point")
+        _num(point[0], "memory timeline point")
+        _num(point[1], "memory timeline point")
+    if "stats" in m:
+        _dict(m["stats"], "memory stats")
+
+
+def _stacks(st):
+    _dict(st, "stacks")
+    frames = _list(st.get("frames", []), "stacks frames")
+    for f in frames:
+        if not isinstance(f, list) or len(f) != 4:
+            _fail("stack frame")
+        _str(f[0], "stack frame file")
+        _str(f[1], "stack frame function")
+        _line(f[2], "stack frame first line")
+        _line(f[3], "stack frame line")
+    for col in _list(st.get("columns", []), "stacks columns"):
+        if not isinstance(col, list) or len(col) != 3 or not all(isinstance(c, str) for c in col):
+            _fail("stacks column")
+    n = len(frames)
+    rows = st.get("stacks", [])
+    if isinstance(rows, list):
+        for row in rows:
+            if not isinstance(row, list) or len(row) != 3:
+                _fail("stack row")
+            ids, thread, metrics = row
+            for fid in _list(ids, "stack row frames"):
+                if not (isinstance(fid, int) and not isinstance(fid, bool) and 0 <= fid < n):
+                    _fail("stack row frame id")
+            if not isinstance(thread, (int, str)) or isinstance(thread, bool):
+                _fail("stack row thread")
+            for k, v in _dict(metrics, "stack row metrics").items():
+                _num(v, "stack row metric")
+
+
+def check(profile, name):
+    """Raises ProfileFileError naming the first malformed part."""
+    try:
+        if not isinstance(profile, dict) or profile.get("format") != "lprof":
+            _fail("not an lprof profile dict")
+        if "meta" not in profile:
+            _fail("missing meta")
+        _meta(profile["meta"])
+        _functions(profile.get("functions", []))
+        if "sampling" in profile:
+            _sampling(profile["sampling"])
+        if "memory" in profile:
+            _memory(profile["memory"])
+        if "stacks" in profile:
+            _stacks(profile["stacks"])
+    except _Bad as exc:
+        raise ProfileFileError(f"{name}: malformed profile ({exc})") from None

@@ -1,0 +1,167 @@
+"""Malformed profile files: a well-formed container around malformed
+sections, deep nesting, huge line numbers, bad frame ids and decompression
+bombs get one line and exit status 2 from `lprof view` and `lprof export`,
+never a traceback, a hang or unbounded memory."""
+import contextlib
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from conftest import lprof_env
+
+from lprof import cli
+from lprof.model import profile_file
+
+MUTANTS = (None, "x", -1, 10 ** 9, [], [[["deep"]]], True)
+
+
+def _real_profile(run_lprof, write_script, tmp_path):
+    write_script("w.py", """
+        @profile
+        def f():
+            blocks = [bytearray(20000) for _ in range(200)]
+            t = 0
+            for i in range(200000):
+                t += i
+            return len(blocks) + t
+        f()
+    """)
+    r = run_lprof("-l", "--sample", "--memory", "-q", "-o", "real.lprof", "w.py")
+    assert r.returncode == 0, r.stderr
+    return profile_file.load(str(tmp_path / "real.lprof"))
+
+
+def _paths(node, prefix=()):
+    """Every path to a value in the profile, depth-first (lists: their first item)."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node[:1]):
+            yield from _paths(v, prefix + (i,))
+
+
+def _replace(node, path, value):
+    if not path:
+        return value
+    if isinstance(node, dict):
+        out = dict(node)
+    else:
+        out = list(node)
+    out[path[0]] = _replace(node[path[0]], path[1:], value)
+    return out
+
+
+def _run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_section_value_malformed(run_lprof, write_script, tmp_path):
+    """Each value of a real profile replaced by each wrong kind of value: view
+    and every export either work or say one line with exit 2 (an exception
+    escaping cli.main fails the test)."""
+    # mutate the file's own form (columnar stacks), as a damaged file holds it
+    prof = json.loads(zlib.decompress(
+        profile_file.encode(_real_profile(run_lprof, write_script, tmp_path))[24:]))
+    paths = [p for p in _paths(prof) if p and p[0] != "format"]
+    assert len(paths) > 60
+    path_file = str(tmp_path / "m.lprof")
+    checked = 0
+    for path in paths:
+        for value in MUTANTS:
+            with open(path_file, "wb") as fh:
+                fh.write(_container(json.dumps(_replace(prof, path, value)).encode()))
+            out = str(tmp_path / "out")
+            for argv in (["view", path_file],
+                         ["export", path_file, "--format", "json", "-o", out],
+                         ["export", path_file, "--format", "folded", "--metric", "alloc",
+                          "-o", out],
+                         ["export", path_file, "--format", "svg", "-o",
+                          str(tmp_path / "m.svg")]):
+                code, _out, err = _run_cli(argv)
+                assert code in (0, 2), (path, value, argv, err)
+                if code == 2:
+                    assert len(err.strip().splitlines()) == 1, (path, value, err)
+                checked += 1
+    assert checked > 1500
+
+
+def _container(payload_bytes):
+    payload = zlib.compress(payload_bytes, 9)
+    return struct.pack("<8sHHIQ", profile_file.MAGIC, 2, 0, zlib.crc32(payload),
+                       len(payload)) + payload
+
+
+def test_huge_line_number_and_bad_frame_id_refused(tmp_path):
+    base = {"format": "lprof", "version": 2, "meta": {"modes": ["lines"]},
+            "functions": [{"file": "/x.py", "name": "f", "first_line": 1, "total_s": 1.0,
+                           "lines": [[1_000_000_000, 1, 1.0]]}]}
+    (tmp_path / "big.lprof").write_bytes(profile_file.encode(base))
+    code, _o, err = _run_cli(["view", str(tmp_path / "big.lprof")])
+    assert code == 2 and "line row" in err
+    st = {"frames": [["/x.py", "f", 1, 2]], "columns": [],
+          "stacks": [[[0, -1], 1, {"cpu_python_s": 5}]]}
+    prof = dict(base, functions=[], stacks=st)
+    (tmp_path / "neg.lprof").write_bytes(profile_file.encode(prof))
+    code, _o, err = _run_cli(["export", str(tmp_path / "neg.lprof"), "--format", "folded",
+                              "-o", str(tmp_path / "neg.folded")])
+    assert code == 2 and "malformed" in err
+
+
+def test_deep_nesting_refused(tmp_path):
+    deep = b'{"format": "lprof", "meta": ' + b"[" * 200000 + b"]" * 200000 + b"}"
+    (tmp_path / "deep.lprof").write_bytes(_container(deep))
+    code, _o, err = _run_cli(["view", str(tmp_path / "deep.lprof")])
+    assert code == 2 and "nested too deeply" in err
+
+
+@pytest.mark.parametrize("megabytes", [1, 3])
+def test_decompression_bomb_bounded(tmp_path, megabytes):
+    """A few MB that expand to GBs: refused, and the reader's peak memory
+    stays far below what expanding it would take."""
+    comp = zlib.compressobj(9)
+    chunk = b" " * (1 << 20)
+    parts = [comp.compress(b'{"format": "lprof", "meta": {}, "pad": "')]
+    expanded = 0
+    while sum(map(len, parts)) < megabytes << 20:
+        parts.append(comp.compress(chunk))
+        expanded += len(chunk)
+    parts.append(comp.compress(b'"}'))
+    parts.append(comp.flush())
+    payload = b"".join(parts)
+    path = tmp_path / "bomb.lprof"
+    path.write_bytes(struct.pack("<8sHHIQ", profile_file.MAGIC, 2, 0, zlib.crc32(payload),
+                                 len(payload)) + payload)
+    assert expanded > 1 << 30  # it would take GBs
+    code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       env=lprof_env(), timeout=120)
+    rc, maxrss_kib = map(int, r.stdout.split())
+    assert rc == 2 and "decompression bomb" in r.stderr, r.stderr
+    assert maxrss_kib < 400 * 1024, maxrss_kib  # not the GBs the payload would take
+
+
+def test_honest_large_profile_still_opens(tmp_path):
+    """The bomb limit leaves room for real profiles: a profile of 20,000
+    distinct stacks round-trips."""
+    frames = [[f"/src/m{i % 50}.py", f"f{i}", i % 900 + 1, i % 900 + 3] for i in range(3000)]
+    stacks = [[[i % 3000, (i * 7) % 3000, (i * 13) % 3000], 1, {"cpu_python_s": i + 1}]
+              for i in range(20000)]
+    prof = {"format": "lprof", "version": 2, "meta": {"modes": ["cpu"]}, "functions": [],
+            "stacks": {"frames": frames, "columns": [["cpu_python_s", "ns", "sum"]],
+                       "stacks": stacks}}
+    profile_file.save(prof, str(tmp_path / "ok.lprof"))
+    back = profile_file.load(str(tmp_path / "ok.lprof"))
+    assert len(back["stacks"]["stacks"]) == 20000
+    json.dumps(back)
