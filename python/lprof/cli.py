@@ -65,8 +65,9 @@ def _run_parser():
                         "in it); repeat or separate with commas")
     _switch(g, None, "--prof-imports", "accepted for kernprof; lprof does not follow the "
                                        "imports of -p targets")
-    _switch(g, None, "--preimports", "accepted for kernprof; lprof registers -p modules when "
-                                     "they are imported")
+    _switch(g, None, "--preimports", "import -p modules before the program runs (kernprof's "
+                                     "default); lprof's default registers them when the "
+                                     "program imports them, so the program runs unchanged")
     g.add_argument("-s", "--setup", metavar="CODE_OR_FILE",
                    help="code (or a file) to run before the program, not profiled")
     g.add_argument("-u", "--unit", type=float, default=None,

@@ -3,7 +3,12 @@
 A target is a path (the script itself: every function defined in it; another
 file: every function in it once it is imported), a module name (every function
 and method defined in it), or a function/class/method as `pkg.mod.name`,
-`pkg.mod:Class.method`."""
+`pkg.mod:Class.method`.
+
+Named targets are registered when the program imports their module, never
+imported by lprof ahead of the program (that changed programs whose script
+sets state a module reads at import); a module the program already imported
+is registered at once. kernprof's --preimports asks for the eager import."""
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -67,9 +72,94 @@ def _resolve_name(target):
     raise LprofError(f"-p {target}: no module named '{parts[0]}'", 2)
 
 
-def register(targets, script_path, script_code):
-    """Registers every -p target; returns how many code objects were added."""
-    files = []
+def _module_of(target):
+    """(module path parts, attribute parts) of `pkg.mod.name` / `pkg.mod:Cls.m`;
+    which prefix is the module is only known once it is imported."""
+    modname, _, attr = target.partition(":")
+    return modname.split("."), (attr.split(".") if attr else [])
+
+
+def _resolve_loaded(target):
+    """The target's object if its module is already imported, else None;
+    never imports."""
+    parts, attrs = _module_of(target)
+    for i in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is None:
+            continue
+        obj = module
+        try:
+            for name in parts[i:] + attrs:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return None  # perhaps a submodule not imported yet
+        return obj
+    return None
+
+
+class _NameTargets(importlib.abc.MetaPathFinder):
+    """Registers named targets right after the program imports their module
+    (the module's code has run, its functions exist, none has been called
+    from outside it yet)."""
+
+    def __init__(self, targets):
+        self.pending = list(targets)
+        self._busy = False
+
+    def _wanted(self, name):
+        return any(t == name or t.startswith((name + ".", name + ":")) for t in self.pending)
+
+    def find_spec(self, name, path=None, target=None):
+        # a module loaded by another kind of loader (compiled, zipped, ...)
+        # is found here at the program's next import
+        self.module_loaded()
+        if not self._wanted(name):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if (spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader):
+            spec.loader = _RegisteringLoader(spec.loader.name, spec.loader.path, self)
+            return spec
+        return None  # other loaders: the normal import; registered by the next import's check
+
+    def module_loaded(self):
+        if self._busy or not self.pending:
+            return
+        self._busy = True  # a module's __getattr__ may import: no re-entry
+        try:
+            for target in list(self.pending):
+                obj = _resolve_loaded(target)
+                if obj is not None:
+                    profile.add(obj)
+                    self.pending.remove(target)
+        finally:
+            self._busy = False
+
+
+class _RegisteringLoader(importlib.machinery.SourceFileLoader):
+    def __init__(self, name, path, targets):
+        super().__init__(name, path)
+        self._targets = targets
+
+    def exec_module(self, module):
+        super().exec_module(module)
+        self._targets.module_loaded()
+
+
+def _check_importable(target):
+    import importlib.util
+    top = target.partition(":")[0].split(".")[0]
+    try:
+        found = top in sys.modules or importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise LprofError(f"-p {target}: no module named '{top}'", 2)
+
+
+def register(targets, script_path, script_code, preimport=False):
+    """Registers every -p target (named ones when their module is imported,
+    or now with preimport); returns how many code objects were added now."""
+    files, names = [], []
     count = 0
     for target in split_targets(targets):
         if script_path and (_same_file(target, script_path) or target == script_path):
@@ -80,8 +170,29 @@ def register(targets, script_path, script_code):
             if not os.path.isfile(target):
                 raise LprofError(f"-p {target}: no such file", 2)
             files.append(target)
-        else:
+        elif preimport:
             count += profile.add(_resolve_name(target))
+        else:
+            _check_importable(target)  # only finds the top-level package: imports nothing
+            obj = _resolve_loaded(target)
+            if obj is not None:
+                count += profile.add(obj)
+            else:
+                names.append(target)
     if files:
         sys.meta_path.insert(0, _FileTracingFinder(files))
+    if names:
+        _waiting.append(_NameTargets(names))
+        sys.meta_path.insert(0, _waiting[-1])
     return count
+
+
+_waiting = []
+
+
+def never_imported():
+    """Named targets whose module the program never imported (nothing of
+    them was traced)."""
+    for finder in _waiting:
+        finder.module_loaded()
+    return [t for finder in _waiting for t in finder.pending]

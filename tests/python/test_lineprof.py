@@ -161,3 +161,24 @@ def test_stack_export_of_line_only_profile_is_a_clear_error(run_lprof, write_scr
     for fmt in ("folded", "svg", "speedscope"):
         r = run_lprof("export", "lo.py.lprof", "--format", fmt, "-o", "out." + fmt)
         assert r.returncode == 2 and "no stacks" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_prof_mod_does_not_import_before_the_program(run_lprof, write_script, load_profile,
+                                                     tmp_path):
+    """-p pkg.mod imported the module before the script ran: a module that
+    reads, at import, state the script sets first saw the default. Now it is
+    registered when the program imports it; --preimports (kernprof's default)
+    asks for the early import."""
+    write_script("settings.py", "VALUE = 'default'\n")
+    write_script("mod.py", "import settings\nSEEN = settings.VALUE\n\ndef work():\n"
+                           "    return SEEN\n")
+    write_script("main.py", "import settings\nsettings.VALUE = 'from script'\nimport mod\n"
+                            "print(mod.work())\nprint(mod.work())\n")
+    write_script("unused.py", "def f():\n    pass\n")
+    r = run_lprof("-l", "-p", "mod.work,unused", "main.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:2] == ["from script", "from script"]
+    assert function_lines(load_profile(str(tmp_path / "main.py.lprof")), "work")[5][0] == 2
+    assert "-p unused: the program never imported it" in r.stderr
+    r = run_lprof("-l", "--preimports", "-p", "mod.work", "main.py")
+    assert r.stdout.splitlines()[:1] == ["default"]  # what kernprof does by default

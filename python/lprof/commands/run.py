@@ -220,7 +220,7 @@ def main(args, raw_argv):
     def on_start():
         _say_started(args, modes)
         if args.prof_mod:
-            targets.register(args.prof_mod, args.script, code)
+            targets.register(args.prof_mod, args.script, code, preimport=args.preimports)
         try:
             run.start()
         except (ValueError, RuntimeError, OSError) as exc:  # e.g. an unusable --signal
@@ -230,6 +230,10 @@ def main(args, raw_argv):
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
     run.stop()
+    if args.prof_mod and not args.quiet:
+        for target in targets.never_imported():
+            sys.stderr.write(f"lprof: -p {target}: the program never imported it; "
+                             f"nothing of it was traced\n")
     prof = run.build(exit_code=outcome.exit_code)
     written = True
     try:
