@@ -299,7 +299,9 @@ print(json.dumps(seen))
 """
 
 
-@pytest.mark.parametrize("mode", [[], ["--wall"], ["--memory"], ["-l", "--sample"]])
+@pytest.mark.parametrize("mode", [[], ["--wall"], pytest.param(["--memory"],
+                                                                marks=pytest.mark.needs_shim),
+                                  ["-l", "--sample"]])
 def test_lprof_threads_are_invisible_and_unsampled(run_lprof, write_script, tmp_path,
                                                    load_profile, mode):
     """threading.active_count() was 2 in a program that started no thread;
