@@ -107,16 +107,7 @@ def _run_parser():
     g.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind; --native=all "
                         "also keeps the interpreter's own frames")
-    g.add_argument("--reduced", dest="reduced", action="store_true", default=True,
-                   help="list only lines above the threshold (default)")
-    g.add_argument("--all", dest="reduced", action="store_false", help="list every line")
-    g.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
-                   help="reduced listing: minimum share of a line, in percent (default 1)")
-    g.add_argument("--profile-only", action="append", default=[], metavar="PATTERN",
-                   help="list only files whose path contains PATTERN")
-    g.add_argument("--profile-all", action="store_true",
-                   help="list every file, the standard library and site-packages too")
-    g.add_argument("--per-thread", action="store_true", help="split the listing by thread")
+    _add_sampled_listing_options(g)
     g = p.add_argument_group("memory")
     g.add_argument("--memory", action="store_true",
                    help="add memory columns: allocated, net, peak per line (preloads lprof's "
@@ -127,6 +118,21 @@ def _run_parser():
     g.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     g.add_argument("-c", dest="code", metavar="CODE", help="run CODE as python -c does")
     return p
+
+
+def _add_sampled_listing_options(g):
+    """The sampled listing's options: the same for a run and for `lprof view`."""
+    g.add_argument("--reduced", dest="reduced", action="store_true", default=True,
+                   help="list only lines above the threshold (default)")
+    g.add_argument("--all", dest="reduced", action="store_false",
+                   help="list every line of the files with samples")
+    g.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
+                   help="reduced listing: minimum share of a line, in percent (default 1)")
+    g.add_argument("--profile-only", action="append", default=[], metavar="PATTERN",
+                   help="list only files whose path contains PATTERN")
+    g.add_argument("--profile-all", action="store_true",
+                   help="list every file, the standard library and site-packages too")
+    g.add_argument("--per-thread", action="store_true", help="one listing per thread")
 
 
 def _max_rate():
@@ -147,16 +153,7 @@ def _view_parser():
                    help="add a one-line-per-function summary (-l listings)")
     p.add_argument("--sort", choices=["time", "file"], default="time",
                    help="order of the -l functions: most time first (default) or by file")
-    p.add_argument("--all", dest="reduced", action="store_false", default=True,
-                   help="sampled listing: every line, not only those above the threshold")
-    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
-                   help="sampled listing: minimum share of a line, in percent (default 1)")
-    p.add_argument("--profile-only", action="append", default=[], metavar="PATTERN",
-                   help="sampled listing: only files whose path contains PATTERN")
-    p.add_argument("--profile-all", action="store_true",
-                   help="sampled listing: the standard library and site-packages too")
-    p.add_argument("--per-thread", action="store_true",
-                   help="sampled listing: one listing per thread")
+    _add_sampled_listing_options(p.add_argument_group("sampled listing"))
     return p
 
 

@@ -239,3 +239,25 @@ def test_json_export_to_a_device_writes_through_it(run_lprof, write_script, tmp_
     assert '"schema": "lprof.export"' in r.stdout
     import stat  # the node itself is still a link or device, never a regular file
     assert not stat.S_ISREG(os.lstat("/dev/stdout").st_mode)
+
+
+def test_lprof_threads_never_take_process_signals(run_lprof, write_script):
+    """A signal sent to the process is taken by a program thread: lprof's own
+    threads (the drain thread here) block them all, the program's keep theirs."""
+    write_script("mask.py", """
+        import signal
+        print(signal.SIGUSR1 in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    """)
+    r = run_lprof("-q", "-i", "1", "mask.py")
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+    code = ("import time, lprof.sampler as s; c = s.SamplingCollector(); c.start(); "
+            "time.sleep(0.2); tid = c._drainer.native_id; "
+            "line = [ln for ln in open(f'/proc/self/task/{tid}/status') if ln.startswith('SigBlk')]; "
+            "print(int(line[0].split()[1], 16)); c.stop()")
+    import subprocess
+    import signal
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=lprof_env())
+    mask = int(p.stdout.strip())
+    for sig in (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGPROF):
+        assert mask & (1 << (sig - 1)), (sig, hex(mask))
