@@ -62,12 +62,12 @@ def read(path, explicit):
         if explicit:
             raise LprofError(f"--config {path}: {exc.strerror}", 2) from None
         return {}, None
+    if b"lprof" not in data and b"line_profiler" not in data:
+        return {}, None  # most projects' pyproject.toml: no TOML parser loaded at start-up
     loader = _toml_loader()
     if loader is None:
-        if b"[tool.lprof" in data or b"[tool.line_profiler" in data:
-            return {}, (f"{path}: its [tool.lprof] / [tool.line_profiler] options need "
-                        "Python 3.11+ or the tomli package; ignored")
-        return {}, None
+        return {}, (f"{path}: its [tool.lprof] / [tool.line_profiler] options need "
+                    "Python 3.11+ or the tomli package; ignored")
     try:
         doc = loader.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
