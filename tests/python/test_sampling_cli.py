@@ -32,8 +32,10 @@ def test_stacks_begin_at_the_program(run_lprof, write_script, tmp_path):
     for line in lines:
         stack, value = line.rsplit(" ", 1)
         assert int(value) > 0
-        assert stack.startswith("<module> (") and "busy.py:" in stack.split(";")[0], line
         assert "lprof" not in stack.replace("busy.py", "")
+        if stack.startswith("_shutdown (") and "threading.py:" in stack.split(";")[0]:
+            continue  # the interpreter's exit step (joining threads), as under python: rare tick
+        assert stack.startswith("<module> (") and "busy.py:" in stack.split(";")[0], line
     assert any("spin (" in ln for ln in lines)
 
 
