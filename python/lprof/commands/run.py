@@ -231,8 +231,8 @@ def main(args, raw_argv):
                          setup=args.setup, on_start=on_start)
     run.stop()
     if args.prof_mod and not args.quiet:
-        for target in targets.never_imported():
-            sys.stderr.write(f"lprof: -p {target}: the program never imported it; "
+        for missed in targets.never_imported():
+            sys.stderr.write(f"lprof: -p {missed}: the program never imported it; "
                              f"nothing of it was traced\n")
     prof = run.build(exit_code=outcome.exit_code)
     written = True
