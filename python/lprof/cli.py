@@ -3,6 +3,7 @@
 The only place that turns an LprofError into `lprof: <message>` and an exit
 status. Verbs: run (default: `lprof [options] script.py args`), view, export."""
 import argparse
+import os
 import sys
 
 from . import __version__
@@ -188,7 +189,8 @@ def _parse_run(argv):
     if not early.no_config:
         path = early.config or config.find_pyproject()
         values, warning = config.defaults(parser, path, explicit=bool(early.config))
-        if warning:
+        from .preload import MARKER  # set in the process --memory re-executes
+        if warning and not os.environ.get(MARKER):  # say it once, not again after the re-exec
             sys.stderr.write(f"lprof: {warning}\n")
         parser.set_defaults(**values)
     args = parser.parse_args(own)
