@@ -37,6 +37,31 @@ def _python_include_flags():
     return [inc, os.path.join(inc, "internal")]
 
 
+def _cupti_include_dir():
+    """A folder with CUPTI's headers, if this machine has one: then
+    src/collect/gpu/cupti_view_check.c checks lprof's view of the CUPTI ABI
+    against them at compile time. lprof builds and runs without them (it
+    loads libcupti at run time)."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    roots.append("/usr/local/cuda")
+    dirs = [os.path.join(r, sub) for r in roots if r for sub in ("include", "extras/CUPTI/include")]
+    site = sysconfig.get_paths()["purelib"]
+    dirs += [os.path.join(site, "nvidia", "cu13", "include"),
+             os.path.join(site, "nvidia", "cuda_cupti", "include")]
+    for d in dirs:
+        if os.path.exists(os.path.join(d, "cupti.h")):
+            return d
+    return None
+
+
+CUPTI_INCLUDE = None if os.environ.get("LPROF_NO_CUPTI_HEADERS") else _cupti_include_dir()
+if CUPTI_INCLUDE:
+    CFLAGS.append("-DLPROF_HAVE_CUPTI_H")
+
+
 class BuildExtWithShim(build_ext):
     """Also builds the LD_PRELOAD allocator shim (src/collect/shim, its own Makefile)
     and puts it into the package as lprof/liblprof_shim.so."""
@@ -55,7 +80,7 @@ class BuildExtWithShim(build_ext):
 ext = Extension(
     "lprof._lprof",
     sources=SOURCES,
-    include_dirs=["src", "include"] + _python_include_flags(),
+    include_dirs=["src", "include"] + _python_include_flags() + ([CUPTI_INCLUDE] if CUPTI_INCLUDE else []),
     extra_compile_args=CFLAGS,
     extra_link_args=LDFLAGS,
     depends=sorted(glob.glob("src/**/*.h", recursive=True) + glob.glob("include/lprof/*.h")),

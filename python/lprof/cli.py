@@ -92,7 +92,7 @@ def _run_parser():
                    help="rewrite the profile file every SECONDS while the program runs "
                         "(bare -i: every second)")
     g.add_argument("--stacks", metavar="PATH", help="write folded stacks (flamegraph.pl input)")
-    g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak"],
+    g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
                    help="metric of --stacks/--flamegraph (default: the profile's main one)")
     g.add_argument("--flamegraph", metavar="PATH", help="write a self-contained SVG flamegraph")
     g = p.add_argument_group("sampling")
@@ -115,6 +115,11 @@ def _run_parser():
                         "allocator shim)")
     g.add_argument("--memory-sample-bytes", type=int, default=16384, metavar="BYTES",
                    help="mean bytes between memory samples (default 16384)")
+    g = p.add_argument_group("GPU")
+    g.add_argument("--gpu", nargs="?", const="all", default=None, choices=["all", "cuda", "levelzero"],
+                   help="add GPU columns per line (kernel and copy time, launches, bytes copied, "
+                        "device memory) and GPU stacks: CUDA through CUPTI, Intel GPUs through "
+                        "Level Zero, each used where present")
     g = p.add_argument_group("what to run (lprof's options end here)")
     g.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
     g.add_argument("-c", dest="code", metavar="CODE", help="run CODE as python -c does")
@@ -164,7 +169,7 @@ def _export_parser():
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
                    choices=["json", "folded", "speedscope", "svg"])
-    p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak"],
+    p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
                    help="stack metric for folded/speedscope/svg (default cpu, or wall for "
                         "wall-mode profiles)")
     p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
@@ -227,9 +232,11 @@ def _check_run_args(args):
                          "stacks; add --sample", 2)
     if args.stacks_metric == "wall" and not args.wall:
         raise LprofError("--stacks-metric wall needs --wall (CPU sampling records no wall time)", 2)
-    if (args.stacks or args.flamegraph) and not (sampling or args.memory):
-        raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample "
-                         "or --memory", 2)
+    if args.stacks_metric == "gpu" and not args.gpu:
+        raise LprofError("--stacks-metric gpu needs --gpu", 2)
+    if (args.stacks or args.flamegraph) and not (sampling or args.memory or args.gpu):
+        raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample, "
+                         "--memory or --gpu", 2)
     if args.signal is not None:
         from .sampler import check_signal
         try:

@@ -12,6 +12,9 @@ SAMPLING_LINE_FIELDS = ("file", "line", "function", "cpu_python_s", "cpu_native_
 MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", "net_bytes",
                       "peak_bytes", "python_share", "count")
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
+GPU_LINE_FIELDS = ("file", "line", "function", "kernel_s", "copy_s", "kernels", "launches",
+                   "h2d_bytes", "d2h_bytes", "d2d_bytes", "alloc_bytes", "peak_bytes",
+                   "other_thread_s")
 
 
 def _rows(rows, fields):
@@ -34,6 +37,10 @@ def export_dict(prof):
         m["lines"] = _rows(m.get("lines", []), MEMORY_LINE_FIELDS)
         m["leaks"] = _rows(m.get("leaks", []), LEAK_FIELDS)
         out["memory"] = m
+    if "gpu" in prof:
+        g = dict(prof["gpu"])
+        g["lines"] = _rows(g.get("lines", []), GPU_LINE_FIELDS)
+        out["gpu"] = g
     if "stacks" in prof:
         st = prof["stacks"]
         out["stacks"] = {

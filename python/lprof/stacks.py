@@ -15,12 +15,15 @@ METRICS = {
     "alloc": (("alloc_bytes",), "bytes"),
     "peak": (("peak_bytes",), "bytes"),
     "leak": (("live_bytes",), "bytes"),
+    "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
 }
 FORMATS = ("folded", "speedscope", "svg")
 
 
 def frame_name(frame):
     file, func, first, line = frame[:4]
+    if file == "<gpu>":  # GPU work: the kernel's or the copy's name alone
+        return func
     if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
         return f"{func} ({file.rsplit('/', 1)[-1]})"
     return f"{func} ({file}:{line})"
@@ -49,7 +52,7 @@ def _values(profile, metric):
 
 
 def export(profile, fmt, metric, out_path):
-    """Writes profile's stacks for `metric` (cpu, wall, alloc, peak, leak)
+    """Writes profile's stacks for `metric` (cpu, wall, alloc, peak, leak, gpu)
     as `fmt` (folded, speedscope, svg) to out_path. ValueError for unknown
     names."""
     if fmt not in FORMATS:

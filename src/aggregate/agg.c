@@ -33,6 +33,12 @@ uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, size_t n, int
     return lp_stacktab_intern(t, thread, frames, n, truncated);
 }
 
+uint32_t lp_agg_extend(uint32_t stack, void *code, int32_t offset) {
+    lp_stacktab *t = lp_agg_stacks();
+    if (LP_UNLIKELY(!t)) return LP_STACK_OVERFLOW;
+    return lp_stacktab_extend(t, stack, code, offset);
+}
+
 void lp_agg_add(uint32_t stack, lp_metric m, int64_t value) {
     lp_stacktab *t = lp_agg_stacks();
     if (LP_LIKELY(t != NULL)) lp_stacktab_add(t, stack, m, value);

@@ -32,6 +32,8 @@ LP_INTERNAL lp_stacktab *lp_agg_stacks(void);
  * Returns a stack id (LP_STACK_OVERFLOW when full; LP_STACK_OVERFLOW too
  * before lp_agg_init). */
 LP_INTERNAL uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, size_t n, int truncated);
+/* One more frame under `stack` (lp_stacktab_extend). */
+LP_INTERNAL uint32_t lp_agg_extend(uint32_t stack, void *code, int32_t offset);
 LP_INTERNAL void lp_agg_add(uint32_t stack, lp_metric m, int64_t value);
 LP_INTERNAL void lp_agg_max(uint32_t stack, lp_metric m, int64_t value);
 LP_INTERNAL void lp_agg_set(uint32_t stack, lp_metric m, int64_t value);

@@ -6,7 +6,8 @@
  * X(ID, name, unit, merge, description); merge is SUM or MAX: how two rows
  * of the same stack combine when profiles merge (a peak is a maximum).
  * The memory columns run from ALLOC_BYTES to SURVIVOR_T2 in this order
- * (memhooks.c clears that range when a memory run starts). */
+ * (memhooks.c clears that range when a memory run starts). The GPU columns
+ * run from GPU_KERNEL to GPU_PEAK (collect/gpu/, aggregate/gpu_*.c). */
 #ifndef LPROF_METRICS_H
 #define LPROF_METRICS_H
 
@@ -29,7 +30,16 @@
     X(SURVIVORS, survivors, "count", SUM, "sampled blocks still live at the end")         \
     X(SURVIVOR_BYTES, survivor_bytes, "bytes", SUM, "bytes those blocks stand for")       \
     X(SURVIVOR_T, survivor_t_ms, "ms", SUM, "sum of their allocation times")              \
-    X(SURVIVOR_T2, survivor_t2_ms2, "ms2", SUM, "sum of their squared allocation times")
+    X(SURVIVOR_T2, survivor_t2_ms2, "ms2", SUM, "sum of their squared allocation times")   \
+    X(GPU_KERNEL, gpu_kernel_s, "ns", SUM, "GPU kernel time on the device")               \
+    X(GPU_COPY, gpu_copy_s, "ns", SUM, "GPU memcpy and memset time on the device")       \
+    X(GPU_KERNELS, gpu_kernels, "count", SUM, "GPU kernels executed")                    \
+    X(GPU_LAUNCHES, gpu_launches, "count", SUM, "GPU API calls that queued work")         \
+    X(GPU_H2D, gpu_h2d_bytes, "bytes", SUM, "bytes copied host to device")               \
+    X(GPU_D2H, gpu_d2h_bytes, "bytes", SUM, "bytes copied device to host")               \
+    X(GPU_D2D, gpu_d2d_bytes, "bytes", SUM, "bytes copied within or between devices")    \
+    X(GPU_ALLOC, gpu_alloc_bytes, "bytes", SUM, "device memory allocated")               \
+    X(GPU_PEAK, gpu_peak_bytes, "bytes", MAX, "device memory live at the device's peak")
 
 typedef enum {
 #define LP_METRIC_ENUM_(id, name, unit, merge, desc) LP_M_##id,

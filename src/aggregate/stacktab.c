@@ -164,6 +164,13 @@ uint32_t lp_stacktab_intern(lp_stacktab *t, uint64_t thread, const lp_rawframe *
     return at;
 }
 
+uint32_t lp_stacktab_extend(lp_stacktab *t, uint32_t stack, void *code, int32_t offset) {
+    if (stack == LP_STACK_OVERFLOW || stack >= t->max_nodes) return LP_STACK_OVERFLOW;
+    uint32_t at = find_or_add(t, stack, code, offset);
+    if (at == LP_STACK_OVERFLOW) overflow_event(t);
+    return at;
+}
+
 static row *row_of(lp_stacktab *t, uint32_t stack) {
     if (stack >= t->max_nodes) return &t->rows[0];
     node *n = &t->nodes[stack];

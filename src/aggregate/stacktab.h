@@ -47,6 +47,13 @@ typedef struct lp_stacktab lp_stacktab;
 #define LP_OFFSET_TRUNCATED (INT32_MIN + 1) /* frames dropped on the root side */
 #define LP_OFFSET_OVERFLOW (INT32_MIN + 2)  /* the "[other]" bucket */
 #define LP_OFFSET_NATIVE (INT32_MIN + 3)    /* a native frame: code is its address */
+/* GPU work (a kernel, a copy, a memset) as the leaf of the stack that
+ * launched it: code is its name, a NUL-terminated string interned by
+ * aggregate/gpu_names.h (alive for the process). */
+#define LP_OFFSET_GPU_OP (INT32_MIN + 4)
+/* A marker under which GPU work of threads without Python frames is charged
+ * to the stack of the thread that started it (code NULL). */
+#define LP_OFFSET_GPU_ORPHAN (INT32_MIN + 5)
 
 /* Capacity: max_nodes trie nodes (also the index size / 2), max_rows metric
  * rows. Reserves address space with mmap (pages are touched on use).
@@ -62,6 +69,10 @@ LP_INTERNAL void lp_stacktab_clear(lp_stacktab *t);
  * Returns the stack id, LP_STACK_OVERFLOW when the table is full. */
 LP_INTERNAL uint32_t lp_stacktab_intern(lp_stacktab *t, uint64_t thread, const lp_rawframe *frames,
                                         size_t n, int truncated);
+/* The child of `stack` for one more frame on the leaf side (how GPU work is
+ * hung under its launching stack); same context and overflow rule as
+ * intern. */
+LP_INTERNAL uint32_t lp_stacktab_extend(lp_stacktab *t, uint32_t stack, void *code, int32_t offset);
 /* Atomically adds / maxes a value into the stack's metric row. */
 LP_INTERNAL void lp_stacktab_add(lp_stacktab *t, uint32_t stack, lp_metric m, int64_t value);
 LP_INTERNAL void lp_stacktab_max(lp_stacktab *t, uint32_t stack, lp_metric m, int64_t value);

@@ -1,5 +1,5 @@
 /* binding: PyInit__lprof. Holds no logic: it initialises the clock and asks
- * each component (tracer, sampler, memory) to add its functions. */
+ * each component (tracer, sampler, memory, GPU) to add its functions. */
 #include "cpython/module.h"
 
 #include "common/clock.h"
@@ -33,7 +33,7 @@ PyMODINIT_FUNC PyInit__lprof(void) {
     lp_clock_init();
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
-    if (lp_pytracer_init(m) < 0 || lp_pysampler_init(m) < 0 || lp_pymemory_init(m) < 0 ||
+    if (lp_pytracer_init(m) < 0 || lp_pysampler_init(m) < 0 || lp_pymemory_init(m) < 0 || lp_pygpu_init(m) < 0 ||
         lp_pystacks_init(m) < 0 || lp_pyexport_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -11,6 +11,7 @@
 LP_INTERNAL int lp_pytracer_init(PyObject *module);  /* collect/cpython/tracer.c: lprof -l */
 LP_INTERNAL int lp_pysampler_init(PyObject *module); /* collect/cpython/sampler.c: sampling */
 LP_INTERNAL int lp_pymemory_init(PyObject *module);  /* collect/cpython/memory.c: memory */
+LP_INTERNAL int lp_pygpu_init(PyObject *module);     /* collect/cpython/gpu.c: --gpu */
 LP_INTERNAL int lp_pystacks_init(PyObject *module);  /* aggregate/cpython/snapshot.c: the stack model */
 LP_INTERNAL int lp_pyexport_init(PyObject *module);  /* export/cpython/fold_rows.c: fold_rows */
 

@@ -28,6 +28,7 @@ def main(args):
     else:
         from .. import stacks
         metric = args.metric or ("wall" if prof.get("sampling", {}).get("mode") == "wall"
+                                 else "gpu" if "gpu" in prof and "sampling" not in prof
                                  else "cpu")
         if out == "-" and args.format != "folded":
             raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)

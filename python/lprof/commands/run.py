@@ -43,6 +43,11 @@ def _make_collectors(args):
         from .. import memory
         collectors.append(memory.MemoryCollector(sample_bytes=args.memory_sample_bytes))
         modes.append("memory")
+    if args.gpu:
+        from .. import gpu
+        backends = gpu.BACKENDS if args.gpu == "all" else (args.gpu,)
+        collectors.append(gpu.GPUCollector(backends=backends, quiet=args.quiet))
+        modes.append("gpu")
     return collectors, modes
 
 
@@ -124,7 +129,9 @@ def _write_stacks(args, prof):
     if not (args.stacks or args.flamegraph):
         return True
     from .. import stacks
-    metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall else "cpu")
+    sampled = not args.line_by_line or args.sample
+    metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall
+                                    else "cpu" if sampled else "gpu")
     ok = True
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
@@ -169,6 +176,8 @@ def _say_started(args, modes):
         what.append(f"sampling {'wall' if args.wall else 'CPU'} time at {args.rate} Hz")
     if "memory" in modes:
         what.append("memory")
+    if "gpu" in modes:
+        what.append("GPU")
     sys.stderr.write(f"lprof: {', '.join(what)}; Ctrl-C stops the program and keeps the "
                      f"profile\n")
     sys.stderr.flush()

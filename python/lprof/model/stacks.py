@@ -12,7 +12,7 @@ Zero values are left out of a row's dict.
 Attribution (docs/formats.md): a stack is charged to its innermost Python
 frame whose file passes `accept` (by default: user code, not the standard
 library, site-packages or lprof), else to its innermost Python frame; native
-frames (lprof --native) are skipped. The listing, the
+frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
 from .. import _lprof, libdirs
@@ -79,6 +79,21 @@ def is_native(frame):
     return frame[2] == 0 and frame[3] == 0 and not frame[0].startswith("<")
 
 
+def is_gpu(frame):
+    """GPU work hung under its launching stack (lprof --gpu): no line."""
+    return frame[0] == "<gpu>"
+
+
+def charge_frame(frames, ids, accept_frame):
+    """The innermost frame accept_frame(frame) takes (the -l listing charges
+    GPU work to lines inside its profiled functions); None if none does."""
+    for fid in reversed(ids):
+        f = frames[fid]
+        if not is_native(f) and not is_gpu(f) and accept_frame(f):
+            return f
+    return None
+
+
 def charge(frames, ids, accept=is_user_file):
     """The frame a stack is charged to (the rule above); None for a stack
     without any Python or marker frame. Native frames are never charged:
@@ -87,7 +102,7 @@ def charge(frames, ids, accept=is_user_file):
     innermost = None
     for fid in reversed(ids):
         f = frames[fid]
-        if is_native(f):
+        if is_native(f) or is_gpu(f):
             continue
         if accept(f[0]):
             return f

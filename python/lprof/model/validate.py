@@ -127,6 +127,16 @@ def _memory(m):
         _dict(m["stats"], "memory stats")
 
 
+def _gpu(g):
+    _dict(g, "gpu")
+    for k, v in _dict(g.get("backends", {}), "gpu backends").items():
+        _str(v, "gpu backend status")
+    if "lines" in g:
+        _named_rows(g["lines"], 10, "gpu")
+    if "stats" in g:
+        _dict(g["stats"], "gpu stats")
+
+
 def _stacks(st):
     _dict(st, "stacks")
     frames = _list(st.get("frames", []), "stacks frames")
@@ -169,6 +179,8 @@ def check(profile, name):
             _sampling(profile["sampling"])
         if "memory" in profile:
             _memory(profile["memory"])
+        if "gpu" in profile:
+            _gpu(profile["gpu"])
         if "stacks" in profile:
             _stacks(profile["stacks"])
     except _Bad as exc:

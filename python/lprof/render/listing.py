@@ -6,6 +6,7 @@ import os
 
 from ..source import block_range, read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
+from . import gpu_columns
 
 _MIN_WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
 
@@ -17,8 +18,9 @@ def _fmt_num(value, width):
     return text
 
 
-def render_function(fn, unit, memory=None, source_cache=None):
+def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
     memory = memory or {}
+    gpu = gpu or {}
     source_cache = source_cache if source_cache is not None else {}
     path = fn["file"]
     if path not in source_cache:
@@ -31,9 +33,13 @@ def render_function(fn, unit, memory=None, source_cache=None):
            f"Function: {fn['name']} at line {fn['first_line']}", ""]
     mem_cols = bool(memory) and any((path, ln) in memory for ln in range(
         fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
+    gpu_rows = {k: v for k, v in gpu.items() if k[0] == path}
+    gpu_total = sum(g["gpu_s"] for g in gpu.values())
     header = (f"{'Line #':>6} {'Hits':>9} {'Time':>12} {'Per Hit':>8} {'% Time':>8}")
     if mem_cols:
         header += f" {'Alloc':>10} {'Net':>10} {'At peak':>10}"
+    if gpu_rows:
+        header += gpu_columns.HEADER
     header += "  Line Contents"
     out += [header, "=" * len(header)]
     if lines is None:
@@ -56,6 +62,8 @@ def render_function(fn, unit, memory=None, source_cache=None):
             m = memory.get((path, ln))
             cells += (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10}"
                       f" {fmt_bytes(m['peak_bytes']):>10}" if m else f" {'':>10} {'':>10} {'':>10}")
+        if gpu_rows:
+            cells += gpu_columns.cells(gpu_rows.get((path, ln)), gpu_total)
         out.append(f"{cells}  {text}".rstrip() if not text else f"{cells}  {text}")
     out.append("")
     return "\n".join(out) + "\n"
@@ -72,17 +80,18 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
     else:
         functions.sort(key=lambda f: (f["file"], f["first_line"]))
     memory = memory_lines(profile)
+    gpu = gpu_columns.for_listing(profile, functions=functions) if profile.get("gpu") else {}
     parts = [f"Timer unit: {unit:g} s\n\n"]
     if not functions:
         parts.append("No @profile functions were registered or run.\n"
                      "(Decorate functions with @profile, or use -p to name them.)\n")
     cache = {}
     for fn in functions:
-        parts.append(render_function(fn, unit, memory, cache))
+        parts.append(render_function(fn, unit, memory, cache, gpu))
         parts.append("\n")
     if summarize and functions:
         parts.append(render_summary(functions))
-    mem = memory_summary(profile)
+    mem = memory_summary(profile) + gpu_columns.summary(profile)
     if mem:
         parts.append("\n".join(mem).lstrip("\n") + "\n")
     return "".join(parts)

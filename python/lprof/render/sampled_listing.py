@@ -6,6 +6,7 @@ passes the filter (the user's calling line)."""
 from .. import libdirs
 from ..source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
+from . import gpu_columns
 
 _COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
 
@@ -67,14 +68,16 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     main_total = wall_total if mode == "wall" else cpu_total
     memory = memory_lines(profile, accept) if thread is None else {}
     alloc_total = sum(m["alloc_bytes"] for m in memory.values())
+    gpu = gpu_columns.for_listing(profile, accept) if thread is None else {}
+    gpu_total = sum(g["gpu_s"] for g in gpu.values())
     out = []
-    if not lines and not memory:
+    if not lines and not memory and not gpu:
         out.append("(no samples in the selected files)")
         return out
     by_file = {}
     for (path, ln), v in lines.items():
         by_file.setdefault(path, {})[ln] = v
-    for path, ln in memory:
+    for path, ln in list(memory) + list(gpu):
         by_file.setdefault(path, {}).setdefault(ln, [0.0] * 4)
     show_wall = mode == "wall"  # CPU mode samples no wall time: no empty column
 
@@ -85,6 +88,8 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
            + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}")
     if memory:
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
+    if gpu:
+        hdr += gpu_columns.HEADER
     hdr += "  source"
 
     def mem_cells(path, ln):
@@ -99,6 +104,13 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     def mem_share(path, ln):
         m = memory.get((path, ln))
         return 100.0 * m["alloc_bytes"] / alloc_total if m and alloc_total else 0.0
+
+    def gpu_share(path, ln):
+        g = gpu.get((path, ln))
+        return 100.0 * g["gpu_s"] / gpu_total if g and gpu_total else 0.0
+
+    def gpu_cells(path, ln):
+        return gpu_columns.cells(gpu.get((path, ln)), gpu_total) if gpu else ""
 
     def main_value(v):
         return v[3] if mode == "wall" else sum(v[:3])
@@ -119,7 +131,8 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         out.append(hdr)
         if reduced:
             shown = sorted(ln for ln, v in file_lines.items()
-                           if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct)
+                           if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
+                           or gpu_share(path, ln) >= threshold_pct or (path, ln) in gpu and not gpu_total)
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))
@@ -129,7 +142,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
             secs = main_value(v)
             out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                        f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}  {text}")
+                       f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}{gpu_cells(path, ln)}  {text}")
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
             out.append(f"  function summary:")
@@ -153,6 +166,8 @@ def legend(profile):
     if profile.get("memory"):
         text += ("; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
                  "process's peak, py% = share allocated by Python objects")
+    if (profile.get("gpu") or {}).get("lines"):
+        text += "; " + gpu_columns.LEGEND
     return text + "."
 
 
@@ -181,4 +196,5 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
     else:
         out.extend(_render_one(profile, accept, reduced, threshold_pct))
     out.extend(memory_summary(profile))
+    out.extend(gpu_columns.summary(profile))
     return "\n".join(out) + "\n"

@@ -166,6 +166,22 @@ static uint32_t native_frame(uintptr_t addr) {
     return id;
 }
 
+/* GPU work (LP_OFFSET_GPU_OP): ("<gpu>", its name demangled, 0, 0). */
+static uint32_t gpu_frame(const char *name) {
+    char *d = lp_symbols_demangle(name ? name : "[unknown]");
+    if (!d) {
+        PyErr_NoMemory();
+        return NO_FRAME;
+    }
+    PyObject *file = PyUnicode_FromString("<gpu>");
+    PyObject *func = PyUnicode_DecodeUTF8(d, (Py_ssize_t)strlen(d), "replace");
+    free(d);
+    uint32_t id = file && func ? intern_frame(file, func, 0, 0) : NO_FRAME;
+    Py_XDECREF(file);
+    Py_XDECREF(func);
+    return id;
+}
+
 /* Resolves one node (not a thread root). NO_FRAME on error. */
 static uint32_t resolve_node(uint32_t id, lp_stacknode n) {
     if (R.node_frame[id] != NO_FRAME) return R.node_frame[id];
@@ -173,6 +189,8 @@ static uint32_t resolve_node(uint32_t id, lp_stacknode n) {
     if (n.offset == LP_OFFSET_TRUNCATED) f = marker_frame("[truncated]");
     else if (n.offset == LP_OFFSET_OVERFLOW) f = marker_frame("[other]");
     else if (n.offset == LP_OFFSET_NATIVE) f = native_frame((uintptr_t)n.code);
+    else if (n.offset == LP_OFFSET_GPU_OP) f = gpu_frame(n.code);
+    else if (n.offset == LP_OFFSET_GPU_ORPHAN) f = marker_frame("[GPU work from a thread without Python]");
     else if (n.code && lp_pyframes_is_code(n.code, NULL)) f = code_frame(n.code, n.offset);
     else f = marker_frame("[unknown]");
     R.node_frame[id] = f;
@@ -195,7 +213,10 @@ void lp_resolve_scan(PyObject *dying) {
     for (; id < count; id++) {
         lp_stacknode n = lp_stacktab_node(t, id);
         if (!n.valid) break; /* being published by another thread: next time */
-        if (n.code == NULL || n.offset == LP_OFFSET_THREAD_ROOT || n.offset == LP_OFFSET_NATIVE) continue;
+        /* only Python frames hold a code object */
+        if (n.code == NULL || n.offset == LP_OFFSET_THREAD_ROOT || n.offset == LP_OFFSET_NATIVE ||
+            n.offset == LP_OFFSET_GPU_OP)
+            continue;
         PyObject *co = n.code;
         if (co == dying) {
             resolve_node(id, n); /* resolve now, then nobody may match it again */

@@ -1,0 +1,207 @@
+"""GPU work per Python line and stack (lprof --gpu): CUDA through CUPTI,
+Intel GPUs through Level Zero, both loaded at run time by the C collectors
+(src/collect/gpu/). Kernels, copies and memsets are joined to the stack that
+launched them (src/aggregate/gpu_join.c) and hung under it as leaf frames
+named after the work; device memory is charged to the line that allocated
+it. Design: docs/design-gpu.md."""
+import glob
+import os
+import shutil
+import sys
+
+from . import _lprof
+
+# the stack table's GPU columns (src/aggregate/metrics.h), in listing order
+GPU_COLUMNS = ("gpu_kernel_s", "gpu_copy_s", "gpu_kernels", "gpu_launches", "gpu_h2d_bytes",
+               "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_alloc_bytes", "gpu_peak_bytes")
+ORPHAN_MARKER = "[GPU work from a thread without Python]"
+BACKENDS = ("cuda", "levelzero")
+FLUSH_TIMEOUT_MS = 5000
+
+
+def cupti_candidates():
+    """Files libcupti may be in, in the order lprof tries them (after any
+    copy the process already loaded, and before the plain sonames):
+    LPROF_CUPTI_PATH, the folders pip-installed CUDA wheels use (what torch
+    loads), then the CUDA toolkit of CUDA_HOME, of nvcc on PATH, and of the
+    installer's default prefix."""
+    out = []
+    explicit = os.environ.get("LPROF_CUPTI_PATH")
+    if explicit:
+        out.append(explicit)
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        out.append(os.path.join(entry, "nvidia", "cu13", "lib", "libcupti.so.13"))
+        out.append(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so.12"))
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    roots.append("/usr/local/cuda")
+    for root in roots:
+        if not root:
+            continue
+        for sub in ("lib64", "lib", os.path.join("extras", "CUPTI", "lib64")):
+            out.extend(sorted(glob.glob(os.path.join(root, sub, "libcupti.so.1[23]")), reverse=True))
+    seen = set()
+    return [p for p in out if os.path.exists(p) and not (p in seen or seen.add(p))]
+
+
+def enable_level_zero_tracing():
+    """The loader's tracing layer loads only when this is set before the
+    process's first zeInit (loader 1.8); children inherit it."""
+    os.environ.setdefault("ZE_ENABLE_TRACING_LAYER", "1")
+
+
+def _synchronize_torch():
+    """Waits for queued CUDA work so its records exist before the final
+    flush; only where the program already initialised CUDA through torch."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:  # a broken device must not cost the profile
+        pass
+
+
+class GPUCollector:
+    """Collector for the runner: start(), stop(), section(stacks); section "gpu"."""
+
+    name = "gpu"
+
+    def __init__(self, backends=BACKENDS, quiet=False):
+        self.backends = tuple(backends)
+        self.quiet = quiet
+        self.status = {}
+        self._running = False
+
+    def start(self):
+        _lprof.gpu_reset()
+        self.status = {}
+        if "levelzero" in self.backends:
+            enable_level_zero_tracing()
+            self.status["levelzero"] = _lprof.gpu_levelzero_start(
+                os.environ.get("LPROF_ZE_LOADER_PATH")) or "active"
+        if "cuda" in self.backends:
+            self.status["cuda"] = _lprof.gpu_cupti_start(cupti_candidates()) or "active"
+        self._running = True
+        if not self.active() and not self.quiet:
+            why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
+            sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
+
+    def active(self):
+        return [b for b, s in self.status.items() if s == "active"]
+
+    def stop(self):
+        if not self._running:
+            return
+        self._running = False
+        if "cuda" in self.active():
+            _synchronize_torch()
+        _lprof.gpu_stop(FLUSH_TIMEOUT_MS)
+        self._stats = _lprof.gpu_stats()
+        if not self.quiet:
+            for line in _warnings(self._stats):
+                sys.stderr.write(f"lprof: --gpu: {line}\n")
+
+    def section(self, stacks):
+        stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
+        return {"backends": dict(self.status), "stats": stats,
+                "lines": _line_rows(stacks or {})}
+
+
+_BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
+
+
+def _warnings(stats):
+    out = []
+    cupti = stats.get("cupti", {})
+    if cupti.get("flush_timed_out"):
+        out.append("CUPTI's final flush did not return; GPU work still buffered there is missing")
+    if cupti.get("dropped"):
+        out.append(f"CUPTI dropped {cupti['dropped']} activity records")
+    launches = stats.get("join", {}).get("launches", 0)
+    if cupti.get("callbacks") and launches and not stats.get("join", {}).get("records"):
+        out.append(f"no device times arrived for {launches} launches: another CUPTI client "
+                   f"(torch.profiler, Nsight) took the activity records")
+    lz = stats.get("levelzero", {})
+    if lz.get("lost"):
+        out.append(f"{lz['lost']} Level Zero launches could not be timed")
+    return out
+
+
+def _skipped(frame):
+    return frame[0] == "<gpu>"
+
+
+def _line_rows(section, accept_frame=None):
+    """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
+    d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
+    charged to the innermost frame accept_frame takes)."""
+    from .model.stacks import charge, charge_frame
+    frames = section.get("frames", [])
+    orphan = {i for i, f in enumerate(frames) if f[0] == "<lprof>" and f[1] == ORPHAN_MARKER}
+    rows = {}
+    for ids, _thread, m in section.get("stacks", []):
+        if not ids or not any(m.get(c) for c in GPU_COLUMNS):
+            continue
+        f = charge(frames, ids) if accept_frame is None else charge_frame(frames, ids, accept_frame)
+        if f is None or f[0] in ("<gpu>", "<lprof>"):
+            continue
+        row = rows.setdefault((f[0], f[3], f[1]), [0.0] * (len(GPU_COLUMNS) + 1))
+        for i, c in enumerate(GPU_COLUMNS):
+            row[i] += m.get(c, 0)
+        if orphan and orphan.intersection(ids):
+            row[-1] += m.get("gpu_kernel_s", 0) + m.get("gpu_copy_s", 0)
+    return [[path, line, func] + vals for (path, line, func), vals in rows.items()]
+
+
+def line_columns(profile, functions=None):
+    """{(file, line): {gpu_s, kernel_s, copy_s, kernels, launches, h2d_bytes,
+    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s}}. With
+    `functions` (the -l listing's), work is charged to the innermost frame
+    inside one of them, from the profile's stacks."""
+    gpu = profile.get("gpu") or {}
+    if functions is not None:
+        inside = {(fn["file"], fn["first_line"]) for fn in functions}
+        rows = _line_rows(profile.get("stacks") or {}, lambda f: (f[0], f[2]) in inside)
+    else:
+        rows = gpu.get("lines", [])
+    out = {}
+    for path, line, _func, *vals in rows:
+        e = out.setdefault((path, line), [0.0] * len(vals))
+        for i, v in enumerate(vals):
+            e[i] += v
+    keys = ("kernel_s", "copy_s", "kernels", "launches", "h2d_bytes", "d2h_bytes", "d2d_bytes",
+            "alloc_bytes", "peak_bytes", "other_thread_s")
+    result = {}
+    for k, vals in out.items():
+        d = dict(zip(keys, vals))
+        d["gpu_s"] = d["kernel_s"] + d["copy_s"]
+        result[k] = d
+    return result
+
+
+def summary(profile):
+    """Lines under a listing: backends used, totals, what was not charged."""
+    gpu = profile.get("gpu")
+    if not gpu:
+        return []
+    stats = gpu.get("stats") or {}
+    join = stats.get("join", {})
+    used = [_BACKEND_NAMES.get(b, b) for b, s in (gpu.get("backends") or {}).items() if s == "active"]
+    if not used:
+        why = "; ".join(f"{_BACKEND_NAMES.get(b, b)}: {s}" for b, s in (gpu.get("backends") or {}).items())
+        return ["", f"GPU: none ({why})"]
+    out = ["", f"GPU ({', '.join(used)}): {join.get('records', 0)} kernels/copies, "
+               f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {join.get('launches', 0)} launches"]
+    if join.get("unattributed"):
+        out.append(f"  {join['unattributed']} records had no launch record (stack "
+                   f"'[GPU work without a launch record]')")
+    mem = stats.get("memory", {})
+    if mem.get("allocs"):
+        from .render.memory_report import fmt_bytes
+        out.append(f"  device memory: peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}, "
+                   f"{mem.get('allocs', 0)} allocations")
+    return out

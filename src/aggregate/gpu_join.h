@@ -1,0 +1,62 @@
+/* aggregate: GPU work joined to the Python stack that launched it.
+ *
+ * A launch (an API call that queues GPU work) is noted with its correlation
+ * id and the stack id of the launching thread; the device's activity records
+ * arrive later, on another thread, carrying the same correlation id. The
+ * join hangs each record under its launch stack as a leaf frame named after
+ * the work (a kernel's name, "[memcpy HtoD]", ...) and adds its device time
+ * and bytes to that leaf's row. Vendor-neutral: CUPTI (collect/gpu/cupti.c)
+ * and Level Zero (collect/gpu/levelzero.c) both feed it.
+ *
+ * Context: note/lookup from any thread, lock-free, no malloc (a fixed ring
+ * of 64-bit slots: correlation id << 32 | stack id, one atomic store each).
+ * join: any thread (the runtimes' buffer threads), no malloc. A slot
+ * overwritten before its records arrived makes those records "evicted". */
+#ifndef LPROF_AGGREGATE_GPU_JOIN_H
+#define LPROF_AGGREGATE_GPU_JOIN_H
+
+#include <stdint.h>
+
+#include "common/base.h"
+
+typedef enum { LP_GPU_KERNEL = 0, LP_GPU_MEMCPY = 1, LP_GPU_MEMSET = 2 } lp_gpu_op;
+typedef enum { LP_GPU_DIR_OTHER = 0, LP_GPU_DIR_H2D, LP_GPU_DIR_D2H, LP_GPU_DIR_D2D } lp_gpu_dir;
+
+/* One unit of device work, as a backend's activity record says it. */
+typedef struct {
+    lp_gpu_op op;
+    uint32_t correlation;
+    uint64_t start_ns, end_ns; /* device timestamps; end < start or both 0: incomplete */
+    uint64_t bytes;            /* copies and memsets */
+    lp_gpu_dir dir;            /* copies */
+    const char *name;          /* kernel name (mangled is fine); may be NULL */
+    uint32_t name_len;         /* 0: NUL-terminated */
+} lp_gpu_activity;
+
+/* Slots in the correlation ring (a power of two). */
+#define LP_GPU_CORR_SLOTS (1u << 18)
+
+/* Forget every launch and counter (no join running). */
+LP_INTERNAL void lp_gpu_join_reset(void);
+/* Records that GPU work of correlation id `corr` was launched from `stack`. */
+LP_INTERNAL void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack);
+/* The launch stack of `corr`, LP_STACK_NONE if unknown or evicted. */
+LP_INTERNAL uint32_t lp_gpu_join_lookup(uint32_t corr);
+/* Charges one record; returns the leaf stack it was added to, or
+ * LP_STACK_NONE for an incomplete record (counted, not added). A record
+ * whose launch is unknown goes under the "[GPU work without a launch
+ * record]" stack of thread 0, so no device time is dropped. */
+LP_INTERNAL uint32_t lp_gpu_join_add(const lp_gpu_activity *a);
+
+typedef struct {
+    uint64_t records;      /* complete records charged */
+    uint64_t unattributed; /* of them, without a launch stack */
+    uint64_t incomplete;   /* records with no valid time span */
+    uint64_t launches;     /* launches noted */
+    uint64_t device_ns;    /* device time of all complete records */
+    uint64_t first_start_ns, last_end_ns;
+} lp_gpu_join_stats;
+
+LP_INTERNAL void lp_gpu_join_get_stats(lp_gpu_join_stats *out);
+
+#endif

@@ -1,0 +1,86 @@
+/* aggregate: the GPU name arena (see gpu_names.h). An open-addressing index
+ * of offsets into one bump-allocated arena, both mapped once with
+ * MAP_NORESERVE (pages are touched as names arrive). */
+#define _GNU_SOURCE
+#include "aggregate/gpu_names.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "common/spinlock.h"
+
+#define INDEX_SLOTS (1u << 17) /* at most half full: 65536 names */
+#define ARENA_BYTES ((size_t)32 << 20)
+
+static struct {
+    int lock;
+    int failed;
+    char *arena;       /* [size_t hash][len bytes + NUL] records */
+    size_t used;
+    uint32_t *index;   /* arena offset + 1 of a record, 0 = empty */
+    size_t count, refused;
+} N;
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int map_once(void) {
+    if (N.arena) return 0;
+    if (N.failed) return -1;
+    size_t total = ARENA_BYTES + INDEX_SLOTS * sizeof(uint32_t);
+    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        N.failed = 1;
+        return -1;
+    }
+    N.arena = m;
+    N.index = (uint32_t *)((char *)m + ARENA_BYTES);
+    N.used = 8; /* offset 0 is never a record: 0 marks an empty slot */
+    return 0;
+}
+
+const char *lp_gpu_name(const char *name, size_t len) {
+    if (!name) return NULL;
+    const char *nul = memchr(name, '\0', len);
+    if (nul) len = (size_t)(nul - name);
+    if (len > LP_GPU_NAME_MAX) len = LP_GPU_NAME_MAX;
+    uint64_t h = hash_bytes(name, len);
+    const char *out = NULL;
+    lp_spin_lock(&N.lock);
+    if (map_once() == 0) {
+        uint32_t i = (uint32_t)h & (INDEX_SLOTS - 1);
+        for (;; i = (i + 1) & (INDEX_SLOTS - 1)) {
+            uint32_t at = N.index[i];
+            if (at == 0) break;
+            const char *rec = N.arena + at - 1;
+            uint64_t rh;
+            memcpy(&rh, rec, sizeof rh);
+            const char *text = rec + sizeof rh;
+            if (rh == h && strncmp(text, name, len) == 0 && text[len] == '\0') {
+                out = text;
+                break;
+            }
+        }
+        size_t need = (sizeof(uint64_t) + len + 1 + 7) & ~(size_t)7;
+        if (!out && (N.count + 1) * 2 <= INDEX_SLOTS && N.used + need <= ARENA_BYTES) {
+            char *rec = N.arena + N.used;
+            memcpy(rec, &h, sizeof h);
+            memcpy(rec + sizeof h, name, len);
+            rec[sizeof h + len] = '\0';
+            N.index[i] = (uint32_t)(N.used + 1);
+            N.used += need;
+            N.count++;
+            out = rec + sizeof h;
+        } else if (!out) {
+            N.refused++;
+        }
+    }
+    lp_spin_unlock(&N.lock);
+    return out;
+}
+
+size_t lp_gpu_name_count(void) { return __atomic_load_n(&N.count, __ATOMIC_RELAXED); }
+size_t lp_gpu_name_refused(void) { return __atomic_load_n(&N.refused, __ATOMIC_RELAXED); }

@@ -1,0 +1,25 @@
+/* aggregate: interned names of GPU work (kernel names, "[memcpy HtoD]", ...)
+ * that stack-table nodes point to (LP_OFFSET_GPU_OP). A name lives for the
+ * process, so a node interned before a reset can still be resolved.
+ *
+ * Context: any thread, GIL or not (GPU runtimes call back on their own
+ * threads); takes a short spin lock, never calls malloc (one fixed arena,
+ * mapped once). Not for signal handlers. */
+#ifndef LPROF_AGGREGATE_GPU_NAMES_H
+#define LPROF_AGGREGATE_GPU_NAMES_H
+
+#include <stddef.h>
+
+#include "common/base.h"
+
+/* The interned copy of name[0..len) (bytes after a NUL are dropped); the
+ * same pointer for the same text. Names longer than LP_GPU_NAME_MAX are cut
+ * there. NULL when the arena is full or could not be mapped. */
+LP_INTERNAL const char *lp_gpu_name(const char *name, size_t len);
+#define LP_GPU_NAME_MAX 4096
+
+/* Names interned so far, and lookups refused because the arena was full. */
+LP_INTERNAL size_t lp_gpu_name_count(void);
+LP_INTERNAL size_t lp_gpu_name_refused(void);
+
+#endif

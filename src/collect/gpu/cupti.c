@@ -1,0 +1,361 @@
+/* collect: the CUPTI collector (see cupti.h; the ABI it relies on is in
+ * cupti_view.h). Hot path: the API callback, once per enabled CUDA call on
+ * the launching thread: one stack capture for the outermost call of a
+ * nesting (a runtime call and the driver call under it share it), one
+ * atomic store per correlation id, no lock, no malloc after the thread's
+ * first call. Activity buffers are malloc'd and parsed on CUPTI's thread. */
+#define _GNU_SOURCE
+#include "collect/gpu/cupti.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aggregate/agg.h"
+#include "aggregate/gpu_devmem.h"
+#include "aggregate/gpu_join.h"
+#include "collect/gpu/cupti_view.h"
+
+#define BUFFER_BYTES ((size_t)4 << 20)
+#define FLUSH_PERIOD_MS 500
+
+typedef lp_cupti_result (*fn_u32p)(uint32_t *);
+static struct {
+    lp_cupti_result (*get_version)(uint32_t *);
+    lp_cupti_result (*result_string)(lp_cupti_result, const char **);
+    lp_cupti_result (*subscribe)(lp_cupti_subscriber *, lp_cupti_callback, void *);
+    lp_cupti_result (*subscribe_v2)(lp_cupti_subscriber *, lp_cupti_callback, void *, lp_cupti_subscriber_params *);
+    lp_cupti_result (*unsubscribe)(lp_cupti_subscriber);
+    lp_cupti_result (*enable_callback)(uint32_t, lp_cupti_subscriber, int, uint32_t);
+    lp_cupti_result (*register_callbacks)(lp_cupti_buffer_request, lp_cupti_buffer_complete);
+    lp_cupti_result (*enable)(int);
+    lp_cupti_result (*disable)(int);
+    lp_cupti_result (*next_record)(uint8_t *, size_t, uint8_t **);
+    lp_cupti_result (*dropped)(void *, uint32_t, size_t *);
+    lp_cupti_result (*flush_all)(uint32_t);
+    lp_cupti_result (*flush_period)(uint32_t);
+} fn;
+
+static lp_gpu_host host;
+static lp_cupti_subscriber subscriber;
+static int active;
+static int forked;              /* in a fork child: never call CUPTI */
+static unsigned generation;     /* bumped per start: stale thread state resets */
+static lp_cupti_info info;
+
+enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3 };
+static unsigned char roles[2][1024]; /* [domain runtime/driver][cbid] */
+
+static __thread struct {
+    unsigned generation;
+    int depth;
+    uint32_t stack;
+} tls;
+
+static int role_of(int domain, uint32_t cbid) {
+    if (cbid >= LP_ARRAY_LEN(roles[0])) return 0;
+    if (domain == LP_CUPTI_DOMAIN_RUNTIME) return roles[0][cbid];
+    if (domain == LP_CUPTI_DOMAIN_DRIVER) return roles[1][cbid];
+    return 0;
+}
+
+static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
+    (void)userdata;
+    if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || forked || !cbdata) return;
+    const lp_cupti_callback_data *d = cbdata;
+    int role = role_of(domain, cbid);
+    if (!role) return;
+    unsigned gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+    if (tls.generation != gen) { /* an ENTER whose EXIT never came must not stick */
+        tls.generation = gen;
+        tls.depth = 0;
+    }
+    __atomic_fetch_add(&info.callbacks, 1, __ATOMIC_RELAXED);
+    if (d->site == LP_CUPTI_API_ENTER) {
+        if (tls.depth++ == 0) {
+            tls.stack = host.launch_stack();
+            if (role == ROLE_WORK) lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
+            if (role == ROLE_FREE && d->params) {
+                uint64_t ptr;
+                memcpy(&ptr, d->params, sizeof ptr);
+                lp_gpu_devmem_free(ptr);
+            }
+        }
+        if (role == ROLE_WORK) lp_gpu_join_note_launch(d->correlation_id, tls.stack);
+        return;
+    }
+    /* EXIT: an allocation of the outermost call, if it succeeded */
+    if (tls.depth == 1 && role == ROLE_ALLOC && d->params && d->return_value) {
+        int status;
+        memcpy(&status, d->return_value, sizeof status);
+        void *where;
+        uint64_t ptr = 0, size;
+        memcpy(&where, d->params, sizeof where);
+        memcpy(&size, (const char *)d->params + sizeof(void *), sizeof size);
+        if (status == 0 && where) memcpy(&ptr, where, sizeof ptr);
+        if (ptr) lp_gpu_devmem_alloc(ptr, size, tls.stack);
+    }
+    if (tls.depth > 0) tls.depth--;
+}
+
+static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = aligned_alloc(8, BUFFER_BYTES);
+    *size = *buffer ? BUFFER_BYTES : 0;
+    *max_records = 0;
+}
+
+static uint64_t u64_at(const uint8_t *rec, size_t off) {
+    uint64_t v;
+    memcpy(&v, rec + off, sizeof v);
+    return v;
+}
+
+static uint32_t u32_at(const uint8_t *rec, size_t off) {
+    uint32_t v;
+    memcpy(&v, rec + off, sizeof v);
+    return v;
+}
+
+static lp_gpu_dir copy_dir(unsigned kind) {
+    switch (kind) {
+    case LP_CUPTI_COPY_HTOD: return LP_GPU_DIR_H2D;
+    case LP_CUPTI_COPY_DTOH: return LP_GPU_DIR_D2H;
+    case LP_CUPTI_COPY_DTOD:
+    case LP_CUPTI_COPY_PTOP: return LP_GPU_DIR_D2D;
+    default: return LP_GPU_DIR_OTHER;
+    }
+}
+
+static void parse_record(const uint8_t *rec) {
+    lp_gpu_activity a;
+    memset(&a, 0, sizeof a);
+    switch (u32_at(rec, LP_CUPTI_REC_KIND)) {
+    case LP_CUPTI_KIND_KERNEL:
+    case LP_CUPTI_KIND_CONCURRENT_KERNEL: {
+        a.op = LP_GPU_KERNEL;
+        a.start_ns = u64_at(rec, LP_CUPTI_KERNEL_START);
+        a.end_ns = u64_at(rec, LP_CUPTI_KERNEL_END);
+        a.correlation = u32_at(rec, LP_CUPTI_KERNEL_CORRELATION);
+        const char *name;
+        memcpy(&name, rec + LP_CUPTI_KERNEL_NAME, sizeof name);
+        a.name = name;
+        break;
+    }
+    case LP_CUPTI_KIND_MEMCPY:
+        a.op = LP_GPU_MEMCPY;
+        a.dir = copy_dir(rec[LP_CUPTI_MEMCPY_COPY_KIND]);
+        a.bytes = u64_at(rec, LP_CUPTI_MEMCPY_BYTES);
+        a.start_ns = u64_at(rec, LP_CUPTI_MEMCPY_START);
+        a.end_ns = u64_at(rec, LP_CUPTI_MEMCPY_END);
+        a.correlation = u32_at(rec, LP_CUPTI_MEMCPY_CORRELATION);
+        break;
+    case LP_CUPTI_KIND_MEMSET:
+        a.op = LP_GPU_MEMSET;
+        a.bytes = u64_at(rec, LP_CUPTI_MEMSET_BYTES);
+        a.start_ns = u64_at(rec, LP_CUPTI_MEMSET_START);
+        a.end_ns = u64_at(rec, LP_CUPTI_MEMSET_END);
+        a.correlation = u32_at(rec, LP_CUPTI_MEMSET_CORRELATION);
+        break;
+    default:
+        return;
+    }
+    lp_gpu_join_add(&a);
+}
+
+static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+    (void)size;
+    if (!buffer) return;
+    if (!forked) {
+        uint8_t *rec = NULL;
+        uint64_t n = 0;
+        while (valid && fn.next_record(buffer, valid, &rec) == LP_CUPTI_SUCCESS && rec) {
+            parse_record(rec);
+            n++;
+        }
+        size_t dropped = 0;
+        if (fn.dropped && fn.dropped(ctx, stream, &dropped) == LP_CUPTI_SUCCESS)
+            __atomic_fetch_add(&info.dropped, (uint64_t)dropped, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&info.records, n, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&info.buffers, 1, __ATOMIC_RELAXED);
+    }
+    free(buffer);
+}
+
+static const char *result_text(lp_cupti_result r) {
+    const char *s = NULL;
+    if (fn.result_string && fn.result_string(r, &s) == LP_CUPTI_SUCCESS && s) return s;
+    return "unknown CUPTI error";
+}
+
+static void *open_cupti(const char *const *candidates, size_t n) {
+    static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    for (size_t i = 0; i < LP_ARRAY_LEN(sonames); i++) { /* the copy torch already loaded */
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
+        if (h) return h;
+    }
+    for (size_t i = 0; i < n; i++) {
+        void *h = candidates[i] ? dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (h) return h;
+    }
+    for (size_t i = 0; i < LP_ARRAY_LEN(sonames); i++) {
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+#define BIND(field, name) (*(void **)&fn.field = dlsym(lib, name))
+
+static void on_fork_child(void) {
+    forked = 1;
+    active = 0;
+}
+
+static void set_roles(void) {
+    memset(roles, 0, sizeof roles);
+#define LP_SET_ROLE_(name, domain, id, role) \
+    roles[LP_CUPTI_DOMAIN_##domain == LP_CUPTI_DOMAIN_RUNTIME ? 0 : 1][id] = ROLE_##role;
+    LP_CUPTI_CBIDS(LP_SET_ROLE_)
+#undef LP_SET_ROLE_
+}
+
+int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n, char *why, size_t why_len) {
+    if (active) return 0;
+    if (forked) {
+        snprintf(why, why_len, "not in a forked child of a process that used CUPTI");
+        return -1;
+    }
+    const char *inj = getenv("CUDA_INJECTION64_PATH");
+    if (inj && *inj) {
+        snprintf(why, why_len, "CUPTI belongs to an injection tool (CUDA_INJECTION64_PATH=%s)", inj);
+        return -1;
+    }
+    if (!dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) && !dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) {
+        snprintf(why, why_len, "no NVIDIA driver (libcuda.so.1 not found)");
+        return -1;
+    }
+    void *lib = open_cupti(candidates, n);
+    if (!lib) {
+        snprintf(why, why_len, "libcupti not found (install the CUDA toolkit or the nvidia-cuda-cupti wheel, "
+                               "or set LPROF_CUPTI_PATH)");
+        return -1;
+    }
+    memset(&fn, 0, sizeof fn);
+    BIND(get_version, "cuptiGetVersion");
+    BIND(result_string, "cuptiGetResultString");
+    BIND(subscribe, "cuptiSubscribe");
+    BIND(subscribe_v2, "cuptiSubscribe_v2");
+    BIND(unsubscribe, "cuptiUnsubscribe");
+    BIND(enable_callback, "cuptiEnableCallback");
+    BIND(register_callbacks, "cuptiActivityRegisterCallbacks");
+    BIND(enable, "cuptiActivityEnable");
+    BIND(disable, "cuptiActivityDisable");
+    BIND(next_record, "cuptiActivityGetNextRecord");
+    BIND(dropped, "cuptiActivityGetNumDroppedRecords");
+    BIND(flush_all, "cuptiActivityFlushAll");
+    BIND(flush_period, "cuptiActivityFlushPeriod");
+    memset(&info, 0, sizeof info);
+    Dl_info where;
+    if (fn.get_version && dladdr(*(void **)&fn.get_version, &where) && where.dli_fname)
+        snprintf(info.library, sizeof info.library, "%s", where.dli_fname);
+    if (!fn.get_version || !fn.subscribe || !fn.unsubscribe || !fn.enable_callback || !fn.register_callbacks ||
+        !fn.enable || !fn.disable || !fn.next_record || !fn.flush_all) {
+        snprintf(why, why_len, "%s lacks the CUPTI functions lprof needs", info.library[0] ? info.library : "libcupti");
+        return -1;
+    }
+    if (fn.get_version(&info.version) != LP_CUPTI_SUCCESS || info.version < 18) {
+        snprintf(why, why_len, "CUPTI API version %u is older than CUDA 12's (lprof reads CUDA 12 and 13 records)",
+                 info.version);
+        return -1;
+    }
+    host = *h;
+    set_roles();
+    char old[LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
+    lp_cupti_result r;
+    if (fn.subscribe_v2) {
+        lp_cupti_subscriber_params p = {sizeof p, "lprof", old, LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN};
+        r = fn.subscribe_v2(&subscriber, on_api, NULL, &p);
+    } else {
+        r = fn.subscribe(&subscriber, on_api, NULL);
+    }
+    if (r == LP_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS || r == LP_CUPTI_ERROR_MAX_LIMIT_REACHED) {
+        old[sizeof old - 1] = '\0';
+        snprintf(why, why_len, "CUPTI is already in use by %s (one CUPTI client per process)",
+                 old[0] ? old : "another tool (torch.profiler, Nsight, compute-sanitizer)");
+        return -1;
+    }
+    if (r != LP_CUPTI_SUCCESS) {
+        snprintf(why, why_len, "cuptiSubscribe: %s", result_text(r));
+        return -1;
+    }
+#define LP_ENABLE_CBID_(name, domain, id, role) \
+    (void)fn.enable_callback(1, subscriber, LP_CUPTI_DOMAIN_##domain, id);
+    LP_CUPTI_CBIDS(LP_ENABLE_CBID_)
+#undef LP_ENABLE_CBID_
+    r = fn.register_callbacks(buffer_requested, buffer_completed);
+    static const int kinds[] = {LP_CUPTI_KIND_CONCURRENT_KERNEL, LP_CUPTI_KIND_MEMCPY, LP_CUPTI_KIND_MEMSET};
+    for (size_t i = 0; r == LP_CUPTI_SUCCESS && i < LP_ARRAY_LEN(kinds); i++) r = fn.enable(kinds[i]);
+    if (r != LP_CUPTI_SUCCESS) {
+        for (size_t i = 0; i < LP_ARRAY_LEN(kinds); i++) (void)fn.disable(kinds[i]);
+        (void)fn.unsubscribe(subscriber);
+        snprintf(why, why_len, "cuptiActivityEnable: %s", result_text(r));
+        return -1;
+    }
+    if (fn.flush_period) (void)fn.flush_period(FLUSH_PERIOD_MS);
+    static int atfork_set;
+    if (!atfork_set && pthread_atfork(NULL, NULL, on_fork_child) == 0) atfork_set = 1;
+    __atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
+    info.active = 1;
+    __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void lp_cupti_flush(void) {
+    if (active && !forked) (void)fn.flush_all(LP_CUPTI_FLUSH_FORCED);
+}
+
+static void *flush_thread(void *arg) {
+    (void)arg;
+    (void)fn.flush_all(LP_CUPTI_FLUSH_FORCED);
+    return NULL;
+}
+
+void lp_cupti_stop(unsigned timeout_ms) {
+    if (!active || forked) return;
+    pthread_t t;
+    int timed_out = 0;
+    if (pthread_create(&t, NULL, flush_thread, NULL) == 0) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        if (pthread_timedjoin_np(t, NULL, &deadline) != 0) {
+            timed_out = 1; /* the flush is stuck in CUPTI: keep what arrived */
+            pthread_detach(t);
+        }
+    } else {
+        flush_thread(NULL);
+    }
+    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    info.active = 0;
+    info.flush_timed_out = timed_out;
+    if (timed_out) return;
+    static const int kinds[] = {LP_CUPTI_KIND_CONCURRENT_KERNEL, LP_CUPTI_KIND_MEMCPY, LP_CUPTI_KIND_MEMSET};
+    for (size_t i = 0; i < LP_ARRAY_LEN(kinds); i++) (void)fn.disable(kinds[i]);
+    (void)fn.unsubscribe(subscriber);
+}
+
+void lp_cupti_get_info(lp_cupti_info *out) {
+    *out = info;
+    out->callbacks = __atomic_load_n(&info.callbacks, __ATOMIC_RELAXED);
+    out->buffers = __atomic_load_n(&info.buffers, __ATOMIC_RELAXED);
+    out->records = __atomic_load_n(&info.records, __ATOMIC_RELAXED);
+    out->dropped = __atomic_load_n(&info.dropped, __ATOMIC_RELAXED);
+}

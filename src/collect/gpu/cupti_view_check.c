@@ -1,0 +1,87 @@
+/* collect: checks lprof's CUPTI view (cupti_view.h) against the real CUPTI
+ * headers, at compile time, where they are found (setup.py passes their
+ * folder and LPROF_HAVE_CUPTI_H). Without them this file is empty: lprof
+ * does not need the headers to build or to run. */
+#include "collect/gpu/cupti_view.h"
+
+#if defined(LPROF_HAVE_CUPTI_H) && __has_include(<cupti.h>)
+#include <cupti.h>
+
+#define SAME(a, b) _Static_assert((a) == (b), #a " != " #b)
+#define AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " is not at " #off)
+
+SAME(LP_CUPTI_SUCCESS, CUPTI_SUCCESS);
+SAME(LP_CUPTI_ERROR_MAX_LIMIT_REACHED, CUPTI_ERROR_MAX_LIMIT_REACHED);
+SAME(LP_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+SAME(LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN, CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN);
+SAME(LP_CUPTI_API_ENTER, CUPTI_API_ENTER);
+SAME(LP_CUPTI_API_EXIT, CUPTI_API_EXIT);
+SAME(LP_CUPTI_DOMAIN_DRIVER, CUPTI_CB_DOMAIN_DRIVER_API);
+SAME(LP_CUPTI_DOMAIN_RUNTIME, CUPTI_CB_DOMAIN_RUNTIME_API);
+SAME(LP_CUPTI_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
+SAME(LP_CUPTI_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
+SAME(LP_CUPTI_KIND_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
+SAME(LP_CUPTI_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+SAME(LP_CUPTI_COPY_HTOD, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+SAME(LP_CUPTI_COPY_DTOH, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH);
+SAME(LP_CUPTI_COPY_DTOD, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD);
+SAME(LP_CUPTI_COPY_HTOH, CUPTI_ACTIVITY_MEMCPY_KIND_HTOH);
+SAME(LP_CUPTI_COPY_PTOP, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP);
+SAME(LP_CUPTI_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+
+SAME(sizeof(lp_cupti_callback_data), sizeof(CUpti_CallbackData));
+AT(CUpti_CallbackData, callbackSite, offsetof(lp_cupti_callback_data, site));
+AT(CUpti_CallbackData, functionParams, offsetof(lp_cupti_callback_data, params));
+AT(CUpti_CallbackData, functionReturnValue, offsetof(lp_cupti_callback_data, return_value));
+AT(CUpti_CallbackData, correlationId, offsetof(lp_cupti_callback_data, correlation_id));
+SAME(sizeof(lp_cupti_subscriber_params), sizeof(CUpti_SubscriberParams));
+AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_params, old_subscriber_name));
+
+/* the records of CUDA 13 (delivered there) and of CUDA 12 (older CUPTI) */
+#define KERNEL_FIELDS(T)                                     \
+    AT(T, kind, LP_CUPTI_REC_KIND);                          \
+    AT(T, start, LP_CUPTI_KERNEL_START);                     \
+    AT(T, end, LP_CUPTI_KERNEL_END);                         \
+    AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION);       \
+    AT(T, name, LP_CUPTI_KERNEL_NAME)
+KERNEL_FIELDS(CUpti_ActivityKernel10);
+KERNEL_FIELDS(CUpti_ActivityKernel9);
+#define MEMCPY_FIELDS(T)                                     \
+    AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);              \
+    AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
+    AT(T, start, LP_CUPTI_MEMCPY_START);                     \
+    AT(T, end, LP_CUPTI_MEMCPY_END);                         \
+    AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
+MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
+MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
+#define MEMSET_FIELDS(T)                                     \
+    AT(T, bytes, LP_CUPTI_MEMSET_BYTES);                     \
+    AT(T, start, LP_CUPTI_MEMSET_START);                     \
+    AT(T, end, LP_CUPTI_MEMSET_END);                         \
+    AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
+MEMSET_FIELDS(CUpti_ActivityMemset4);
+MEMSET_FIELDS(CUpti_ActivityMemset3);
+
+/* every callback id by its name in the real headers */
+#define CBID_RUNTIME(name) CUPTI_RUNTIME_TRACE_CBID_##name
+#define CBID_DRIVER(name) CUPTI_DRIVER_TRACE_CBID_##name
+#define CHECK_CBID(name, domain, id, role) SAME(id, CBID_##domain(name));
+LP_CUPTI_CBIDS(CHECK_CBID)
+
+/* alloc params: where the pointer is written (first field), size second;
+ * free params: the pointer first */
+#define ALLOC_PARAMS(T, ptr, size) AT(T, ptr, 0); AT(T, size, sizeof(void *))
+ALLOC_PARAMS(cudaMalloc_v3020_params, devPtr, size);
+ALLOC_PARAMS(cudaMallocManaged_v6000_params, devPtr, size);
+ALLOC_PARAMS(cudaMallocAsync_v11020_params, devPtr, size);
+ALLOC_PARAMS(cuMemAlloc_v2_params, dptr, bytesize);
+ALLOC_PARAMS(cuMemAllocAsync_params, dptr, bytesize);
+AT(cudaFree_v3020_params, devPtr, 0);
+AT(cudaFreeAsync_v11020_params, devPtr, 0);
+AT(cuMemFree_v2_params, dptr, 0);
+AT(cuMemFreeAsync_params, dptr, 0);
+SAME(sizeof(CUdeviceptr), sizeof(void *));
+#endif
+
+/* ISO C forbids an empty translation unit */
+typedef int lp_cupti_view_check_unit;

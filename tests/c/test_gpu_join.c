@@ -1,0 +1,196 @@
+/* GPU aggregation on synthetic records: launches noted per correlation id,
+ * activity records joined to their launch stack as named leaves with device
+ * time and bytes; eviction, incomplete and unknown records; concurrent
+ * noting and joining; the device memory account's peak replay; the name
+ * arena's interning. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aggregate/agg.h"
+#include "aggregate/gpu_devmem.h"
+#include "aggregate/gpu_join.h"
+#include "aggregate/gpu_names.h"
+#include "harness.h"
+
+static int64_t col(uint32_t stack, lp_metric m) {
+    int64_t v[LP_M_COUNT];
+    lp_stacktab_get(lp_agg_stacks(), stack, v);
+    return v[m];
+}
+
+static uint32_t launch_stack(uint64_t thread, uintptr_t code) {
+    lp_rawframe f[2] = {{(void *)code, 10, 0}, {(void *)0x9000, 4, 0}};
+    return lp_agg_intern(thread, f, 2, 0);
+}
+
+static void fresh(void) {
+    REQUIRE(lp_agg_init() == 0);
+    lp_agg_reset();
+    lp_gpu_join_reset();
+}
+
+TEST(names_are_interned_once) {
+    const char *a = lp_gpu_name("_Z6kernelv", 10);
+    const char *b = lp_gpu_name("_Z6kernelvEXTRA", 10);
+    const char *c = lp_gpu_name("other\0tail", 10);
+    REQUIRE(a != NULL && c != NULL);
+    CHECK(a == b);
+    CHECK(strcmp(a, "_Z6kernelv") == 0);
+    CHECK(strcmp(c, "other") == 0);
+    CHECK(a != c);
+    char big[LP_GPU_NAME_MAX + 50];
+    memset(big, 'k', sizeof big);
+    const char *cut = lp_gpu_name(big, sizeof big);
+    REQUIRE(cut != NULL);
+    CHECK_EQ_INT(strlen(cut), LP_GPU_NAME_MAX);
+}
+
+TEST(kernel_and_copies_join_their_launch) {
+    fresh();
+    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(1, 0x2000);
+    lp_gpu_join_note_launch(7, s1);
+    lp_gpu_join_note_launch(8, s2);
+    lp_gpu_activity k = {LP_GPU_KERNEL, 7, 1000, 4000, 0, LP_GPU_DIR_OTHER, "gemm_kernel", 0};
+    uint32_t leaf = lp_gpu_join_add(&k);
+    REQUIRE(leaf != LP_STACK_NONE && leaf != LP_STACK_OVERFLOW);
+    lp_stacknode n = lp_stacktab_node(lp_agg_stacks(), leaf);
+    CHECK(n.parent == s1);
+    CHECK(n.offset == LP_OFFSET_GPU_OP);
+    CHECK(strcmp((const char *)n.code, "gemm_kernel") == 0);
+    /* a graph or library call: several records, one correlation id */
+    CHECK(lp_gpu_join_add(&k) == leaf);
+    CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNEL), 6000);
+    CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNELS), 2);
+    lp_gpu_activity c = {LP_GPU_MEMCPY, 8, 5000, 5500, 4096, LP_GPU_DIR_H2D, NULL, 0};
+    uint32_t cl = lp_gpu_join_add(&c);
+    c.dir = LP_GPU_DIR_D2H;
+    c.bytes = 100;
+    uint32_t dl = lp_gpu_join_add(&c);
+    CHECK(lp_stacktab_node(lp_agg_stacks(), cl).parent == s2);
+    CHECK(strcmp((const char *)lp_stacktab_node(lp_agg_stacks(), cl).code, "[memcpy HtoD]") == 0);
+    CHECK(strcmp((const char *)lp_stacktab_node(lp_agg_stacks(), dl).code, "[memcpy DtoH]") == 0);
+    CHECK_EQ_INT(col(cl, LP_M_GPU_H2D), 4096);
+    CHECK_EQ_INT(col(dl, LP_M_GPU_D2H), 100);
+    CHECK_EQ_INT(col(cl, LP_M_GPU_COPY), 500);
+    CHECK_EQ_INT(col(cl, LP_M_GPU_KERNEL), 0);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.records, 4);
+    CHECK_EQ_INT(st.unattributed, 0);
+    CHECK_EQ_INT(st.launches, 2);
+    CHECK_EQ_INT(st.device_ns, 7000);
+    CHECK_EQ_INT(st.first_start_ns, 1000);
+    CHECK_EQ_INT(st.last_end_ns, 5500);
+}
+
+TEST(unknown_evicted_and_incomplete_records) {
+    fresh();
+    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(2, 0x3000);
+    lp_gpu_join_note_launch(5, s1);
+    lp_gpu_join_note_launch(5 + LP_GPU_CORR_SLOTS, s2); /* same slot: evicts 5 */
+    CHECK(lp_gpu_join_lookup(5) == LP_STACK_NONE);
+    CHECK(lp_gpu_join_lookup(5 + LP_GPU_CORR_SLOTS) == s2);
+    lp_gpu_activity k = {LP_GPU_KERNEL, 5, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+    uint32_t leaf = lp_gpu_join_add(&k);
+    REQUIRE(leaf != LP_STACK_NONE);
+    lp_stacknode n = lp_stacktab_node(lp_agg_stacks(), leaf);
+    lp_stacknode marker = lp_stacktab_node(lp_agg_stacks(), n.parent);
+    CHECK(marker.offset == LP_OFFSET_GPU_OP);
+    CHECK(strcmp((const char *)marker.code, "[GPU work without a launch record]") == 0);
+    CHECK_EQ_INT(lp_stacktab_thread(lp_agg_stacks(), leaf), 0);
+    CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNEL), 10);
+    lp_gpu_activity bad = {LP_GPU_KERNEL, 5 + LP_GPU_CORR_SLOTS, 0, 0, 0, LP_GPU_DIR_OTHER, "k", 0};
+    CHECK(lp_gpu_join_add(&bad) == LP_STACK_NONE);
+    bad.start_ns = 50;
+    bad.end_ns = 40;
+    CHECK(lp_gpu_join_add(&bad) == LP_STACK_NONE);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.records, 1);
+    CHECK_EQ_INT(st.unattributed, 1);
+    CHECK_EQ_INT(st.incomplete, 2);
+}
+
+#define THREADS 4
+#define PER_THREAD 20000
+
+static uint32_t thread_stacks[THREADS];
+
+static void *launcher(void *arg) {
+    int t = (int)(intptr_t)arg;
+    for (uint32_t i = 0; i < PER_THREAD; i++)
+        lp_gpu_join_note_launch(1 + (uint32_t)t * PER_THREAD + i, thread_stacks[t]);
+    return NULL;
+}
+
+static void *joiner(void *arg) {
+    int t = (int)(intptr_t)arg;
+    for (uint32_t i = 0; i < PER_THREAD; i++) {
+        lp_gpu_activity k = {LP_GPU_KERNEL, 1 + (uint32_t)t * PER_THREAD + i, 100, 101, 0, LP_GPU_DIR_OTHER, "k", 0};
+        lp_gpu_join_add(&k);
+    }
+    return NULL;
+}
+
+TEST(concurrent_launches_then_concurrent_joins) {
+    fresh();
+    for (int t = 0; t < THREADS; t++) thread_stacks[t] = launch_stack((uint64_t)t + 1, 0x1000);
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, launcher, (void *)(intptr_t)t);
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, joiner, (void *)(intptr_t)t);
+    for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    const char *k = lp_gpu_name("k", 1);
+    for (int t = 0; t < THREADS; t++) {
+        uint32_t leaf = lp_agg_extend(thread_stacks[t], (void *)k, LP_OFFSET_GPU_OP);
+        CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNELS), PER_THREAD);
+        CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNEL), PER_THREAD);
+    }
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.unattributed, 0);
+    CHECK_EQ_INT(st.records, THREADS * PER_THREAD);
+}
+
+TEST(device_memory_peak_is_replayed_per_stack) {
+    fresh();
+    REQUIRE(lp_gpu_devmem_reset() == 0);
+    uint32_t a = launch_stack(1, 0x1000), b = launch_stack(1, 0x2000);
+    lp_gpu_devmem_alloc(0x7f0000001000, 100, a);
+    lp_gpu_devmem_alloc(0x7f0000002000, 300, b); /* peak: a 100 + b 300 */
+    lp_gpu_devmem_free(0x7f0000002000);
+    lp_gpu_devmem_alloc(0x7f0000003000, 250, a); /* 350 < 400: no new peak */
+    lp_gpu_devmem_free(0x1234);                   /* never seen */
+    lp_gpu_devmem_finish();
+    CHECK_EQ_INT(col(a, LP_M_GPU_PEAK), 100);
+    CHECK_EQ_INT(col(b, LP_M_GPU_PEAK), 300);
+    CHECK_EQ_INT(col(a, LP_M_GPU_ALLOC), 350);
+    CHECK_EQ_INT(col(b, LP_M_GPU_ALLOC), 300);
+    lp_gpu_devmem_stats st;
+    lp_gpu_devmem_get_stats(&st);
+    CHECK_EQ_INT(st.live_bytes, 350);
+    CHECK_EQ_INT(st.peak_bytes, 400);
+    CHECK_EQ_INT(st.unknown_frees, 1);
+    CHECK_EQ_INT(st.peak_exact, 1);
+}
+
+TEST(device_memory_table_survives_churn) {
+    fresh();
+    REQUIRE(lp_gpu_devmem_reset() == 0);
+    uint32_t a = launch_stack(1, 0x1000);
+    /* many blocks whose addresses collide in the table, freed in another
+     * order: every free must find its block (backward-shift deletion) */
+    for (uint64_t i = 1; i <= 5000; i++) lp_gpu_devmem_alloc(i << 21, 10, a);
+    for (uint64_t i = 1; i <= 5000; i += 2) lp_gpu_devmem_free(i << 21);
+    for (uint64_t i = 5000; i >= 2; i -= 2) lp_gpu_devmem_free(i << 21);
+    lp_gpu_devmem_stats st;
+    lp_gpu_devmem_get_stats(&st);
+    CHECK_EQ_INT(st.live_bytes, 0);
+    CHECK_EQ_INT(st.unknown_frees, 0);
+    CHECK_EQ_INT(st.peak_bytes, 50000);
+}
+
+RUN_TESTS(names_are_interned_once, kernel_and_copies_join_their_launch, unknown_evicted_and_incomplete_records,
+          concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
+          device_memory_table_survives_churn)
