@@ -47,8 +47,14 @@ tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(ALL_HEADERS)
 	@mkdir -p tests/c/bin
 	$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -o $@ $< $(PURE_SOURCES) -lrt -lpthread -lm -ldl
 
+# CUPTI's headers, where this machine has a CUDA toolkit (never needed to build)
+CUPTI_INCLUDE := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h $(dir $(realpath $(shell command -v nvcc 2>/dev/null)))../include/cupti.h /usr/local/cuda/include/cupti.h))
+
 ctest: $(CTESTS)
 	@CC="$(CC)" sh tests/c/check_handler_symbols.sh
+	@# lprof's view of the CUPTI ABI builds without CUDA headers, and matches them where they exist
+	$(CC) $(CWARN) -Isrc -fsyntax-only src/collect/gpu/cupti_view_check.c
+	$(if $(CUPTI_INCLUDE),$(CC) $(CWARN) -Isrc -DLPROF_HAVE_CUPTI_H -I$(dir $(CUPTI_INCLUDE)) -fsyntax-only src/collect/gpu/cupti_view_check.c,@echo "ctest: no CUPTI headers here: the CUPTI view is not checked against them")
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
 
 pytest: build

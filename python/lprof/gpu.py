@@ -194,8 +194,10 @@ def summary(profile):
     if not used:
         why = "; ".join(f"{_BACKEND_NAMES.get(b, b)}: {s}" for b, s in (gpu.get("backends") or {}).items())
         return ["", f"GPU: none ({why})"]
+    launches = sum(row[6] for row in gpu.get("lines", []))
     out = ["", f"GPU ({', '.join(used)}): {join.get('records', 0)} kernels/copies, "
-               f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {join.get('launches', 0)} launches"]
+               f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {launches:.0f} launches "
+               f"charged to lines"]
     if join.get("unattributed"):
         out.append(f"  {join['unattributed']} records had no launch record (stack "
                    f"'[GPU work without a launch record]')")

@@ -109,6 +109,10 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         g = gpu.get((path, ln))
         return 100.0 * g["gpu_s"] / gpu_total if g and gpu_total else 0.0
 
+    def gpu_memory(path, ln):  # a line that allocated device memory is always shown
+        g = gpu.get((path, ln))
+        return bool(g and g["alloc_bytes"])
+
     def gpu_cells(path, ln):
         return gpu_columns.cells(gpu.get((path, ln)), gpu_total) if gpu else ""
 
@@ -132,7 +136,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         if reduced:
             shown = sorted(ln for ln, v in file_lines.items()
                            if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
-                           or gpu_share(path, ln) >= threshold_pct or (path, ln) in gpu and not gpu_total)
+                           or gpu_share(path, ln) >= threshold_pct or gpu_memory(path, ln))
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))

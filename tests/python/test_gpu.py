@@ -1,0 +1,170 @@
+"""lprof --gpu without a GPU: the real CUPTI collector against a test double
+of libcupti (tests/gpu/fake_cupti.c, built here against the real CUPTI
+headers), the real Level Zero collector through Debian's real loader and its
+tracing layer with a test driver (tests/gpu/fake_ze_driver.c); the absence
+paths; option checks. The join itself has C tests (tests/c/test_gpu_join.c)."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT, line_of
+
+CUDA_WORKLOAD = os.path.join(ROOT, "tests", "scripts", "gpu_cuda_workload.py")
+ZE_WORKLOAD = os.path.join(ROOT, "tests", "scripts", "gpu_levelzero_workload.py")
+US = 1e-6
+
+
+def _cupti_include():
+    roots = [os.environ.get("CUDA_HOME")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))))
+    roots.append("/usr/local/cuda")
+    for r in filter(None, roots):
+        if os.path.exists(os.path.join(r, "include", "cupti.h")):
+            return os.path.join(r, "include")
+    return None
+
+
+def _cc(out, src, *flags):
+    subprocess.run(["cc", "-shared", "-fPIC", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-o", str(out),
+                    os.path.join(ROOT, "tests", "gpu", src), *flags], check=True)
+
+
+@pytest.fixture(scope="session")
+def fake_cuda(tmp_path_factory):
+    """A folder with a fake libcuda.so.1 and a fake libcupti.so.13."""
+    inc = _cupti_include()
+    if inc is None:
+        pytest.skip("CUPTI headers not found (no CUDA toolkit): the fake libcupti cannot be built")
+    d = tmp_path_factory.mktemp("fake_cuda")
+    _cc(d / "libcuda.so.1", "fake_cuda.c", "-Wl,-soname,libcuda.so.1")
+    _cc(d / "libcupti.so.13", "fake_cupti.c", "-I" + inc, "-lpthread")
+    return d
+
+
+@pytest.fixture(scope="session")
+def fake_ze(tmp_path_factory):
+    if not os.path.exists("/usr/include/level_zero/ze_ddi.h"):
+        pytest.skip("Level Zero headers not found (Debian: libze-dev)")
+    d = tmp_path_factory.mktemp("fake_ze")
+    _cc(d / "libfake_ze.so", "fake_ze_driver.c", "-fvisibility=hidden")
+    return d / "libfake_ze.so"
+
+
+def _cuda_env(fake, **extra):
+    env = {"LD_LIBRARY_PATH": str(fake), "LPROF_CUPTI_PATH": str(fake / "libcupti.so.13")}
+    env.update(extra)
+    return env
+
+
+def _export(run_lprof, tmp_path, prof):
+    r = run_lprof("export", prof, "--format", "json", "-o", tmp_path / "out.json")
+    assert r.returncode == 0, r.stderr
+    return json.loads((tmp_path / "out.json").read_text())
+
+
+def _gpu_lines(doc):
+    return {row["line"]: row for row in doc["gpu"]["lines"]
+            if row["file"].endswith(os.path.basename(CUDA_WORKLOAD))
+            or row["file"].endswith(os.path.basename(ZE_WORKLOAD))}
+
+
+def test_cuda_work_is_charged_to_the_launching_lines(run_lprof, run_python, tmp_path, fake_cuda):
+    plain = run_python(CUDA_WORKLOAD, env=_cuda_env(fake_cuda))
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "gpu.folded",
+                  "--stacks-metric", "gpu", CUDA_WORKLOAD, env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    # the workload prints whether a CUPTI client enabled the runtime and driver launch callbacks
+    assert plain.stdout == "enabled 0 0\n" and r.stdout.startswith("enabled 1 1\n")
+    lines = _gpu_lines(_export(run_lprof, tmp_path, tmp_path / "p.lprof"))
+    at = lambda m: lines[line_of(CUDA_WORKLOAD, "marker: " + m)]
+    assert at("gemm")["kernel_s"] == pytest.approx(10 * 30 * US)
+    assert at("gemm")["kernels"] == 10
+    assert at("gemm")["launches"] == 10  # the nested driver call is the same launch
+    assert at("add")["kernel_s"] == pytest.approx(10 * 1 * US)
+    assert at("copy")["h2d_bytes"] == 10 * 4096 and at("copy")["copy_s"] == pytest.approx(10 * 0.5 * US)
+    assert at("copy")["kernel_s"] == 0
+    assert at("alloc")["alloc_bytes"] == 10 << 20
+    assert at("alloc")["peak_bytes"] == 1 << 20  # freed each step: 1 MiB live at the peak
+    other = at("other thread")
+    assert other["kernel_s"] == pytest.approx(7 * US) and other["other_thread_s"] == pytest.approx(7 * US)
+    folded = (tmp_path / "gpu.folded").read_text().splitlines()
+    gemm = [l for l in folded if l.endswith(" 300")]
+    assert gemm and gemm[0].rsplit(" ", 1)[0].endswith(";gemm(float*, float*, int)"), folded
+    assert any(";step (" in l and ";matmul (" in l for l in gemm)
+    assert any("[GPU work from a thread without Python]" in l and l.endswith("backward_kernel 7")
+               for l in folded)
+    assert "GPU s" in r.stdout and "GPU (CUDA)" in r.stdout
+
+
+def test_cuda_columns_in_the_line_profiler_listing(run_lprof, tmp_path, fake_cuda, load_profile):
+    r = run_lprof("-l", "-v", "--gpu=cuda", "-o", tmp_path / "p.lprof", CUDA_WORKLOAD,
+                  env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    from lprof import gpu
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    cols = gpu.line_columns(prof, functions=prof["functions"])
+    call = cols[(CUDA_WORKLOAD, line_of(CUDA_WORKLOAD, "marker: matmul call"))]
+    # matmul() is not profiled: its kernels belong to the profiled line that called it
+    assert call["kernel_s"] == pytest.approx(10 * 30 * US) and call["kernels"] == 10
+    assert cols[(CUDA_WORKLOAD, line_of(CUDA_WORKLOAD, "marker: alloc"))]["alloc_bytes"] == 10 << 20
+    listing = r.stdout
+    row = [l for l in listing.splitlines() if l.lstrip().startswith(str(line_of(CUDA_WORKLOAD, "marker: matmul call")) + " ")]
+    assert row and "0.000300" in row[0], listing
+
+
+def test_cupti_held_by_another_tool(run_lprof, run_python, tmp_path, fake_cuda):
+    env = _cuda_env(fake_cuda, FAKE_CUPTI_BUSY="Nsight Systems", WORKLOAD_EXIT="3")
+    plain = run_python(CUDA_WORKLOAD, env=env)
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", CUDA_WORKLOAD, env=env)
+    assert r.returncode == plain.returncode == 3
+    assert "CUPTI is already in use by Nsight Systems" in r.stderr
+    assert r.stdout.startswith(plain.stdout) and plain.stdout == "enabled 0 0\n"
+    assert (tmp_path / "p.lprof").exists()
+
+
+def test_no_driver_one_line_and_the_profile_as_usual(run_lprof, tmp_path, write_script):
+    script = write_script("s.py", "import sys\nprint('hi')\nsys.exit(3)\n")
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", script,
+                  env={"LD_LIBRARY_PATH": "", "ZE_ENABLE_ALT_DRIVERS": ""})
+    assert r.returncode == 3 and r.stdout.startswith("hi\n")
+    msgs = [l for l in r.stderr.splitlines() if "--gpu" in l]
+    assert len(msgs) == 1 and "no NVIDIA driver" in msgs[0] and "Level Zero" in msgs[0], r.stderr
+    assert (tmp_path / "p.lprof").exists()
+
+
+def test_level_zero_end_to_end_through_the_loaders_tracing_layer(run_lprof, tmp_path, fake_ze):
+    r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "gpu.folded",
+                  "--stacks-metric", "gpu", ZE_WORKLOAD, env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ze done\n")
+    lines = _gpu_lines(_export(run_lprof, tmp_path, tmp_path / "p.lprof"))
+    at = lambda m: lines[line_of(ZE_WORKLOAD, "marker: " + m)]
+    # 10 ns per tick: gemm 4 x 50 x 1000 ticks, axpy 4 x 2 x 1000, copies 4 x 1000
+    assert at("launch")["kernel_s"] == pytest.approx((4 * 50 + 4 * 2) * 1000 * 10e-9)
+    assert at("launch")["kernels"] == 8
+    assert at("copy")["h2d_bytes"] == 4 * 64000 and at("copy")["copy_s"] == pytest.approx(4 * 1000 * 10e-9)
+    # the program's own event: lprof asked its pool for timestamps
+    assert at("own event")["kernel_s"] == pytest.approx(3 * 1000 * 10e-9)
+    assert at("alloc")["alloc_bytes"] == 64000 and at("alloc")["peak_bytes"] == 64000
+    folded = (tmp_path / "gpu.folded").read_text()
+    assert ";launch (" in folded and "gemm_xe 2000" in folded and "axpy_xe 80" in folded
+
+
+def test_level_zero_tracing_layer_turned_off_is_said(run_lprof, tmp_path, fake_ze):
+    r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", ZE_WORKLOAD,
+                  env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze), "ZE_ENABLE_TRACING_LAYER": "0"})
+    assert r.returncode == 0 and r.stdout.startswith("ze done\n")
+    assert "tracing layer is off" in r.stderr
+
+
+def test_gpu_options_are_checked_before_the_run(run_lprof, write_script):
+    script = write_script("s.py", "open('ran', 'w').close()\n")
+    r = run_lprof("--stacks", "x.folded", "--stacks-metric", "gpu", script)
+    assert r.returncode == 2 and "needs --gpu" in r.stderr
+    assert not os.path.exists(os.path.join(os.path.dirname(script), "ran"))
