@@ -4,10 +4,12 @@ Intel GPUs through Level Zero, both loaded at run time by the C collectors
 launched them (src/aggregate/gpu_join.c) and hung under it as leaf frames
 named after the work; device memory is charged to the line that allocated
 it. Design: docs/design-gpu.md."""
+import functools
 import glob
 import os
 import shutil
 import sys
+import time
 
 from . import _lprof
 
@@ -65,6 +67,65 @@ def _synchronize_torch():
         pass
 
 
+def _patch_torch_profiler(module, on_start):
+    """Every torch profiler (torch.profiler.profile and the autograd
+    profiler) prepares its trace through this method: lprof leaves CUPTI to
+    it first, when it traces a device."""
+    cls = getattr(module, "profile", None)
+    orig = getattr(cls, "_prepare_trace", None)
+    if orig is None or getattr(orig, "_lprof_wrapped", False):
+        return
+
+    @functools.wraps(orig)
+    def _prepare_trace(self, *args, **kwargs):
+        if getattr(self, "use_device", None):
+            on_start()
+        return orig(self, *args, **kwargs)
+
+    _prepare_trace._lprof_wrapped = True
+    cls._prepare_trace = _prepare_trace
+
+
+class _PatchOnImport:
+    """A meta path finder that patches one module right after it is
+    imported (nothing is imported ahead of the program)."""
+
+    def __init__(self, name, patch):
+        self.name, self.patch = name, patch
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader, patch = spec.loader, self.patch
+
+        class _Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                patch(module)
+
+            def __getattr__(self, name):  # get_source, is_package, ...
+                return getattr(loader, name)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def watch_torch_profiler(on_start):
+    name = "torch.autograd.profiler"
+    patch = functools.partial(_patch_torch_profiler, on_start=on_start)
+    if name in sys.modules:
+        patch(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _PatchOnImport(name, patch))
+
+
 class GPUCollector:
     """Collector for the runner: start(), stop(), section(stacks); section "gpu"."""
 
@@ -74,21 +135,43 @@ class GPUCollector:
         self.backends = tuple(backends)
         self.quiet = quiet
         self.status = {}
+        self.notes = []
+        self.yielded = False
         self._running = False
 
     def start(self):
         _lprof.gpu_reset()
         self.status = {}
+        self.notes = []
+        self.yielded = False
         if "levelzero" in self.backends:
             enable_level_zero_tracing()
             self.status["levelzero"] = _lprof.gpu_levelzero_start(
                 os.environ.get("LPROF_ZE_LOADER_PATH")) or "active"
         if "cuda" in self.backends:
             self.status["cuda"] = _lprof.gpu_cupti_start(cupti_candidates()) or "active"
+            if self.status["cuda"] == "active":
+                self._started = time.time()
+                watch_torch_profiler(self._yield_cupti)
         self._running = True
         if not self.active() and not self.quiet:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
             sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
+
+    def _yield_cupti(self):
+        """The program starts torch.profiler on a device: CUPTI takes one
+        client, so lprof flushes and leaves it (results unchanged)."""
+        if self.status.get("cuda") != "active" or self.yielded:
+            return
+        _synchronize_torch()
+        _lprof.gpu_cupti_yield(FLUSH_TIMEOUT_MS)
+        self.yielded = True
+        at = time.time() - getattr(self, "_started", time.time())
+        note = (f"torch.profiler started after {at:.1f} s: lprof handed CUPTI to it; the CUDA "
+                f"columns cover the run until then")
+        self.notes.append(note)
+        if not self.quiet:
+            sys.stderr.write(f"lprof: --gpu: {note}\n")
 
     def active(self):
         return [b for b, s in self.status.items() if s == "active"]
@@ -105,9 +188,13 @@ class GPUCollector:
             for line in _warnings(self._stats):
                 sys.stderr.write(f"lprof: --gpu: {line}\n")
 
+    def before_stacks(self):
+        if self._running:  # a checkpoint (-i): deliver what the runtimes buffered
+            _lprof.gpu_flush()
+
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
-        return {"backends": dict(self.status), "stats": stats,
+        return {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
                 "lines": _line_rows(stacks or {})}
 
 
@@ -123,8 +210,8 @@ def _warnings(stats):
         out.append(f"CUPTI dropped {cupti['dropped']} activity records")
     launches = stats.get("join", {}).get("launches", 0)
     if cupti.get("callbacks") and launches and not stats.get("join", {}).get("records"):
-        out.append(f"no device times arrived for {launches} launches: another CUPTI client "
-                   f"(torch.profiler, Nsight) took the activity records")
+        out.append(f"no device times arrived for {launches} launch records: another CUPTI "
+                   f"client (torch.profiler, Nsight) took the activity records")
     lz = stats.get("levelzero", {})
     if lz.get("lost"):
         out.append(f"{lz['lost']} Level Zero launches could not be timed")
@@ -201,6 +288,7 @@ def summary(profile):
     if join.get("unattributed"):
         out.append(f"  {join['unattributed']} records had no launch record (stack "
                    f"'[GPU work without a launch record]')")
+    out.extend(f"  {note}" for note in gpu.get("notes", []))
     mem = stats.get("memory", {})
     if mem.get("allocs"):
         from .render.memory_report import fmt_bytes

@@ -187,6 +187,27 @@ void fake_cupti_launch_kernel(const char *name, uint64_t dur_ns) {
     queue(r);
 }
 
+/* cudaGraphLaunch of a graph of `n` kernels (each dur_ns): every kernel's
+ * record carries the graph launch's correlation id, as CUPTI does. */
+void fake_cupti_graph_launch(int n, uint64_t dur_ns) {
+    uint32_t corr = next_corr++;
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr, NULL, &status);
+    for (int i = 0; i < n; i++) {
+        record r;
+        memset(&r, 0, sizeof r);
+        r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        r.kernel.start = clock_ns;
+        r.kernel.end = clock_ns + dur_ns;
+        clock_ns += dur_ns + 10;
+        r.kernel.correlationId = corr;
+        r.kernel.graphId = 1;
+        r.kernel.name = "graph_node_kernel";
+        queue(r);
+    }
+}
+
 /* cudaMemcpy of `bytes` in direction `kind` (CUpti_ActivityMemcpyKind). */
 void fake_cupti_memcpy(int kind, uint64_t bytes, uint64_t dur_ns) {
     uint32_t corr = next_corr++;

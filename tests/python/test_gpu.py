@@ -168,3 +168,51 @@ def test_gpu_options_are_checked_before_the_run(run_lprof, write_script):
     r = run_lprof("--stacks", "x.folded", "--stacks-metric", "gpu", script)
     assert r.returncode == 2 and "needs --gpu" in r.stderr
     assert not os.path.exists(os.path.join(os.path.dirname(script), "ran"))
+
+
+def test_graph_launch_and_torch_profiler_handover(run_lprof, run_python, tmp_path, fake_cuda,
+                                                  write_script):
+    """A CUDA graph's kernels go to the line that launched the graph; when
+    the program starts a device profiler (a stand-in of torch's, with the
+    method every torch profiler prepares its trace through), lprof flushes,
+    leaves CUPTI to it and says so: work launched after that is not charged,
+    work before it is, and the program runs as without lprof."""
+    write_script("torch/__init__.py", "")
+    write_script("torch/autograd/__init__.py", "")
+    write_script("torch/autograd/profiler.py", """\
+        class profile:
+            def __init__(self, use_device=None):
+                self.use_device = use_device
+            def _prepare_trace(self):
+                print("prepared", self.use_device)
+            def __enter__(self):
+                self._prepare_trace()
+                return self
+            def __exit__(self, *exc):
+                return False
+        """)
+    script = write_script("prog.py", """\
+        import ctypes, os
+        lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+        lib.fake_cupti_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+        lib.fake_cupti_graph_launch(3, 2000)  # marker: graph
+        import torch.autograd.profiler as tap
+        with tap.profile():  # a CPU-only profile: CUPTI stays lprof's
+            lib.fake_cupti_launch_kernel(b"cpu_profiled", 5000)  # marker: kept
+        with tap.profile(use_device="cuda"):
+            lib.fake_cupti_launch_kernel(b"after_handover", 9000)  # marker: handed over
+        print("end")
+        """)
+    plain = run_python(script, env=_cuda_env(fake_cuda))
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", script, env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(plain.stdout) and plain.stdout == "prepared None\nprepared cuda\nend\n"
+    assert "torch.profiler started" in r.stderr
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    lines = {row["line"]: row for row in doc["gpu"]["lines"]}
+    graph = lines[line_of(script, "marker: graph")]
+    assert graph["kernels"] == 3 and graph["kernel_s"] == pytest.approx(3 * 2 * US)
+    assert graph["launches"] == 1
+    assert lines[line_of(script, "marker: kept")]["kernel_s"] == pytest.approx(5 * US)
+    assert line_of(script, "marker: handed over") not in lines
+    assert any("handed CUPTI" in n for n in doc["gpu"]["notes"])

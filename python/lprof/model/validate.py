@@ -131,6 +131,8 @@ def _gpu(g):
     _dict(g, "gpu")
     for k, v in _dict(g.get("backends", {}), "gpu backends").items():
         _str(v, "gpu backend status")
+    for note in _list(g.get("notes", []), "gpu notes"):
+        _str(note, "gpu note")
     if "lines" in g:
         _named_rows(g["lines"], 10, "gpu")
     if "stats" in g:

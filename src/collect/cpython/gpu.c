@@ -108,6 +108,18 @@ static PyObject *py_stop(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* gpu_cupti_yield(timeout_ms): hands CUPTI over to another client (the
+ * program starts torch.profiler): final flush, then unsubscribe. */
+static PyObject *py_cupti_yield(PyObject *self, PyObject *arg) {
+    (void)self;
+    unsigned long timeout = PyLong_AsUnsignedLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    lp_cupti_stop((unsigned)timeout);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_flush(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     Py_BEGIN_ALLOW_THREADS
@@ -152,6 +164,7 @@ static PyMethodDef methods[] = {
     {"gpu_cupti_start", py_cupti_start, METH_O, "Start CUDA collection; None, or why it cannot run."},
     {"gpu_levelzero_start", py_levelzero_start, METH_O, "Start Level Zero collection; None, or why not."},
     {"gpu_stop", py_stop, METH_O, "gpu_stop(timeout_ms): final flush of every backend, device peak."},
+    {"gpu_cupti_yield", py_cupti_yield, METH_O, "gpu_cupti_yield(timeout_ms): flush, then leave CUPTI."},
     {"gpu_flush", py_flush, METH_NOARGS, "Deliver buffered GPU records now."},
     {"gpu_stats", py_stats, METH_NOARGS, "Counters of the GPU join, device memory and backends."},
     {NULL, NULL, 0, NULL},
