@@ -19,7 +19,7 @@ ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean
+.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean gpu-check
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
 	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
+	@echo "make gpu-check  on a machine with an NVIDIA GPU and PyTorch: lprof --gpu vs torch.profiler, docs/gpu-check.md"
 
 deps:
 	@$(PYTHON) tools/deps.py apt $(APT_PACKAGES)
@@ -74,6 +75,12 @@ test: deps build ctest pytest matrix asan sdist-check
 
 bench: deps build
 	$(PYTHON) bench/run.py --out docs/benchmarks.md
+
+# No deps step: the GPU machine reaches no package registry; the allocator
+# shim (jemalloc) is not needed there.
+gpu-check:
+	LPROF_NO_SHIM=1 $(PYTHON) setup.py -q build_ext --inplace
+	$(PYTHON) tools/gpu_check.py
 
 example: deps build
 	PYTHONPATH=python $(PYTHON) -m lprof -l -v examples/primes.py 2000
