@@ -77,7 +77,7 @@ def _gpu_lines(doc):
 def test_cuda_work_is_charged_to_the_launching_lines(run_lprof, run_python, tmp_path, fake_cuda):
     plain = run_python(CUDA_WORKLOAD, env=_cuda_env(fake_cuda))
     r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "gpu.folded",
-                  "--stacks-metric", "gpu", CUDA_WORKLOAD, env=_cuda_env(fake_cuda))
+                  "--flamegraph", tmp_path / "gpu.svg", CUDA_WORKLOAD, env=_cuda_env(fake_cuda))
     assert r.returncode == 0, r.stderr
     # the workload prints whether a CUPTI client enabled the runtime and driver launch callbacks
     assert plain.stdout == "enabled 0 0\n" and r.stdout.startswith("enabled 1 1\n")
@@ -100,6 +100,7 @@ def test_cuda_work_is_charged_to_the_launching_lines(run_lprof, run_python, tmp_
     assert any("[GPU work from a thread without Python]" in l and l.endswith("backward_kernel 7")
                for l in folded)
     assert "GPU s" in r.stdout and "GPU (CUDA)" in r.stdout
+    assert "gemm(float*, float*, int)" in (tmp_path / "gpu.svg").read_text()
 
 
 def test_cuda_columns_in_the_line_profiler_listing(run_lprof, tmp_path, fake_cuda, load_profile):
@@ -129,10 +130,11 @@ def test_cupti_held_by_another_tool(run_lprof, run_python, tmp_path, fake_cuda):
 
 
 def test_no_driver_one_line_and_the_profile_as_usual(run_lprof, tmp_path, write_script):
-    script = write_script("s.py", "import sys\nprint('hi')\nsys.exit(3)\n")
-    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", script,
+    script = write_script("s.py", "import sys\nprint('hi')\nx = sum(range(8000000))\nsys.exit(3)\n")
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "s.folded", script,
                   env={"LD_LIBRARY_PATH": "", "ZE_ENABLE_ALT_DRIVERS": ""})
     assert r.returncode == 3 and r.stdout.startswith("hi\n")
+    assert "s.py:3)" in (tmp_path / "s.folded").read_text()  # CPU stacks, as without --gpu
     msgs = [l for l in r.stderr.splitlines() if "--gpu" in l]
     assert len(msgs) == 1 and "no NVIDIA driver" in msgs[0] and "Level Zero" in msgs[0], r.stderr
     assert (tmp_path / "p.lprof").exists()

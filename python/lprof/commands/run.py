@@ -130,8 +130,12 @@ def _write_stacks(args, prof):
         return True
     from .. import stacks
     sampled = not args.line_by_line or args.sample
-    metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall
-                                    else "cpu" if sampled else "gpu")
+    # --gpu asks for GPU stacks, where a GPU ran; without one the profile is
+    # made as usual, its stacks too
+    gpu_ran = bool((prof.get("gpu") or {}).get("lines"))
+    metric = args.stacks_metric or ("gpu" if args.gpu and (gpu_ran or not (sampled or args.memory))
+                                    else "alloc" if args.memory else "wall" if args.wall
+                                    else "cpu")
     ok = True
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
