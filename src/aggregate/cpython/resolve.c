@@ -138,6 +138,22 @@ static uint32_t code_frame(PyCodeObject *co, int offset) {
     return intern_frame(co->co_filename, func, co->co_firstlineno, line);
 }
 
+/* A frame without source lines: (file, name, 0, 0); `name` is malloc'd
+ * (NULL: out of memory) and freed here. */
+static uint32_t text_frame(PyObject *file, char *name) {
+    if (!name) {
+        Py_XDECREF(file);
+        PyErr_NoMemory();
+        return NO_FRAME;
+    }
+    PyObject *func = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+    free(name);
+    uint32_t id = file && func ? intern_frame(file, func, 0, 0) : NO_FRAME;
+    Py_XDECREF(file);
+    Py_XDECREF(func);
+    return id;
+}
+
 /* A native frame (lprof --native): (object path, function, 0, 0); the
  * function demangled, or "object+0xoffset" outside any known function. */
 static uint32_t native_frame(uintptr_t addr) {
@@ -153,33 +169,12 @@ static uint32_t native_frame(uintptr_t addr) {
         name = malloc(len);
         if (name) snprintf(name, len, "%s+0x%llx", base, (unsigned long long)(sym.object ? sym.object_offset : addr));
     }
-    if (!name) {
-        PyErr_NoMemory();
-        return NO_FRAME;
-    }
-    PyObject *file = PyUnicode_DecodeFSDefault(sym.object ? sym.object : "[unknown]");
-    PyObject *func = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
-    free(name);
-    uint32_t id = file && func ? intern_frame(file, func, 0, 0) : NO_FRAME;
-    Py_XDECREF(file);
-    Py_XDECREF(func);
-    return id;
+    return text_frame(PyUnicode_DecodeFSDefault(sym.object ? sym.object : "[unknown]"), name);
 }
 
 /* GPU work (LP_OFFSET_GPU_OP): ("<gpu>", its name demangled, 0, 0). */
 static uint32_t gpu_frame(const char *name) {
-    char *d = lp_symbols_demangle(name ? name : "[unknown]");
-    if (!d) {
-        PyErr_NoMemory();
-        return NO_FRAME;
-    }
-    PyObject *file = PyUnicode_FromString("<gpu>");
-    PyObject *func = PyUnicode_DecodeUTF8(d, (Py_ssize_t)strlen(d), "replace");
-    free(d);
-    uint32_t id = file && func ? intern_frame(file, func, 0, 0) : NO_FRAME;
-    Py_XDECREF(file);
-    Py_XDECREF(func);
-    return id;
+    return text_frame(PyUnicode_FromString("<gpu>"), lp_symbols_demangle(name ? name : "[unknown]"));
 }
 
 /* Resolves one node (not a thread root). NO_FRAME on error. */
