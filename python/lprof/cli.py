@@ -44,7 +44,7 @@ def _run_parser():
               "       lprof [options] -m module [args ...]\n"
               "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
-              "       lprof export FILE.lprof --format json|folded|speedscope|svg [options]",
+              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html [options]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",
@@ -95,6 +95,12 @@ def _run_parser():
     g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak"],
                    help="metric of --stacks/--flamegraph (default: the profile's main one)")
     g.add_argument("--flamegraph", metavar="PATH", help="write a self-contained SVG flamegraph")
+    g.add_argument("--html", metavar="PATH",
+                   help="write a self-contained HTML report (source with per-line bars, hot "
+                        "lines and functions, flame graph, memory timeline); opens offline")
+    g.add_argument("--full-imports", action="store_true",
+                   help="--flamegraph/--html: show importlib's frames whole (by default each "
+                        "import is one 'import module' frame)")
     g = p.add_argument_group("sampling")
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
@@ -163,10 +169,13 @@ def _export_parser():
                                 description="Convert a saved profile to another format.")
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
-                   choices=["json", "folded", "speedscope", "svg"])
+                   choices=["json", "folded", "speedscope", "svg", "html"])
     p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak"],
                    help="stack metric for folded/speedscope/svg (default cpu, or wall for "
                         "wall-mode profiles)")
+    p.add_argument("--full-imports", action="store_true",
+                   help="svg/html: show importlib's frames whole (by default each import is "
+                        "one 'import module' frame)")
     p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
     return p
 

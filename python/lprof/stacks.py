@@ -7,6 +7,7 @@ export(profile, fmt, metric, out_path) writes one metric of a profile's
 import json
 
 from . import _lprof
+from .model import import_fold
 
 # export metric -> (stack metric columns summed, unit of the output integers)
 METRICS = {
@@ -48,14 +49,19 @@ def _values(profile, metric):
     return frames, ids_list, vals, threads, unit
 
 
-def export(profile, fmt, metric, out_path):
+def export(profile, fmt, metric, out_path, fold_imports=True):
     """Writes profile's stacks for `metric` (cpu, wall, alloc, peak, leak)
     as `fmt` (folded, speedscope, svg) to out_path. ValueError for unknown
-    names."""
+    names. The SVG folds importlib's frames into one frame per import unless
+    fold_imports is False (lprof.model.import_fold); the data formats keep
+    every frame."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {}
+    if fmt == "svg" and fold_imports and import_fold.has_imports(st.get("frames", [])):
+        st = (import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st))
+        profile = dict(profile, stacks=st)
     if "nodes" in st:  # the file's columnar form (lprof export)
         if fmt != "speedscope":
             return _export_columns(st, fmt, metric, cols, unit, scale, out_path)

@@ -120,16 +120,23 @@ def _print_outputs(args, prof):
 
 
 def _write_stacks(args, prof):
-    """Writes --stacks/--flamegraph; False when one could not be written."""
+    """Writes --stacks/--flamegraph/--html; False when one could not be written."""
+    ok = True
+    if args.html:
+        from ..render import html_report
+        try:
+            html_report.write(prof, args.html, fold_imports=not args.full_imports)
+        except (ValueError, OSError) as exc:
+            sys.stderr.write(f"lprof: could not write {args.html}: {exc}\n")
+            ok = False
     if not (args.stacks or args.flamegraph):
-        return True
+        return ok
     from .. import stacks
     metric = args.stacks_metric or ("alloc" if args.memory else "wall" if args.wall else "cpu")
-    ok = True
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
-                stacks.export(prof, fmt, metric, path)
+                stacks.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
             except (ValueError, OSError) as exc:
                 sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
                 ok = False
@@ -207,7 +214,8 @@ def main(args, raw_argv):
         return 1
     default_name = "lprof-command" if kind == "code" else target
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
-    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph)],
+    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
+                   ("--html", args.html)],
                   protected=[args.script] if kind == "script" else [])
     try:
         collectors, modes = _make_collectors(args)
