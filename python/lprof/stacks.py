@@ -20,8 +20,13 @@ METRICS = {
 FORMATS = ("folded", "speedscope", "svg")
 
 
+THREAD_FILE = "<thread>"  # the picture's thread frames (never stored in a profile)
+
+
 def frame_name(frame):
     file, func, first, line = frame[:4]
+    if file == THREAD_FILE:
+        return func
     if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
         return f"{func} ({file.rsplit('/', 1)[-1]})"
     return f"{func} ({file}:{line})"
@@ -59,8 +64,10 @@ def export(profile, fmt, metric, out_path, fold_imports=True):
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {}
-    if fmt == "svg" and fold_imports and import_fold.has_imports(st.get("frames", [])):
-        st = (import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st))
+    if fmt == "svg":
+        if fold_imports and import_fold.has_imports(st.get("frames", [])):
+            st = (import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st))
+        st = _thread_roots(profile, st)
         profile = dict(profile, stacks=st)
     if "nodes" in st:  # the file's columnar form (lprof export)
         if fmt != "speedscope":
@@ -83,6 +90,28 @@ def export(profile, fmt, metric, out_path, fold_imports=True):
     else:
         frames, ids_list, vals, threads, unit = _values(profile, metric)
         _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path)
+
+
+def _thread_roots(profile, st):
+    """For a picture of several threads: each stack starts with a frame
+    naming its thread, so threads sit side by side, labelled."""
+    threads = st["rows"]["thread"] if "nodes" in st else [r[1] for r in st.get("stacks", [])]
+    if len(set(threads)) < 2:
+        return st
+    if "nodes" in st:
+        from .model.profile_file import stacks_from_columns
+        st = stacks_from_columns(st)
+    names = (profile.get("sampling") or {}).get("threads", {})
+    frames = [list(f) for f in st.get("frames", [])]
+    root_of = {}
+    rows = []
+    for ids, th, m in st.get("stacks", []):
+        if th not in root_of:
+            root_of[th] = len(frames)
+            name = names.get(str(th))
+            frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        rows.append([[root_of[th]] + list(ids), th, m])
+    return dict(st, frames=frames, stacks=rows)
 
 
 def _export_columns(st, fmt, metric, cols, unit, scale, out_path):

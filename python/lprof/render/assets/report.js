@@ -124,14 +124,17 @@
   }
 
   /* ---- flame graph (icicle: the program's frames at the top) ---- */
+  /* frame ids below -1 are the threads' own frames (-2 - thread index):
+   * with every thread shown, each stack starts with its thread's name */
   function buildTree(rs, col) {
     var root = { fid: -1, v: 0, kids: new Map(), parent: null };
+    var byThread = state.thread < 0 && D.threads.length > 1;
     rs.forEach(function (r) {
       var v = r[3][col];
       if (!(v > 0)) return;
       var n = root;
       n.v += v;
-      r[0].forEach(function (fid) {
+      (byThread ? [-2 - r[1]].concat(r[0]) : r[0]).forEach(function (fid) {
         var k = n.kids.get(fid);
         if (!k) { k = { fid: fid, v: 0, kids: new Map(), parent: n }; n.kids.set(fid, k); }
         k.v += v;
@@ -140,7 +143,9 @@
     });
     return root;
   }
-  function nodePath(n) { var p = []; for (; n && n.fid >= 0; n = n.parent) p.unshift(n.fid); return p.join(","); }
+  function nodePath(n) { var p = []; for (; n && n.parent; n = n.parent) p.unshift(n.fid); return p.join(","); }
+  function nodeName(n) { return n.fid === -1 ? "all" : n.fid < -1 ? "thread " + D.threads[-2 - n.fid][1] : D.frames[n.fid][0]; }
+  function nodeText(n) { return n.fid < 0 ? nodeName(n) : D.frames[n.fid][0] + " " + D.frames[n.fid][1]; }
   function findPath(root, path) {
     if (!path) return null;
     var n = root;
@@ -195,11 +200,11 @@
       depthMax = Math.max(depthMax, anc.length - 1);
       var svg = sv("svg", { width: width, height: (depthMax + 1) * ROW + 2, class: "flamesvg" });
       items.forEach(function (it) {
-        var n = it[0], name = n.fid < 0 ? "all" : D.frames[n.fid][0];
-        var hit = re && n.fid >= 0 && re.test(name + " " + D.frames[n.fid][1]);
+        var n = it[0], name = nodeName(n);
+        var hit = re && n.fid !== -1 && re.test(nodeText(n));
         var g = sv("g", { class: "fr" + (it[4] ? " anc" : "") + (hit ? " hit" : ""), "data-path": nodePath(n) });
         g.appendChild(sv("rect", { x: it[2].toFixed(1), y: it[1] * ROW, width: Math.max(it[3] - 0.5, 0.5).toFixed(1), height: ROW - 1,
-          fill: hit ? "#c3f" : n.fid < 0 ? "#ddd" : color(n.fid), rx: 2 }));
+          fill: hit ? "#c3f" : n.fid === -1 ? "#ddd" : n.fid < 0 ? "#c9d3e0" : color(n.fid), rx: 2 }));
         var chars = Math.floor((it[3] - 6) / 7);
         if (chars >= 3) {
           var t = sv("text", { x: (it[2] + 3).toFixed(1), y: it[1] * ROW + 13 });
@@ -208,7 +213,7 @@
         }
         g.addEventListener("click", function () { state.zoom = nodePath(n) || null; paint(); });
         g.addEventListener("mousemove", function (ev) {
-          tip.textContent = (n.fid < 0 ? "all" : D.frames[n.fid][0] + "  " + D.frames[n.fid][1]) + "  \u2014  " +
+          tip.textContent = nodeText(n) + "  \u2014  " +
             fmt(n.v, unit) + " (" + pct(n.v, root.v) + ")";
           tip.style.left = (ev.pageX + 12) + "px"; tip.style.top = (ev.pageY + 12) + "px"; tip.style.display = "block";
         });
@@ -224,8 +229,7 @@
     function matchedValue(n, re) {
       var s = 0;
       n.kids.forEach(function (k) {
-        var f = D.frames[k.fid];
-        if (re.test(f[0] + " " + f[1])) s += k.v; else s += matchedValue(k, re);
+        if (re.test(nodeText(k))) s += k.v; else s += matchedValue(k, re);
       });
       return s;
     }
