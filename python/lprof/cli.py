@@ -44,7 +44,7 @@ def _run_parser():
               "       lprof [options] -m module [args ...]\n"
               "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
-              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html [options]",
+              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",
@@ -169,10 +169,10 @@ def _export_parser():
                                 description="Convert a saved profile to another format.")
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
-                   choices=["json", "folded", "speedscope", "svg", "html"])
+                   choices=["json", "folded", "speedscope", "svg", "html", "chrome", "pstats"])
     p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak"],
-                   help="stack metric for folded/speedscope/svg (default cpu, or wall for "
-                        "wall-mode profiles)")
+                   help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
+                        "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
     p.add_argument("--full-imports", action="store_true",
                    help="svg/html: show importlib's frames whole (by default each import is "
                         "one 'import module' frame)")

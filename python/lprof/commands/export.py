@@ -7,9 +7,10 @@ from ..errors import LprofError
 from ..export_json import to_json
 
 # formats read from the row form of the stacks (the others fold the columns in C)
-ROW_FORMATS = ("json", "html")
+ROW_FORMATS = ("json", "html", "chrome", "pstats")
 EXTENSIONS = {"json": ".json", "folded": ".folded", "speedscope": ".speedscope.json",
-              "svg": ".svg", "html": ".html"}
+              "svg": ".svg", "html": ".html",
+              "chrome": ".trace.json", "pstats": ".pstats"}
 
 
 def default_output(path, fmt):
@@ -33,8 +34,7 @@ def main(args):
             _write_text(out, text)
     else:
         from .. import stacks
-        metric = args.metric or ("wall" if prof.get("sampling", {}).get("mode") == "wall"
-                                 else "cpu")
+        metric = args.metric or _time_metric(prof)
         if out == "-" and args.format != "folded":
             raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)
         try:
@@ -49,12 +49,22 @@ def main(args):
     return 0
 
 
+def _time_metric(prof):
+    return "wall" if (prof.get("sampling") or {}).get("mode") == "wall" else "cpu"
+
+
 def _write_report(prof, args, out):
     """The formats built from the whole profile (not one stack metric)."""
     try:
         if args.format == "html":
             from ..render import html_report
             html_report.write(prof, out, fold_imports=not args.full_imports)
+        else:
+            from .. import export_chrome, export_pstats
+            module = export_chrome if args.format == "chrome" else export_pstats
+            module.write(prof, out, metric=args.metric or _time_metric(prof))
+    except ValueError as exc:
+        raise LprofError(str(exc), 2) from None
     except OSError as exc:
         raise LprofError(f"cannot write {out}: {exc.strerror}", 2) from None
 
