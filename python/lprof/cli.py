@@ -9,7 +9,7 @@ import sys
 from . import __version__
 from .errors import LprofError
 
-VERBS = ("view", "export")
+VERBS = ("view", "export", "diff")
 
 
 _BOOL_WORDS = {**{w: True for w in ("1", "on", "true", "t", "yes", "y")},
@@ -44,6 +44,7 @@ def _run_parser():
               "       lprof [options] -m module [args ...]\n"
               "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
+              "       lprof diff BEFORE.lprof AFTER.lprof [--html PATH]\n"
               "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
@@ -180,6 +181,22 @@ def _export_parser():
     return p
 
 
+def _diff_parser():
+    p = argparse.ArgumentParser(prog="lprof diff", allow_abbrev=False,
+                                description="Compare two profiles: the lines and functions of "
+                                            "your code whose time or memory changed most.")
+    p.add_argument("before", help="the earlier profile")
+    p.add_argument("after", help="the later profile")
+    p.add_argument("--metric", default=None, metavar="COLUMN",
+                   help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
+                        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
+                        "time_s, else alloc_bytes)")
+    p.add_argument("-n", "--top", type=int, default=20, metavar="N",
+                   help="lines and functions listed (default 20)")
+    p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
+    return p
+
+
 def _parse(parser, argv):
     # argparse prints usage and exits 2 on bad input: that is the one-line-error contract.
     return parser.parse_args(argv)
@@ -270,6 +287,9 @@ def main(argv=None):
             if verb == "view":
                 from .commands import view
                 return view.main(_parse(_view_parser(), argv))
+            if verb == "diff":
+                from .commands import diff
+                return diff.main(_parse(_diff_parser(), argv))
             from .commands import export
             return export.main(_parse(_export_parser(), argv))
         parser, args = _parse_run(argv)

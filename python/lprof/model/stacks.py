@@ -18,6 +18,10 @@ frames (lprof --native) are skipped. The listing, the
 from .. import _lprof, libdirs
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
+# columns kept for the memory sampler's statistics (the leak rule reads them),
+# not quantities a report shows per line
+INTERNAL_COLUMNS = ("survivors", "survivor_bytes", "survivor_t_ms", "survivor_t2_ms2",
+                    "alloc_samples", "free_samples")
 
 
 def columns():

@@ -12,7 +12,7 @@ from . import report_data
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 
 
-def _asset(name):
+def asset(name):
     with open(os.path.join(ASSETS, name), encoding="utf-8") as fh:
         return fh.read()
 
@@ -28,11 +28,11 @@ def render(profile, fold_imports=True):
     data = report_data.build(profile, fold_imports=fold_imports)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
             f"<title>{escape(data['title'])}</title>\n"
-            f"<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
+            f"<style>\n{asset('report.css')}</style>\n</head>\n<body>\n"
             "<div id=\"app\"><noscript>This report needs JavaScript.</noscript></div>\n"
             f"<script type=\"application/json\" id=\"lprof-data\">{_json_for_script(data)}"
             "</script>\n"
-            f"<script>\n{_asset('report.js')}</script>\n</body></html>\n")
+            f"<script>\n{asset('report.js')}</script>\n</body></html>\n")
 
 
 def write(profile, out_path, fold_imports=True):

@@ -8,13 +8,9 @@ line and per thread but never re-implements the rule."""
 import os
 
 from ..model import import_fold
-from ..model.stacks import charge, is_native, is_user_file
+from ..model.stacks import INTERNAL_COLUMNS, charge, is_native, is_user_file
 from ..source import block_range, read_lines
 
-# bookkeeping columns of the memory sampler's statistics: not a quantity a
-# user reads per line (the leak rule uses them)
-_INTERNAL = ("survivors", "survivor_bytes", "survivor_t_ms", "survivor_t2_ms2",
-             "alloc_samples", "free_samples")
 # units as the file stores them (docs/formats.md): ns columns in seconds,
 # milli ones as counts
 _UNITS = {"ns": "s", "milli": "count"}
@@ -47,7 +43,7 @@ def _columns(section):
     used = set()
     for _ids, _t, m in section.get("stacks", []):
         used.update(k for k, v in m.items() if v)
-    return [(n, _UNITS.get(u, u), k) for n, u, k in cols if n in used and n not in _INTERNAL]
+    return [(n, _UNITS.get(u, u), k) for n, u, k in cols if n in used and n not in INTERNAL_COLUMNS]
 
 
 def _cpu_parts(cols):
