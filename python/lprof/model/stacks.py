@@ -73,8 +73,8 @@ def is_user_file(path):
     """The default attribution filter: the program's own code."""
     if not path:
         return False
-    if path.startswith("<"):
-        return path.startswith(("<string>", "<stdin>"))
+    if path.startswith("<"):  # code given as text; IPython's cells too
+        return path.startswith(("<string>", "<stdin>", "<ipython-input-"))
     return not libdirs.is_library_file(path)
 
 
