@@ -93,7 +93,12 @@ class _Run:
     def _periodic_writer(self):
         while not self.stop_event.wait(self.args.output_interval):
             try:
-                self.save(self.build())
+                prof = self.build()
+                self.save(prof)
+                if self.args.html:  # the report follows the checkpoints (written atomically)
+                    from ..render import html_report
+                    html_report.write(prof, self.args.html,
+                                      fold_imports=not self.args.full_imports)
             except Exception as exc:  # a failed checkpoint must not end the program
                 sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
