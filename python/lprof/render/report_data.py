@@ -20,9 +20,14 @@ _MAX_SOURCE_LINES = 5000
 _CONTEXT = 3
 
 
+# friendlier names for some columns; any other column is named after itself
+_LABELS = {"cpu_s": "CPU total", "peak_bytes": "at peak", "alloc_bytes": "alloc",
+           "python_bytes": "python objects", "wall_s": "wall"}
+
+
 def _label(name):
-    if name == "cpu_s":
-        return "CPU total"
+    if name in _LABELS:
+        return _LABELS[name]
     words = name.replace("_", " ")
     for suffix in (" s", " bytes"):
         if words.endswith(suffix):

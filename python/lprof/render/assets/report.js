@@ -274,7 +274,7 @@
       tbl.appendChild(body);
     }
     fill();
-    sec.appendChild(tbl);
+    sec.appendChild(el("div", { class: "scroll" }, [tbl]));
     return sec;
   }
   function srcText(file, line) { var s = D.sources[file]; return s ? (s[String(line)] || "").trim() : ""; }
@@ -331,7 +331,7 @@
         body.appendChild(tr);
       });
       tbl.appendChild(body);
-      sec.appendChild(el("details", { open: "" }, [el("summary", { text: path }), tbl]));
+      sec.appendChild(el("details", { open: "" }, [el("summary", { text: path }), el("div", { class: "scroll" }, [tbl])]));
     });
     return sec;
   }
@@ -396,7 +396,7 @@
       hot.appendChild(body);
     }
     fillHot();
-    sec.appendChild(hot);
+    sec.appendChild(el("div", { class: "scroll" }, [hot]));
     fnSorted.forEach(function (fn) {
       var rows = new Map(fn.lines.map(function (l) { return [l[0], l]; }));
       var sum = fn.lines.reduce(function (s, l) { return s + l[2]; }, 0);
