@@ -203,3 +203,37 @@ def test_report_screenshot(hot_report, tmp_path):
     width, height, distinct = _png_pixels(shot)
     assert (width, height) == (1400, 900)
     assert distinct > 50  # a drawn page, not a blank one
+
+
+def test_report_of_kernprof_file_and_old_profile(run_lprof, tmp_path):
+    """line_profiler's own file and a format 1 profile make reports too."""
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "fixtures")
+    r = run_lprof("export", os.path.join(fixtures, "kernprof_5_1.lprof"), "--format", "html",
+                  "-o", "kp.html")
+    assert r.returncode == 0, r.stderr
+    (fn,) = page_data((tmp_path / "kp.html").read_text())["functions"]
+    assert fn["name"] == "work" and [ln for ln, _h, _t in fn["lines"]] == [3, 4, 5, 6]
+    r = run_lprof("export", os.path.join(fixtures, "v1_sampled_memory.lprof"), "--format",
+                  "html", "-o", "v1.html")
+    assert r.returncode == 0, r.stderr
+    data = page_data((tmp_path / "v1.html").read_text())
+    assert data["stacks"] and data["memory"] is not None
+
+
+def test_report_written_when_the_program_fails(run_lprof, write_script, tmp_path):
+    script = write_script("boom.py", "def f():\n    return sum(range(3000000))\nf()\n"
+                                     "raise SystemExit(4)\n")
+    r = run_lprof("-q", "--html", "boom.html", script)
+    assert r.returncode == 4
+    assert page_data((tmp_path / "boom.html").read_text())["stacks"]
+
+
+def test_bad_html_path_refused_before_the_run(run_lprof, write_script, tmp_path):
+    script = write_script("ok.py", "open('ran', 'w').close()\n")
+    for bad in ("nodir/r.html", str(tmp_path)):
+        r = run_lprof("-q", "--html", bad, script)
+        assert r.returncode == 2 and r.stderr.startswith("lprof: --html ")
+        assert not (tmp_path / "ran").exists()
+    r = run_lprof("-q", "--html", "same", "-o", "same", script)
+    assert r.returncode == 2 and "also given" in r.stderr
