@@ -34,6 +34,9 @@ def _busy():
         s += i
     return s
 VALUE = _busy()  # module body
+TOTAL = 0
+for _i in range(600000):
+    TOTAL += _i  # module loop
 """
 
 
@@ -142,3 +145,34 @@ def test_svg_click_zooms_in_chromium(import_profile):
         assert b.eval("[...document.querySelectorAll('g.f')]"
                       ".filter(g => g.style.display === 'none').length") < after["hidden"]
         assert b.errors() == []
+
+
+def test_report_charges_lines_as_the_listing_does(import_profile, run_lprof, load_profile):
+    """Folding the imports changes the picture, not which line is charged: the
+    report's per-line sums are the profile's own per-line rows."""
+    import json
+    import re
+    tmp = import_profile
+    r = run_lprof("export", "p.lprof", "-f", "html", "-o", "r.html")
+    assert r.returncode == 0, r.stderr
+    html = (tmp / "r.html").read_text()
+    data = json.loads(re.search(r'id="lprof-data">(.*?)</script>', html, re.S)
+                      .group(1).replace("<\\/", "</"))
+    assert data["folded_imports"]
+    names = [c["name"] for c in data["columns"]]
+    got = {}
+    for _ids, _t, fid, values in data["stacks"]:
+        f = data["frames"][fid]
+        key = (f[1], f[3], f[2])
+        got[key] = got.get(key, 0) + values[names.index("cpu_python_s")]
+    prof = load_profile(str(tmp / "p.lprof"))
+    want = {}
+    for file, line, func, py, *_rest in prof["sampling"]["lines"]:
+        want[(file, line, func)] = want.get((file, line, func), 0) + py
+    want = {k: v for k, v in want.items() if v}
+    got = {k: v for k, v in got.items() if v}
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-6, abs=1e-9)
+    # the module's own loop is charged to its line in <module>, not to the import frame
+    assert any(k[0].endswith("slowmod.py") and k[2] == "<module>" for k in got)

@@ -68,7 +68,19 @@ def _stack_part(profile, fold_imports):
     if "nodes" in section:
         from ..model.profile_file import stacks_from_columns
         section = stacks_from_columns(section)
-    folded = fold_imports and import_fold.has_imports(section.get("frames", []))
+    section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
+    # charged on the stacks as stored, as the listing charges them; folding
+    # keeps the rows in order and the frame ids (it only appends frames)
+    frames = section.get("frames", [])
+    cache = {}
+    charged = []
+    for ids, _th, _m in section["stacks"]:
+        key = tuple(ids)
+        if key not in cache:
+            f = charge(frames, ids)
+            cache[key] = -1 if f is None else _fid(frames, ids, f)
+        charged.append(cache[key])
+    folded = fold_imports and import_fold.has_imports(frames)
     if folded:
         section = import_fold.fold_section(section)
     cols = _columns(section)
@@ -76,23 +88,17 @@ def _stack_part(profile, fold_imports):
     names = [c[0] for c in cols]
     if parts:  # one CPU column to sort and draw by (the split stays)
         cols.insert(0, ("cpu_s", "s", "sum"))
-    frames = section.get("frames", [])
     threads = {}
     rows = []
-    charged_cache = {}
-    for ids, th, m in section.get("stacks", []):
+    for (ids, th, m), fid in zip(section["stacks"], charged):
         values = [m.get(n, 0) for n in names]
-        if not any(values) or not ids:
+        if not any(values):
             continue
         if parts:
             values.insert(0, sum(m.get(n, 0) for n in parts))
-        key = tuple(ids)
-        if key not in charged_cache:
-            f = charge(frames, ids)
-            charged_cache[key] = -1 if f is None else _fid(frames, ids, f)
         t = threads.setdefault(str(th), len(threads))
-        rows.append([list(ids), t, charged_cache[key], [_num(v) for v in values]])
-    return folded, cols, parts, frames, threads, rows
+        rows.append([list(ids), t, fid, [_num(v) for v in values]])
+    return folded, cols, parts, section.get("frames", []), threads, rows
 
 
 def _fid(frames, ids, f):
