@@ -102,6 +102,17 @@ def test_imports_folded_by_default(import_profile, run_lprof):
     assert slow
 
 
+def test_svg_total_is_the_profile_s(import_profile, load_profile):
+    root, _titles_ = _titles(import_profile / "f.svg")
+    prof = load_profile(str(import_profile / "p.lprof"))
+    cpu = sum(sum(m.get(c, 0) for c in ("cpu_python_s", "cpu_native_s", "cpu_system_s"))
+              for _ids, _t, m in prof["stacks"]["stacks"])
+    assert int(root.get("data-total")) == pytest.approx(cpu * 1e6, abs=len(prof["stacks"]["stacks"]))
+    # the top-level frames (the threads) add up to the total
+    top = [int(g.get("data-w")) for g in root.iter(SVG + "g") if g.get("data-d") == "0"]
+    assert sum(top) == int(root.get("data-total"))
+
+
 def test_thread_labels_and_width(import_profile):
     root, titles = _titles(import_profile / "f.svg")
     assert root.get("width") == "100%"

@@ -173,6 +173,12 @@ def test_report_in_chromium(hot_report, tmp_path):
             s.value = '0'; s.dispatchEvent(new Event('change'));
             return document.getElementById('thread').value; })()""")
         assert threads == "0"
+        # the source view's column picker adds a quieter column's bars
+        heads = b.eval("""(() => { const box = document.querySelector('#source input[data-col="samples"]');
+            const before = [...document.querySelectorAll('#source th')].map(t => t.textContent);
+            box.click();
+            return [before, [...document.querySelectorAll('#source th')].map(t => t.textContent)]; })()""")
+        assert "samples" not in heads[0] and "samples" in heads[1]
         assert b.errors() == []
 
 

@@ -282,7 +282,16 @@
   /* ---- annotated source ---- */
   function source(lines, t) {
     var sec = el("section", { id: "source" }, [el("h2", { text: "Source" })]);
-    var shown = D.columns.map(function (c, i) { return !c.quiet && !isPart(c.name) ? i : -1; }).filter(function (i) { return i >= 0; });
+    // a bar per metric; the quieter columns (counts, freed, live) on request
+    if (!state.srcCols) state.srcCols = D.columns.map(function (c) { return !c.quiet && !isPart(c.name); });
+    var picks = el("div", { class: "tools" }, [el("span", { text: "Columns: " })]);
+    D.columns.forEach(function (c, i) {
+      var box = el("input", { type: "checkbox", "data-col": c.name, onchange: function () { state.srcCols[i] = box.checked; draw(); } });
+      box.checked = state.srcCols[i];
+      picks.appendChild(el("label", { class: "pick" }, [box, el("span", { text: c.label })]));
+    });
+    sec.appendChild(picks);
+    var shown = D.columns.map(function (c, i) { return state.srcCols[i] ? i : -1; }).filter(function (i) { return i >= 0; });
     var files = new Map();
     lines.forEach(function (e) {
       var f = e.frame[1];
