@@ -243,3 +243,26 @@ def test_bad_html_path_refused_before_the_run(run_lprof, write_script, tmp_path)
         assert not (tmp_path / "ran").exists()
     r = run_lprof("-q", "--html", "same", "-o", "same", script)
     assert r.returncode == 2 and "also given" in r.stderr
+
+
+@needs_chromium
+def test_line_profile_report_in_chromium(tmp_path, run_lprof, write_script):
+    script = write_script("lp.py", """\
+        @profile
+        def f(n):
+            s = 0
+            for i in range(n):
+                s += i * i  # loop
+            return s
+        f(20000)
+        """)
+    assert run_lprof("-l", "-q", "--html", "lp.html", script).returncode == 0
+    with Browser(1200, 900) as b:
+        b.load((tmp_path / "lp.html").as_uri())
+        assert b.errors() == []
+        first = b.eval("[...document.querySelectorAll('#lhot tbody tr')[0].children]"
+                       ".map(td => td.textContent)")
+        # sorted by time: the loop body or its header, with their exact hits
+        assert (first[1], first[2]) in ((str(line_of(script, "loop")), "20000"),
+                                        (str(line_of(script, "loop") - 1), "20001"))
+        assert b.eval("document.querySelectorAll('#lines details tr.hotline').length") == 4

@@ -37,7 +37,8 @@
     if (unit === "s") {
       var s = Math.abs(v);
       return s >= 1 ? v.toFixed(2) + " s" : s >= 1e-3 ? (v * 1e3).toFixed(1) + " ms"
-        : (v * 1e6).toFixed(0) + " \u00b5s";
+        : s >= 1e-5 ? (v * 1e6).toFixed(0) + " \u00b5s" : s >= 1e-6 ? (v * 1e6).toFixed(1) + " \u00b5s"
+        : (v * 1e9).toFixed(0) + " ns";
     }
     return Number.isInteger(v) ? String(v) : v.toPrecision(3);
   }
