@@ -266,3 +266,34 @@ def test_line_profile_report_in_chromium(tmp_path, run_lprof, write_script):
         assert (first[1], first[2]) in ((str(line_of(script, "loop")), "20000"),
                                         (str(line_of(script, "loop") - 1), "20001"))
         assert b.eval("document.querySelectorAll('#lines details tr.hotline').length") == 4
+
+
+def test_columns_come_from_the_profile(tmp_path):
+    """A column the profile declares (as a GPU column from metrics.h would be)
+    shows in the report and in lprof diff without any edit to them."""
+    from lprof.model.compare import compare
+    from lprof.render import report_data
+    script = tmp_path / "g.py"
+    script.write_text("def k():\n    launch()\nk()\n")
+    frames = [[str(script), "<module>", 1, 3], [str(script), "k", 1, 2]]
+
+    def prof(gpu):
+        return {"meta": {"argv": ["g.py"], "modes": ["cpu"]},
+                "stacks": {"frames": frames,
+                           "columns": [["cpu_python_s", "ns", "sum"],
+                                       ["gpu_time_s", "ns", "sum"], ["h2d_bytes", "bytes", "sum"]],
+                           "stacks": [[[0, 1], 7, {"cpu_python_s": 0.5, "gpu_time_s": gpu,
+                                                   "h2d_bytes": 4096}]]}}
+    data = report_data.build(prof(2.0))
+    cols = {c["name"]: c for c in data["columns"]}
+    assert cols["gpu_time_s"]["unit"] == "s" and cols["gpu_time_s"]["label"] == "gpu time"
+    assert cols["h2d_bytes"]["unit"] == "bytes"
+    names = [c["name"] for c in data["columns"]]
+    (row,) = data["stacks"]
+    assert row[3][names.index("gpu_time_s")] == 2.0
+    assert data["frames"][row[2]][2] == "k"  # charged to k's line
+    diff = compare(prof(2.0), prof(3.5), metric="gpu_time_s")
+    (line,) = diff["lines"]
+    assert line["key"] == (str(script), 2)
+    assert line["after"]["gpu_time_s"] - line["before"]["gpu_time_s"] == pytest.approx(1.5)
+    assert ("h2d_bytes", "bytes") in diff["columns"]
