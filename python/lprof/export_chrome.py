@@ -11,7 +11,6 @@ real timeline and becomes a counter track ("C") at its own times.
 Thread tracks are numbered 1..n (the trace format's tids are small
 integers); each is named after its thread, with the thread's id."""
 import json
-import os
 
 from .stacks import frame_name
 
@@ -95,9 +94,5 @@ def trace(profile, metric="cpu"):
 
 
 def write(profile, out_path, metric="cpu"):
-    doc = trace(profile, metric)
-    tmp = out_path + ".tmp" if os.path.isfile(out_path) or not os.path.exists(out_path) else None
-    with open(tmp or out_path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
-    if tmp:
-        os.replace(tmp, out_path)
+    from .outputs import write_text
+    write_text(out_path, json.dumps(trace(profile, metric), separators=(",", ":")))

@@ -44,6 +44,12 @@ needs_chromium = pytest.mark.skipif(find_chromium() is None,
                                            "Debian's chromium package)")
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def page_data(html):
     m = re.search(r'<script type="application/json" id="lprof-data">(.*?)</script>', html, re.S)
     assert m, "no data block in the page"
@@ -103,6 +109,15 @@ def test_export_html_matches_run(hot_report, run_lprof, tmp_path):
     assert page_data((tmp_path / "again.html").read_text()) == page_data(html_path.read_text())
     r = run_lprof("export", prof_path, "--format", "html", "-o", "-")
     assert r.returncode == 2 and r.stderr.startswith("lprof: ") and "Traceback" not in r.stderr
+    # a device is written through, never replaced by a renamed file
+    r = run_lprof("export", prof_path, "--format", "html", "-o", "/dev/stdout")
+    assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), r.stderr
+    import stat
+    assert not stat.S_ISREG(os.lstat("/dev/stdout").st_mode)
+    # a regular file gets the usual mode, and no temporary file is left behind
+    mode = os.stat(tmp_path / "again.html").st_mode & 0o777
+    assert mode == 0o666 & ~_umask()
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
 def test_report_of_line_profile(tmp_path, run_lprof, write_script, load_profile):

@@ -1,9 +1,9 @@
 """`lprof diff BEFORE AFTER`: lines and functions that got slower or heavier."""
-import os
 import sys
 
 from ..errors import LprofError
 from ..model import profile_file
+from ..outputs import write_text
 
 
 def main(args):
@@ -18,10 +18,7 @@ def main(args):
     if args.html:
         text = diff_report.render_html(result, args.before, args.after, top=max(args.top, 100))
         try:
-            tmp = args.html + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, args.html)
+            write_text(args.html, text)
         except OSError as exc:
             raise LprofError(f"cannot write {args.html}: {exc.strerror}", 2) from None
         sys.stderr.write(f"lprof: wrote {args.html}\n")

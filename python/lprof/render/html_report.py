@@ -36,8 +36,5 @@ def render(profile, fold_imports=True):
 
 
 def write(profile, out_path, fold_imports=True):
-    text = render(profile, fold_imports=fold_imports)
-    tmp = out_path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, out_path)
+    from ..outputs import write_text
+    write_text(out_path, render(profile, fold_imports=fold_imports))
