@@ -171,7 +171,7 @@ def build(profile, fold_imports=True):
         "columns": [{"name": n, "unit": u, "label": _label(n),
                      "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
                     for n, u, _k in cols],
-        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0]))]
+        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0])) and not is_native(f)]
                    for f in frames],
         "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
                     for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],
