@@ -135,6 +135,7 @@ def test_chrome_trace_round_trip(sampled, run_lprof):
         assert leaf and all(e["args"]["file"].endswith("work.py") for e in leaf)
 
 
+@pytest.mark.needs_shim  # lprof --memory preloads the allocator shim
 def test_chrome_trace_memory_counter(tmp_path, run_lprof, write_script):
     script = write_script("m.py", "keep = []\nfor i in range(200):\n"
                                   "    keep.append(bytearray(100000))\n")
