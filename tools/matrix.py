@@ -53,6 +53,9 @@ def main(versions):
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "pytest",
                  "setuptools", "wheel"])
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy"])
+        if subprocess.run([py, "-c", "import IPython"], capture_output=True).returncode != 0:
+            # the magics' tests (%load_ext lprof) run in a real IPython shell
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "ipython"])
         if version in ("3.9", "3.10") and subprocess.run(
                 [py, "-c", "import tomli"], capture_output=True).returncode != 0:
             # lprof's install_requires there: pyproject.toml without tomllib

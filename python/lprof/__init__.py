@@ -41,4 +41,11 @@ def render_listing(profile, **options):
     return sampler.render_listing(profile, **options)
 
 
+def load_ipython_extension(ip):
+    """`%load_ext lprof` in IPython / Jupyter: the %lprun, %lprof and %%lprof
+    magics (lprof.magics)."""
+    from .magics import load_ipython_extension as load
+    load(ip)
+
+
 __all__ = ["profile", "LineProfiler", "LineStats", "start", "stop", "sampling", "render_listing", "__version__"]

@@ -9,7 +9,7 @@ import sys
 from . import __version__
 from .errors import LprofError
 
-VERBS = ("view", "export")
+VERBS = ("view", "export", "diff")
 
 
 _BOOL_WORDS = {**{w: True for w in ("1", "on", "true", "t", "yes", "y")},
@@ -44,7 +44,8 @@ def _run_parser():
               "       lprof [options] -m module [args ...]\n"
               "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
-              "       lprof export FILE.lprof --format json|folded|speedscope|svg [options]",
+              "       lprof diff BEFORE.lprof AFTER.lprof [--html PATH]\n"
+              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",
@@ -95,6 +96,12 @@ def _run_parser():
     g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
                    help="metric of --stacks/--flamegraph (default: the profile's main one)")
     g.add_argument("--flamegraph", metavar="PATH", help="write a self-contained SVG flamegraph")
+    g.add_argument("--html", metavar="PATH",
+                   help="write a self-contained HTML report (source with per-line bars, hot "
+                        "lines and functions, flame graph, memory timeline); opens offline")
+    g.add_argument("--full-imports", action="store_true",
+                   help="--flamegraph/--html: show importlib's frames whole (by default each "
+                        "import is one 'import module' frame)")
     g = p.add_argument_group("sampling")
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
@@ -168,11 +175,30 @@ def _export_parser():
                                 description="Convert a saved profile to another format.")
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
-                   choices=["json", "folded", "speedscope", "svg"])
+                   choices=["json", "folded", "speedscope", "svg", "html", "chrome", "pstats"])
     p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
-                   help="stack metric for folded/speedscope/svg (default cpu, or wall for "
-                        "wall-mode profiles)")
+                   help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
+                        "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
+    p.add_argument("--full-imports", action="store_true",
+                   help="svg/html: show importlib's frames whole (by default each import is "
+                        "one 'import module' frame)")
     p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
+    return p
+
+
+def _diff_parser():
+    p = argparse.ArgumentParser(prog="lprof diff", allow_abbrev=False,
+                                description="Compare two profiles: the lines and functions of "
+                                            "your code whose time or memory changed most.")
+    p.add_argument("before", help="the earlier profile")
+    p.add_argument("after", help="the later profile")
+    p.add_argument("--metric", default=None, metavar="COLUMN",
+                   help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
+                        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
+                        "time_s, else alloc_bytes)")
+    p.add_argument("-n", "--top", type=int, default=20, metavar="N",
+                   help="lines and functions listed (default 20)")
+    p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
     return p
 
 
@@ -268,6 +294,9 @@ def main(argv=None):
             if verb == "view":
                 from .commands import view
                 return view.main(_parse(_view_parser(), argv))
+            if verb == "diff":
+                from .commands import diff
+                return diff.main(_parse(_diff_parser(), argv))
             from .commands import export
             return export.main(_parse(_export_parser(), argv))
         parser, args = _parse_run(argv)

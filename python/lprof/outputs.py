@@ -1,6 +1,6 @@
 """Output paths checked before the program runs: a profile that cannot be
 written must be refused up front, not lost after a long run, and lprof must
-never overwrite the user's own source."""
+never overwrite the user's own source. write_text() writes a report."""
 import os
 import tempfile
 
@@ -51,3 +51,33 @@ def _check_folder_writable(option, path, folder):
         os.unlink(probe)
     except OSError:
         pass
+
+
+def write_text(path, text):
+    """Writes a text output whole: to a temporary file in the same folder,
+    then renamed over path, so a reader (or a checkpoint racing the final
+    write) never sees half a file. A device or pipe (/dev/stdout, a FIFO) is
+    written through: renaming over it would replace the device node."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -7,6 +7,7 @@ export(profile, fmt, metric, out_path) writes one metric of a profile's
 import json
 
 from . import _lprof
+from .model import import_fold
 
 # export metric -> (stack metric columns summed, unit of the output integers)
 METRICS = {
@@ -20,9 +21,12 @@ METRICS = {
 FORMATS = ("folded", "speedscope", "svg")
 
 
+THREAD_FILE = "<thread>"  # the picture's thread frames (never stored in a profile)
+
+
 def frame_name(frame):
     file, func, first, line = frame[:4]
-    if file == "<gpu>":  # GPU work: the kernel's or the copy's name alone
+    if file == "<gpu>" or file == THREAD_FILE:  # GPU work, a thread: the name alone
         return func
     if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
         return f"{func} ({file.rsplit('/', 1)[-1]})"
@@ -51,14 +55,21 @@ def _values(profile, metric):
     return frames, ids_list, vals, threads, unit
 
 
-def export(profile, fmt, metric, out_path):
+def export(profile, fmt, metric, out_path, fold_imports=True):
     """Writes profile's stacks for `metric` (cpu, wall, alloc, peak, leak, gpu)
     as `fmt` (folded, speedscope, svg) to out_path. ValueError for unknown
-    names."""
+    names. The SVG folds importlib's frames into one frame per import unless
+    fold_imports is False (lprof.model.import_fold); the data formats keep
+    every frame."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
     st = profile.get("stacks") or {}
+    if fmt == "svg":
+        if fold_imports and import_fold.has_imports(st.get("frames", [])):
+            st = (import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st))
+        st = _thread_roots(profile, st)
+        profile = dict(profile, stacks=st)
     if "nodes" in st:  # the file's columnar form (lprof export)
         if fmt != "speedscope":
             return _export_columns(st, fmt, metric, cols, unit, scale, out_path)
@@ -80,6 +91,28 @@ def export(profile, fmt, metric, out_path):
     else:
         frames, ids_list, vals, threads, unit = _values(profile, metric)
         _write_speedscope(profile, frames, names, ids_list, vals, threads, metric, unit, out_path)
+
+
+def _thread_roots(profile, st):
+    """For a picture of several threads: each stack starts with a frame
+    naming its thread, so threads sit side by side, labelled."""
+    threads = st["rows"]["thread"] if "nodes" in st else [r[1] for r in st.get("stacks", [])]
+    if len(set(threads)) < 2:
+        return st
+    if "nodes" in st:
+        from .model.profile_file import stacks_from_columns
+        st = stacks_from_columns(st)
+    names = (profile.get("sampling") or {}).get("threads", {})
+    frames = [list(f) for f in st.get("frames", [])]
+    root_of = {}
+    rows = []
+    for ids, th, m in st.get("stacks", []):
+        if th not in root_of:
+            root_of[th] = len(frames)
+            name = names.get(str(th))
+            frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        rows.append([[root_of[th]] + list(ids), th, m])
+    return dict(st, frames=frames, stacks=rows)
 
 
 def _export_columns(st, fmt, metric, cols, unit, scale, out_path):

@@ -1,4 +1,4 @@
-"""`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG."""
+"""`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG, HTML."""
 import os
 import sys
 
@@ -6,8 +6,11 @@ from ..model import profile_file
 from ..errors import LprofError
 from ..export_json import to_json
 
+# formats read from the row form of the stacks (the others fold the columns in C)
+ROW_FORMATS = ("json", "html", "chrome", "pstats")
 EXTENSIONS = {"json": ".json", "folded": ".folded", "speedscope": ".speedscope.json",
-              "svg": ".svg"}
+              "svg": ".svg", "html": ".html",
+              "chrome": ".trace.json", "pstats": ".pstats"}
 
 
 def default_output(path, fmt):
@@ -17,9 +20,13 @@ def default_output(path, fmt):
 
 def main(args):
     # stack exports read the columnar stacks section as stored (no rows built)
-    prof = profile_file.load(args.file, rows=args.format == "json")
+    prof = profile_file.load(args.file, rows=args.format in ROW_FORMATS)
     out = args.output or default_output(args.file, args.format)
-    if args.format == "json":
+    if args.format in ROW_FORMATS and args.format != "json":
+        if out == "-":
+            raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)
+        _write_report(prof, args, out)
+    elif args.format == "json":
         text = to_json(prof)
         if out == "-":
             sys.stdout.write(text)
@@ -27,13 +34,12 @@ def main(args):
             _write_text(out, text)
     else:
         from .. import stacks
-        metric = args.metric or ("wall" if prof.get("sampling", {}).get("mode") == "wall"
-                                 else "gpu" if "gpu" in prof and "sampling" not in prof
-                                 else "cpu")
+        metric = args.metric or _stack_metric(prof)
         if out == "-" and args.format != "folded":
             raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)
         try:
-            stacks.export(prof, args.format, metric, "/dev/stdout" if out == "-" else out)
+            stacks.export(prof, args.format, metric, "/dev/stdout" if out == "-" else out,
+                          fold_imports=not args.full_imports)
         except ValueError as exc:
             raise LprofError(str(exc), 2) from None
         except OSError as exc:
@@ -41,6 +47,31 @@ def main(args):
     if out != "-":
         sys.stderr.write(f"lprof: wrote {out}\n")
     return 0
+
+
+def _time_metric(prof):
+    return "wall" if (prof.get("sampling") or {}).get("mode") == "wall" else "cpu"
+
+
+def _stack_metric(prof):
+    """Folded, speedscope, SVG: GPU time for a profile of GPU stacks alone."""
+    return "gpu" if "gpu" in prof and "sampling" not in prof else _time_metric(prof)
+
+
+def _write_report(prof, args, out):
+    """The formats built from the whole profile (not one stack metric)."""
+    try:
+        if args.format == "html":
+            from ..render import html_report
+            html_report.write(prof, out, fold_imports=not args.full_imports)
+        else:
+            from .. import export_chrome, export_pstats
+            module = export_chrome if args.format == "chrome" else export_pstats
+            module.write(prof, out, metric=args.metric or _time_metric(prof))
+    except ValueError as exc:
+        raise LprofError(str(exc), 2) from None
+    except OSError as exc:
+        raise LprofError(f"cannot write {out}: {exc.strerror}", 2) from None
 
 
 def _write_text(path, text):

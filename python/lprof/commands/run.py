@@ -98,7 +98,12 @@ class _Run:
     def _periodic_writer(self):
         while not self.stop_event.wait(self.args.output_interval):
             try:
-                self.save(self.build())
+                prof = self.build()
+                self.save(prof)
+                if self.args.html:  # the report follows the checkpoints (written atomically)
+                    from ..render import html_report
+                    html_report.write(prof, self.args.html,
+                                      fold_imports=not self.args.full_imports)
             except Exception as exc:  # a failed checkpoint must not end the program
                 sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
@@ -125,9 +130,17 @@ def _print_outputs(args, prof):
 
 
 def _write_stacks(args, prof):
-    """Writes --stacks/--flamegraph; False when one could not be written."""
+    """Writes --stacks/--flamegraph/--html; False when one could not be written."""
+    ok = True
+    if args.html:
+        from ..render import html_report
+        try:
+            html_report.write(prof, args.html, fold_imports=not args.full_imports)
+        except (ValueError, OSError) as exc:
+            sys.stderr.write(f"lprof: could not write {args.html}: {exc}\n")
+            ok = False
     if not (args.stacks or args.flamegraph):
-        return True
+        return ok
     from .. import stacks
     sampled = not args.line_by_line or args.sample
     # --gpu asks for GPU stacks, where a GPU ran; without one the profile is
@@ -136,11 +149,10 @@ def _write_stacks(args, prof):
     metric = args.stacks_metric or ("gpu" if args.gpu and (gpu_ran or not (sampled or args.memory))
                                     else "alloc" if args.memory else "wall" if args.wall
                                     else "cpu")
-    ok = True
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
-                stacks.export(prof, fmt, metric, path)
+                stacks.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
             except (ValueError, OSError) as exc:
                 sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
                 ok = False
@@ -220,7 +232,8 @@ def main(args, raw_argv):
         return 1
     default_name = "lprof-command" if kind == "code" else target
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
-    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph)],
+    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
+                   ("--html", args.html)],
                   protected=[args.script] if kind == "script" else [])
     try:
         collectors, modes = _make_collectors(args)

@@ -18,6 +18,10 @@ frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listi
 from .. import _lprof, libdirs
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
+# columns kept for the memory sampler's statistics (the leak rule reads them),
+# not quantities a report shows per line
+INTERNAL_COLUMNS = ("survivors", "survivor_bytes", "survivor_t_ms", "survivor_t2_ms2",
+                    "alloc_samples", "free_samples")
 
 
 def columns():
@@ -69,8 +73,8 @@ def is_user_file(path):
     """The default attribution filter: the program's own code."""
     if not path:
         return False
-    if path.startswith("<"):
-        return path.startswith(("<string>", "<stdin>"))
+    if path.startswith("<"):  # code given as text; IPython's cells too
+        return path.startswith(("<string>", "<stdin>", "<ipython-input-"))
     return not libdirs.is_library_file(path)
 
 

@@ -1,20 +1,54 @@
-"""Self-contained SVG flame graph (no external script): rectangles come from
-the C folder (_lprof.fold_rows); names on hover (<title>), a search box
-driven by a small embedded script."""
-from xml.sax.saxutils import escape
+"""Self-contained SVG flame graph: rectangles come from the C folder
+(_lprof.fold_rows / fold_columns); a small embedded script (no external
+file) sizes it to the window, fits labels to their boxes, zooms on click,
+resets, and searches.
 
-WIDTH = 1200
-ROW = 16
+Drawn root at the top (an icicle), so the program's own frames stay in view
+however tall library towers grow below them. Each frame keeps its layout in
+data attributes (depth, start, width in the metric's unit); the script maps
+them to pixels. Without scripts (an <img> tag), frames are placed in percent
+of the width and labelled for a 1200 px wide view."""
+from xml.sax.saxutils import escape, quoteattr
+
+FALLBACK_WIDTH = 1200
+ROW = 17
 MIN_PX = 0.1
 # frames narrower than this share of the total would be under MIN_PX wide
-MIN_FRACTION = MIN_PX / WIDTH
+MIN_FRACTION = MIN_PX / FALLBACK_WIDTH
+TOP = 2 * ROW  # title and buttons
+CHAR_PX = 7    # 12 px monospace
 
 _SCRIPT = """
-function search(){var t=prompt('Search (regex)');if(t===null)return;var re=new RegExp(t);
-var n=0,g=document.getElementsByClassName('f');for(var i=0;i<g.length;i++){
-var ti=g[i].getElementsByTagName('title')[0].textContent;var r=g[i].getElementsByTagName('rect')[0];
-if(t&&re.test(ti)){r.setAttribute('fill','#e0f');n++;}else{r.setAttribute('fill',r.getAttribute('data-c'));}}
-document.getElementById('matched').textContent=t?('matched '+n):'';}
+var svg=document.documentElement,frames=[],zoomed=null,W=0;
+function init(){var g=svg.getElementsByClassName('f');for(var i=0;i<g.length;i++){var e=g[i];
+e.x0=+e.getAttribute('data-x');e.w0=+e.getAttribute('data-w');e.d=+e.getAttribute('data-d');
+e.name=e.getAttribute('data-n');frames.push(e);e.addEventListener('click',onclick_frame);}
+document.getElementById('reset').addEventListener('click',function(){zoom(null);});
+document.getElementById('search').addEventListener('click',search);
+window.addEventListener('resize',function(){layout();});layout();}
+function onclick_frame(ev){zoom(ev.currentTarget);}
+function zoom(e){zoomed=e;layout();
+document.getElementById('reset').style.display=e?'inline':'none';}
+function layout(){W=Math.max(svg.getBoundingClientRect().width||window.innerWidth||1200,200);
+var T=+svg.getAttribute('data-total'),x0=0,w0=T,d0=0;
+if(zoomed){x0=zoomed.x0;w0=zoomed.w0;d0=zoomed.d;}
+var sc=(W-20)/(w0||1);
+for(var i=0;i<frames.length;i++){var e=frames[i],r=e.firstElementChild.nextElementSibling,
+t=r.nextElementSibling,x,w,anc=false;
+if(e.d<d0){if(e.x0<=x0&&e.x0+e.w0>=x0+w0){x=10;w=W-20;anc=true;}else{e.style.display='none';continue;}}
+else if(e.x0>=x0&&e.x0+e.w0<=x0+w0){x=10+(e.x0-x0)*sc;w=e.w0*sc;}
+else{e.style.display='none';continue;}
+if(w<0.1){e.style.display='none';continue;}
+e.style.display='';e.setAttribute('class',anc?'f anc':'f');
+r.setAttribute('x',x.toFixed(1));r.setAttribute('width',Math.max(w-0.5,0.1).toFixed(1));
+t.setAttribute('x',x.toFixed(1));t.textContent=fit(e.name,w);}}
+function fit(name,w){var n=Math.floor((w-6)/CHAR);if(n<3)return '';
+return name.length<=n?name:name.slice(0,n-1)+'\\u2026';}
+function search(){var t=prompt('Search frames (regular expression); empty to clear');if(t===null)return;
+var re=null;try{re=t?new RegExp(t):null;}catch(err){alert('Not a regular expression: '+t);return;}
+var n=0;for(var i=0;i<frames.length;i++){var e=frames[i],r=e.firstElementChild.nextElementSibling;
+if(re&&re.test(e.firstElementChild.textContent)){r.setAttribute('fill','#c3f');n++;}else{r.setAttribute('fill',r.getAttribute('data-c'));}}
+document.getElementById('matched').textContent=re?('matched '+n+' frames'):'';}
 """
 
 
@@ -25,32 +59,53 @@ def _color(name):
     return "rgb(%d,%d,%d)" % (205 + h % 50, 80 + (h >> 8) % 120, (h >> 16) % 60)
 
 
+def short_name(name):
+    """The label drawn in a box: `func (file.py:12)` without the folders (the
+    hover title keeps the full path)."""
+    if name.endswith(")") and " (" in name:
+        func, where = name[:-1].rsplit(" (", 1)
+        return f"{func} ({where.rsplit('/', 1)[-1]})"
+    return name
+
+
+def _fit(name, px):
+    chars = int((px - 6) / CHAR_PX)
+    if chars < 3:
+        return ""
+    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+
+
 def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
     """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their scale."""
     depth = 1 + max((r[0] for r in rects), default=0)
-    height = (depth + 3) * ROW
-    scale = (WIDTH - 20) / total if total else 0
+    height = TOP + depth * ROW + ROW
+    scale = (FALLBACK_WIDTH - 20) / total if total else 0
     out = ['<?xml version="1.0" standalone="no"?>',
-           f'<svg version="1.1" width="{WIDTH}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
-           f'<script type="text/ecmascript"><![CDATA[{_SCRIPT}]]></script>',
-           '<style>text{font-family:monospace;font-size:11px}.f:hover rect{stroke:#000}</style>',
-           f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#f8f8f8"/>',
-           f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)})</text>',
-           '<text x="1100" y="14" onclick="search()" style="cursor:pointer">Search</text>',
-           '<text id="matched" x="900" y="14"></text>']
+           f'<svg version="1.1" width="100%" height="{height}" data-total="{total}" '
+           f'onload="init()" xmlns="http://www.w3.org/2000/svg">',
+           f'<script type="text/ecmascript"><![CDATA[var CHAR={CHAR_PX};{_SCRIPT}]]></script>',
+           '<style>text{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}'
+           '.f{cursor:pointer}.f:hover rect{stroke:#000;stroke-width:0.7}'
+           '.f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}</style>',
+           f'<rect x="0" y="0" width="100%" height="{height}" fill="#f8f8f8"/>',
+           f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}; '
+           f'click a frame to zoom)</text>',
+           f'<text id="search" class="b" x="10" y="{ROW + 12}">Search</text>',
+           f'<text id="reset" class="b" x="70" y="{ROW + 12}" style="display:none">Reset zoom</text>',
+           f'<text id="matched" x="170" y="{ROW + 12}"></text>']
     for d, name_id, x, w in rects:
         name = names[name_id]
-        px, pw = 10 + x * scale, w * scale
-        y = height - (d + 2) * ROW
+        pw = w * scale
+        y = TOP + d * ROW
         pct = 100.0 * w / total if total else 0
-        label = escape(name)
         color = _color(name)
-        chars = int(pw / 7)
-        shown = escape(name if len(name) <= chars else name[:max(chars - 2, 0)] + "..") if chars >= 3 else ""
-        out.append(f'<g class="f"><title>{label} ({w} {escape(unit)}, {pct:.2f}%)</title>'
-                   f'<rect x="{px:.1f}" y="{y}" width="{pw:.1f}" height="{ROW - 1}" fill="{color}" '
-                   f'data-c="{color}" rx="2"/>'
-                   f'<text x="{px + 3:.1f}" y="{y + 11}">{shown}</text></g>')
+        short = short_name(name)
+        out.append(f'<g class="f" data-d="{d}" data-x="{x}" data-w="{w}" data-n={quoteattr(short)}>'
+                   f'<title>{escape(name)} ({w} {escape(unit)}, {pct:.2f}%)</title>'
+                   f'<rect x="{100.0 * x / total if total else 0:.4f}%" y="{y}" '
+                   f'width="{pct:.4f}%" height="{ROW - 1}" fill="{color}" data-c="{color}" rx="2"/>'
+                   f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'
+                   f'{escape(_fit(short, pw))}</text></g>')
     out.append("</svg>")
     with open(out_path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(out) + "\n")

@@ -1,0 +1,186 @@
+"""The data behind the HTML report: one JSON-ready dict built from a profile.
+
+Metric columns are the profile's own (its stacks section names them, from
+src/aggregate/metrics.h), so a column added there shows up in the report
+without edits here. Each stack row is sent with the frame it is charged to by
+the one attribution rule (lprof.model.stacks.charge): the page sums rows per
+line and per thread but never re-implements the rule."""
+import os
+
+from ..model import import_fold
+from ..model.stacks import INTERNAL_COLUMNS, charge, is_native, is_user_file
+from ..source import block_range, read_lines
+
+# units as the file stores them (docs/formats.md): ns columns in seconds,
+# milli ones as counts
+_UNITS = {"ns": "s", "milli": "count"}
+# shown in the source view unless the user ticks them
+_QUIET = ("samples", "alloc_count", "python_bytes", "freed_bytes", "live_bytes")
+_MAX_SOURCE_LINES = 5000
+_CONTEXT = 3
+
+
+# friendlier names for some columns; any other column is named after itself
+_LABELS = {"cpu_s": "CPU total", "peak_bytes": "at peak", "alloc_bytes": "alloc",
+           "python_bytes": "python objects", "wall_s": "wall"}
+
+
+def _label(name):
+    if name in _LABELS:
+        return _LABELS[name]
+    words = name.replace("_", " ")
+    for suffix in (" s", " bytes"):
+        if words.endswith(suffix):
+            words = words[:-len(suffix)]
+    return words
+
+
+def _columns(section):
+    """[(name, unit, merge)] with any data, in the section's order; a derived
+    CPU total first when the section splits CPU time."""
+    cols = [tuple(c) for c in section.get("columns") or []]
+    known = {c[0] for c in cols}
+    for _ids, _t, m in section.get("stacks", []):  # rows may hold undeclared columns
+        for name in m:
+            if name not in known:
+                known.add(name)
+                cols.append((name, "count", "sum"))
+    used = set()
+    for _ids, _t, m in section.get("stacks", []):
+        used.update(k for k, v in m.items() if v)
+    return [(n, _UNITS.get(u, u), k) for n, u, k in cols if n in used and n not in INTERNAL_COLUMNS]
+
+
+def _cpu_parts(cols):
+    return [n for n, u, _k in cols if n.startswith("cpu_") and u == "s"]
+
+
+def _frame_label(f):
+    if is_native(f):
+        return f"{f[1]} ({os.path.basename(f[0])})"
+    if f[0].startswith("<"):
+        return f"{f[1]} ({f[0]}:{f[3]})" if f[3] else f[1]
+    return f"{f[1]} ({os.path.basename(f[0])}:{f[3]})"
+
+
+def _stack_part(profile, fold_imports):
+    section = profile.get("stacks") or {}
+    if "nodes" in section:
+        from ..model.profile_file import stacks_from_columns
+        section = stacks_from_columns(section)
+    section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
+    # charged on the stacks as stored, as the listing charges them; folding
+    # keeps the rows in order and the frame ids (it only appends frames)
+    frames = section.get("frames", [])
+    cache = {}
+    charged = []
+    for ids, _th, _m in section["stacks"]:
+        key = tuple(ids)
+        if key not in cache:
+            f = charge(frames, ids)
+            cache[key] = -1 if f is None else _fid(frames, ids, f)
+        charged.append(cache[key])
+    folded = fold_imports and import_fold.has_imports(frames)
+    if folded:
+        section = import_fold.fold_section(section)
+    cols = _columns(section)
+    parts = _cpu_parts(cols)
+    names = [c[0] for c in cols]
+    if parts:  # one CPU column to sort and draw by (the split stays)
+        cols.insert(0, ("cpu_s", "s", "sum"))
+    threads = {}
+    rows = []
+    for (ids, th, m), fid in zip(section["stacks"], charged):
+        values = [m.get(n, 0) for n in names]
+        if not any(values):
+            continue
+        if parts:
+            values.insert(0, sum(m.get(n, 0) for n in parts))
+        t = threads.setdefault(str(th), len(threads))
+        rows.append([list(ids), t, fid, [_num(v) for v in values]])
+    return folded, cols, parts, section.get("frames", []), threads, rows
+
+
+def _fid(frames, ids, f):
+    for fid in reversed(ids):
+        if frames[fid] is f:
+            return fid
+    return -1
+
+
+def _num(v):
+    return round(v, 9) if isinstance(v, float) else v
+
+
+def _sources(paths, wanted):
+    """{path: {line: text}}: the lines of the files the report shows, whole
+    for files up to _MAX_SOURCE_LINES, else the wanted lines with context."""
+    out = {}
+    for path in paths:
+        lines = read_lines(path)
+        if lines is None:
+            continue
+        if len(lines) <= _MAX_SOURCE_LINES:
+            keep = range(1, len(lines) + 1)
+        else:
+            keep = sorted({k for ln in wanted.get(path, ()) for k in
+                           range(max(1, ln - _CONTEXT), min(len(lines), ln + _CONTEXT) + 1)})
+        out[path] = {str(k): lines[k - 1] for k in keep}
+    return out
+
+
+def _lineprof(profile):
+    """The -l section: functions with their block's source lines."""
+    out = []
+    cache = {}
+    for fn in profile.get("functions", []):
+        path = fn["file"]
+        if path not in cache:
+            cache[path] = read_lines(path)
+        lines = cache[path]
+        rows = fn["lines"]
+        if lines is not None:
+            first, last = block_range(lines, fn["first_line"])
+            last = max([last] + [r[0] for r in rows])
+            source = {str(k): lines[k - 1] for k in range(first, min(last, len(lines)) + 1)}
+        else:
+            source = {}
+        out.append({"file": path, "name": fn["name"], "first_line": fn["first_line"],
+                    "total_s": fn.get("total_s", 0.0), "lines": rows, "source": source})
+    return out
+
+
+def build(profile, fold_imports=True):
+    """The report's data: JSON-ready, everything the page shows."""
+    meta = profile.get("meta", {})
+    folded, cols, parts, frames, threads, rows = _stack_part(profile, fold_imports)
+    charged = {rows_charged for _i, _t, rows_charged, _v in rows if rows_charged >= 0}
+    wanted = {}
+    for fid in charged:
+        wanted.setdefault(frames[fid][0], set()).add(frames[fid][3])
+    user_files = [p for p in wanted if is_user_file(p) and not p.startswith("<")]
+    thread_names = (profile.get("sampling") or {}).get("threads", {})
+    mem = profile.get("memory") or {}
+    samp = profile.get("sampling") or {}
+    return {
+        "title": "lprof: " + " ".join(str(a) for a in meta.get("argv", [])),
+        "meta": {k: meta.get(k) for k in ("argv", "python", "duration_s", "started", "modes",
+                                          "exit_code", "hostname", "lprof_version")},
+        "sampling": {k: samp.get(k) for k in ("mode", "samples", "rate_hz_effective",
+                                              "native", "dropped")} if samp else None,
+        "columns": [{"name": n, "unit": u, "label": _label(n),
+                     "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
+                    for n, u, _k in cols],
+        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0])) and not is_native(f)]
+                   for f in frames],
+        "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
+                    for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],
+        "stacks": rows,
+        "sources": _sources(user_files, wanted),
+        "functions": _lineprof(profile),
+        "memory": {"timeline": mem.get("timeline", []), "peak_bytes": mem.get("peak_bytes", 0),
+                   "peak_time_s": mem.get("peak_time_s", 0.0),
+                   "sample_bytes": mem.get("sample_bytes"),
+                   "leaks": mem.get("leaks", [])} if mem else None,
+        "folded_imports": bool(folded),
+    }

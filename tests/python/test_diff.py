@@ -1,0 +1,77 @@
+"""lprof diff: per-line and per-function changes between two profiles, sorted
+by impact, in text and HTML."""
+import re
+
+import pytest
+
+from conftest import line_of
+
+SCRIPT = """\
+import os
+K = int(os.environ.get("K", "1"))
+
+@profile
+def steady(n):
+    return sum(i for i in range(n))  # steady
+
+@profile
+def grows(n):
+    s = 0
+    for i in range(n * K):  # loop
+        s += i  # grows
+    return s
+
+def main():
+    steady(200000)
+    grows(200000)
+
+main()
+"""
+
+
+@pytest.fixture
+def two_runs(tmp_path, run_lprof, write_script):
+    script = write_script("app.py", SCRIPT)
+    for k, name in (("1", "before"), ("4", "after")):
+        r = run_lprof("-l", "--sample", "--rate", "2000", "-q", "-o", f"{name}.lprof", script,
+                      env={"K": k})
+        assert r.returncode == 0, r.stderr
+    return script
+
+
+def test_diff_exact_lines(two_runs, run_lprof, load_profile, tmp_path):
+    script = two_runs
+    r = run_lprof("diff", "before.lprof", "after.lprof", "--metric", "hits")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    grows = line_of(script, "grows")
+    # the loop's two lines ran 600000 more times each: first among the lines
+    at = lines.index(next(l for l in lines if l.startswith("Lines by")))
+    top2 = lines[at + 2:at + 4]
+    for ln in (grows, line_of(script, "loop")):
+        (row,) = [t for t in top2 if f"app.py:{ln} grows" in t]
+        assert row.split()[:2] == ["+600000", "+300%"]
+    # steady's lines did not change: not listed
+    assert f"app.py:{line_of(script, 'steady')} " not in r.stdout
+    first_fn = lines[lines.index(next(l for l in lines if l.startswith("Functions by"))) + 2]
+    assert "grows (app.py)" in first_fn
+
+
+def test_diff_sampled_time_and_html(two_runs, run_lprof, tmp_path):
+    r = run_lprof("diff", "before.lprof", "after.lprof", "--html", "d.html")
+    assert r.returncode == 0, r.stderr
+    assert "by change in CPU total" in r.stdout
+    fn_block = r.stdout.split("Functions by", 1)[1]
+    first = fn_block.splitlines()[2]
+    assert "grows (app.py)" in first and first.strip().startswith("+")
+    html = (tmp_path / "d.html").read_text()
+    assert "<script" not in html and "http" not in html.split("</style>")[1]
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>app.py</td>", html)
+    assert rows and rows[0].startswith("grows")
+
+
+def test_diff_errors(two_runs, run_lprof):
+    r = run_lprof("diff", "before.lprof", "missing.lprof")
+    assert r.returncode == 2 and r.stderr.startswith("lprof: ") and "Traceback" not in r.stderr
+    r = run_lprof("diff", "before.lprof", "after.lprof", "--metric", "bogus")
+    assert r.returncode == 2 and "--metric bogus" in r.stderr
