@@ -190,6 +190,21 @@ class _Child:
 
 
 def _start_child(config, forked):
+    """Starts this child's collectors; SIGTERM is held back meanwhile, so a
+    pool terminating a worker that is still starting gets its (short)
+    profile too, once the handler is in place."""
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    except (AttributeError, OSError, ValueError):
+        held = None
+    try:
+        _start_child_collectors(config, forked)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _start_child_collectors(config, forked):
     global _child, _config
     from types import SimpleNamespace
 
