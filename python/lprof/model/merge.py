@@ -8,6 +8,7 @@ the distinct stacks and lines, not with the number of profiles.
 What merges how:
 - stacks: `lprof.model.stacks.merge` (each column by its declared merge kind,
   taken from the profiles themselves: sums add, peaks take the maximum);
+  threads of the same name are one thread (all the main threads together);
 - per-line sections ("sampling" lines, "memory" lines and leaks): rebuilt
   from the merged stacks by the one attribution rule, as for one process;
 - "functions" (lprof -l): hits and times add per (file, function, first
@@ -73,6 +74,7 @@ class Merger:
         self._memory = None
         self._lines = {}
         self._stack_acc = {}
+        self._thread_ids = {}  # thread name -> the thread id the merge uses for it
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
@@ -94,12 +96,29 @@ class Merger:
         st = prof.get("stacks")
         if st:
             self._fold_stacks(st, member)
-            stacks_model.merge(self._stacks, st)
+            stacks_model.merge(self._stacks, self._by_thread_name(st, samp))
         self._add_functions(prof.get("functions") or [], member)
         if samp:
             self._add_sampling(samp)
         if prof.get("memory"):
             self._add_memory(prof["memory"], meta)
+
+    def _by_thread_name(self, st, samp):
+        """The section with each row's thread id replaced by the id the merge
+        first saw for that thread's name: the main threads of all processes
+        are one "MainThread" (a thread id means nothing across processes,
+        and keeping them all would grow the merge with the number of ranks)."""
+        names = (samp or {}).get("threads") or {}
+        if not names:
+            return st
+        seen = self._thread_ids
+        rows = []
+        for ids, th, m in st.get("stacks", []):
+            name = names.get(str(th))
+            if name is not None:
+                th = seen.setdefault(name, th)
+            rows.append([ids, th, m])
+        return dict(st, stacks=rows)
 
     # -- sections ------------------------------------------------------
     def _add_functions(self, functions, member):
@@ -125,15 +144,13 @@ class Merger:
 
     def _add_sampling(self, samp):
         if self._sampling is None:
-            self._sampling = {k: v for k, v in samp.items() if k != "lines"}
-            self._sampling["threads"] = dict(samp.get("threads") or {})
+            self._sampling = {k: v for k, v in samp.items() if k not in ("lines", "threads")}
             return
         into = self._sampling
         for k in _SAMPLING_SUMS:
             if k in samp:
                 into[k] = into.get(k, 0) + samp[k]
         into["duration_s"] = max(into.get("duration_s", 0.0), samp.get("duration_s", 0.0))
-        into["threads"].update(samp.get("threads") or {})
 
     def _add_memory(self, mem, meta):
         peak = mem.get("peak_bytes", 0)
@@ -186,7 +203,8 @@ class Merger:
         st = self._stacks
         if self._sampling is not None:
             from ..sampler import line_rows
-            prof["sampling"] = dict(self._sampling, lines=line_rows(st))
+            threads = {str(th): name for name, th in self._thread_ids.items()}
+            prof["sampling"] = dict(self._sampling, threads=threads, lines=line_rows(st))
         if self._memory is not None:
             from ..memory import build_section
             raw = dict(self._memory)
