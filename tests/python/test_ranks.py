@@ -165,6 +165,12 @@ def test_outdir_names_files_by_host_and_rank(run_lprof, write_script, load_profi
     r = run_lprof("view", "all.lprof", "--ranks")
     assert r.returncode == 0, r.stderr
     _check_straggler(r.stdout, "imb.py:7")
+    r = run_lprof("export", "all.lprof", "--format", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    import json
+    ranks = json.loads(r.stdout)["ranks"]
+    (row,) = [x for x in ranks["lines"] if x["line"] == 7]
+    assert ranks["members"][row["values"]["cpu_s"]["member"]]["rank"] == 1
 
 
 def _check_straggler(text, where):
