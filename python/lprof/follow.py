@@ -139,6 +139,8 @@ class _Child:
         self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
                                            f"{self.pid}.lprof")
         self.marker = os.path.join(self.dir, f"{self.pid}.running")
+        self.interval = float(config["options"].get("output_interval") or 0)
+        self._writer = None
 
     def start(self):
         try:
@@ -148,19 +150,44 @@ class _Child:
             return False
         for c in self.collectors:
             c.start()
+        if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
+            import threading
+
+            from .own_thread import OwnThread
+            self._lock = threading.Lock()
+            self._stop = threading.Event()
+            self._writer = OwnThread(self._checkpoints)
+            self._writer.start()
         return True
+
+    def _write(self, exit_code=None):
+        from .model import assemble, profile_file
+        prof = assemble.profile(self.modes, self.collectors, argv=list(sys.argv),
+                                started=self.started, exit_code=exit_code)
+        profile_file.save(prof, self.path)
+
+    def _checkpoints(self):
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                if self.saved:
+                    return
+                try:
+                    self._write()
+                except Exception:  # a failed checkpoint must not end the child
+                    pass
 
     def save(self, exit_code=None):
         if self.saved or os.getpid() != self.pid:
             return
         self.saved = self.saving = True
         try:
+            if self._writer is not None:
+                self._stop.set()
+                with self._lock:  # a checkpoint under way ends first
+                    pass
             for c in reversed(self.collectors):
                 c.stop()
-            from .model import assemble, profile_file
-            prof = assemble.profile(self.modes, self.collectors, argv=list(sys.argv),
-                                    started=self.started, exit_code=exit_code)
-            profile_file.save(prof, self.path)
+            self._write(exit_code)
         except Exception:  # never break the child program; its part is lost
             if os.environ.get("LPROF_DEBUG_FOLLOW"):
                 import traceback
@@ -178,6 +205,8 @@ class _Child:
         """Stops profiling without saving (the child turned out to be an
         lprof command of its own)."""
         self.saved = True
+        if self._writer is not None:
+            self._stop.set()
         for c in reversed(self.collectors):
             try:
                 c.stop()

@@ -252,3 +252,27 @@ def test_wall_children_followed(run_lprof, write_script, load_profile, tmp_path)
     prof = load_profile(str(tmp_path / "w.lprof"))
     row = [row for row in prof["sampling"]["lines"] if row[0] == str(script) and row[1] == 5]
     assert row and 0.3 < row[0][6] < 1.5  # the child's 0.4 s sleep, in wall seconds
+
+
+def test_checkpoints_keep_a_killed_childs_part(run_lprof, write_script, load_profile, tmp_path):
+    script = write_script("ckpt.py", """
+        import os, signal, time
+
+        def child_busy():
+            s = 0
+            for i in range(1_500_000):
+                s += i
+            return s
+
+        pid = os.fork()
+        if pid == 0:
+            child_busy()
+            time.sleep(0.5)  # a few checkpoints after the work
+            os.kill(os.getpid(), signal.SIGKILL)
+        os.waitpid(pid, 0)
+    """)
+    r = run_lprof("-q", "-i", "0.1", "-o", "c.lprof", script)
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "c.lprof"))
+    assert prof["meta"]["processes"] == 2  # the killed child's last checkpoint is merged
+    assert any(row[2] == "child_busy" for row in prof["sampling"]["lines"])

@@ -142,7 +142,7 @@ def _finish_children():
     the merged profile over the parent's own and print it."""
     if not _children_pending:
         return
-    args, session, prof, outfile = _children_pending.pop()
+    args, session, prof, outfile, written = _children_pending.pop()
     if not session.is_parent():
         return
     try:
@@ -161,12 +161,17 @@ def _finish_children():
                 children.append(path)
             except (ProfileFileError, MergeError) as exc:
                 sys.stderr.write(f"lprof: a child's profile is not merged: {exc}\n")
-        merged = merger.result()
+            except Exception as exc:  # a child's file that validates but does not merge
+                sys.stderr.write(f"lprof: a child's profile is not merged ({path}: "
+                                 f"{exc.__class__.__name__}: {exc})\n")
+        merged = merger.result() if children else prof  # no child wrote: the parent's alone
         try:
-            profile_file.save(merged, outfile)
-            if not args.quiet:
-                sys.stderr.write(f"lprof: wrote profile to {outfile}, {merger.count} processes "
-                                 f"merged (view it again: lprof view {outfile})\n")
+            if children:
+                profile_file.save(merged, outfile)
+            if not args.quiet and (children or written):
+                what = f", {merger.count} processes merged" if children else ""
+                sys.stderr.write(f"lprof: wrote profile to {outfile}{what} "
+                                 f"(view it again: lprof view {outfile})\n")
         except OSError as exc:
             sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         _write_stacks(args, merged)
@@ -174,6 +179,11 @@ def _finish_children():
             _print_per_process(args, prof, children)
         else:
             _print_outputs(args, merged)
+    except Exception as exc:  # never a traceback at exit; the parent's own file is saved
+        sys.stderr.write(f"lprof: merging the children's profiles failed "
+                         f"({exc.__class__.__name__}: {exc}); {outfile} holds the main "
+                         f"process's profile\n")
+        _print_outputs(args, prof)
     finally:
         session.close()
 
@@ -285,7 +295,7 @@ def main(args, raw_argv):
         _inject_builtin_profile()
     session = None
     if args.follow:
-        session = follow.Session(options_of(args))
+        session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
         # after the program's own atexit handlers (multiprocessing's joins its
         # children there), before _die_by_sigint
         atexit.register(_finish_children)
@@ -314,9 +324,10 @@ def main(args, raw_argv):
                              f"nothing of it was traced\n")
     prof = run.build(exit_code=outcome.exit_code)
     written = True
+    children = session is not None and session.has_children()
     try:
-        run.save(prof)
-        if not args.quiet:
+        run.save(prof)  # the parent's own part is on disk whatever happens next
+        if not args.quiet and not children:
             sys.stderr.write(f"lprof: wrote profile to {outfile} "
                              f"(view it again: lprof view {outfile})\n")
     except OSError as exc:
@@ -324,9 +335,9 @@ def main(args, raw_argv):
         written = False
     if outcome.keyboard_interrupt:
         _interrupted.append(True)
-    if session is not None and session.has_children():
+    if children:
         # merged once the program's atexit handlers have run (_finish_children)
-        _children_pending.append((args, session, prof, outfile))
+        _children_pending.append((args, session, prof, outfile, written))
         return outcome.exit_code if outcome.exit_code or written else 2
     if session is not None:
         session.close()
