@@ -160,6 +160,11 @@ def test_outdir_names_files_by_host_and_rank(run_lprof, write_script, load_profi
     prof = load_profile(str(tmp_path / "prof" / names[1]))
     assert (prof["meta"]["rank"], prof["meta"]["world_size"], prof["meta"]["launcher"]) == \
         (1, 2, "openmpi")
+    # without --outdir, ranks of one launch still get a file each, in the current folder
+    r = run_lprof("-q", "-o", "mine.lprof", script,
+                  env={"SLURM_PROCID": "4", "SLURM_NTASKS": "8"})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / f"mine.{host}.4.lprof").is_file() and not (tmp_path / "mine.lprof").exists()
     r = run_lprof("merge", "prof/*.lprof", "-o", "all.lprof")
     assert r.returncode == 0, r.stderr
     r = run_lprof("view", "all.lprof", "--ranks")
