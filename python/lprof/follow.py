@@ -49,7 +49,7 @@ class Session:
 
     def __init__(self, options):
         global _config
-        self.dir = _make_folder()
+        self.dir = _folder_name()  # made by the first child (most runs have none)
         self.pid = os.getpid()
         _config = {"dir": self.dir, "options": dict(options)}
         os.environ[ENV] = json.dumps(_config)
@@ -110,24 +110,32 @@ class Session:
             _config = None
 
 
-def _make_folder():
-    """A private folder in the temporary directory (tempfile.mkdtemp's job,
-    without importing tempfile: milliseconds of start-up for every run)."""
-    bases = [os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")] + ["/tmp", "/var/tmp",
-                                                                      os.getcwd()]
-    last = None
-    for base in (b for b in bases if b):
-        for _ in range(3):
-            path = os.path.join(base, f"lprof-children-{os.getpid()}-{os.urandom(4).hex()}")
-            try:
-                os.mkdir(path, 0o700)
-                return path
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                last = exc
-                break
-    raise OSError(f"no temporary folder for the children's profiles ({last})")
+def _folder_name():
+    """A private folder's name in the temporary directory; the first child
+    makes it (so a run without children leaves nothing behind, even one
+    that ends by os._exit)."""
+    base = next((b for b in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP"))
+                 if b and os.path.isdir(b)), "/tmp")
+    return os.path.join(os.path.abspath(base),
+                        f"lprof-children-{os.getpid()}-{os.urandom(6).hex()}")
+
+
+def _own_folder(path):
+    """Makes the session folder, or accepts it if this user already made it
+    (a folder someone else made, or a link, is refused: nothing is written)."""
+    try:
+        os.mkdir(path, 0o700)
+        return True
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    import stat
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
 def _alive(pid):
@@ -162,10 +170,12 @@ class _Child:
         self._writer = None
 
     def start(self):
+        if not _own_folder(self.dir):
+            return False
         try:
             with open(self.marker, "w"):
                 pass
-        except OSError:  # the parent is gone (its folder removed): nothing to follow into
+        except OSError:
             return False
         for c in self.collectors:
             c.start()

@@ -276,3 +276,14 @@ def test_checkpoints_keep_a_killed_childs_part(run_lprof, write_script, load_pro
     prof = load_profile(str(tmp_path / "c.lprof"))
     assert prof["meta"]["processes"] == 2  # the killed child's last checkpoint is merged
     assert any(row[2] == "child_busy" for row in prof["sampling"]["lines"])
+
+
+def test_no_children_no_folder(run_lprof, write_script, tmp_path):
+    """A run without children leaves nothing in the temporary folder, even one
+    that ends by os._exit (nothing of lprof runs then)."""
+    script = write_script("plain.py", "import os\nprint(sum(range(100)))\nos._exit(4)\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    r = run_lprof("-q", script, env={"TMPDIR": str(scratch)})
+    assert r.returncode == 4 and r.stdout == "4950\n"
+    assert os.listdir(scratch) == []

@@ -311,10 +311,7 @@ def main(args, raw_argv):
         _inject_builtin_profile()
     session = None
     if args.follow:
-        try:
-            session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
-        except OSError as exc:
-            raise LprofError(f"cannot follow child processes: {exc}; use --no-follow", 2) from None
+        session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
         # after the program's own atexit handlers (multiprocessing's joins its
         # children there), before _die_by_sigint
         atexit.register(_finish_children)
