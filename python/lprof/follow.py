@@ -1,9 +1,10 @@
 """Following child processes: each child profiles itself into a session
 folder, the lprof command merges what is there when the program ends.
 
-Parent (the lprof command): `Session(options)` makes the folder and puts
-LPROF_FOLLOW (JSON: the folder and the run's collector options) and lprof's
-bootstrap folder (PYTHONPATH) into the environment that children inherit.
+Parent (the lprof command): `Session(options)` names the folder (the first
+child makes it) and puts LPROF_FOLLOW (JSON: the folder and the run's
+collector options) and lprof's bootstrap folder (PYTHONPATH) into the
+environment that children inherit.
 
 Children, two ways in:
 - a fresh interpreter (multiprocessing spawn and forkserver, subprocess
@@ -324,11 +325,6 @@ def leave_inherited():
         _child = None
     _config = None
     os.environ.pop(ENV, None)
-
-
-def in_fork_child():
-    """True in a forked child that is followed (its file is written at its exit)."""
-    return _child is not None and _child.pid == os.getpid()
 
 
 # -- hooks ------------------------------------------------------------------
