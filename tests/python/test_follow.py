@@ -137,6 +137,13 @@ def test_exact_hits_summed_across_processes(how, run_lprof, write_script, load_p
     assert hits[8] == calls * 1000 + 10  # `s += i`: every child's hits and the parent's
     assert hits[9] == calls + 1           # `return s`: one per call
     assert prof["meta"]["processes"] >= 2
+    if how == "os.fork":  # the imbalance view of processes: exact line time, by pid
+        r = run_lprof("view", "lines.py.lprof", "--ranks")
+        assert r.returncode == 0, r.stderr
+        assert "metric line_time_s" in r.stdout
+        (row,) = [ln for ln in r.stdout.splitlines() if "lines.py:8 (work)" in ln]
+        child = prof["ranks"]["members"][1]["pid"]
+        assert f"pid {child}" in row  # the child made 1000 of the 1010 hits: the slowest
 
 
 def test_per_process_listing(run_lprof, write_script):
