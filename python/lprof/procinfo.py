@@ -64,3 +64,25 @@ def rank_file_name(name, info=None):
     tag = info.get("rank")
     tag = str(tag) if tag is not None else f"pid{info.get('pid', os.getpid())}"
     return f"{name}.{short_host(info.get('hostname'))}.{tag}.lprof"
+
+
+def profile_path(outfile, outdir=None):
+    """Where a run's profile goes. With --outdir: `<name>.<host>.<rank>.lprof`
+    in that folder (created; the pid stands for the rank outside a launcher),
+    name from -o or the default file name. Without it, under a launcher that
+    started several ranks, the same name beside `outfile`: ranks sharing a
+    folder must not overwrite each other's profile. Else `outfile` itself."""
+    folder, name = os.path.split(outfile)
+    if name.endswith(".lprof"):
+        name = name[:-len(".lprof")]
+    if outdir:
+        try:
+            os.makedirs(outdir, exist_ok=True)  # ranks create it concurrently
+        except OSError as exc:
+            from .errors import LprofError
+            raise LprofError(f"--outdir {outdir}: cannot create it "
+                             f"({exc.strerror or exc})", 2) from None
+        return os.path.join(outdir, rank_file_name(name))
+    if rank_info().get("world_size", 0) <= 1:
+        return outfile
+    return os.path.join(folder, rank_file_name(name))

@@ -187,6 +187,10 @@ def _check_straggler(text, where):
 
 
 def test_merge_and_view_errors(run_lprof, write_script, tmp_path):
+    (tmp_path / "afile").write_text("")
+    write_script("x.py", "pass\n")
+    r = run_lprof("--outdir", "afile/sub", "x.py")
+    assert r.returncode == 2 and r.stderr.startswith("lprof: --outdir afile/sub: cannot create it")
     r = run_lprof("merge", "nothing-*.lprof")
     assert r.returncode == 2 and r.stderr.strip() == "lprof: nothing-*.lprof: no file matches"
     (tmp_path / "junk.lprof").write_bytes(b"not a profile")

@@ -122,34 +122,6 @@ _interrupted = []
 _children_pending = []
 
 
-def _in_outdir(outdir, outfile):
-    """--outdir: `<name>.<host>.<rank>.lprof` in that folder (pid for rank
-    outside a launcher), name from -o or the default file name."""
-    from .. import procinfo
-    name = os.path.basename(outfile)
-    if name.endswith(".lprof"):
-        name = name[:-len(".lprof")]
-    try:
-        os.makedirs(outdir, exist_ok=True)  # ranks create it concurrently
-    except OSError as exc:
-        raise LprofError(f"--outdir {outdir}: cannot create it ({exc.strerror or exc})", 2) from None
-    return os.path.join(outdir, procinfo.rank_file_name(name))
-
-
-def _ranked(outfile):
-    """Under a launcher that started several ranks, each rank's file gets its
-    host and rank (`out.lprof` -> `out.<host>.<rank>.lprof`): ranks sharing a
-    folder must not overwrite each other's profile."""
-    from .. import procinfo
-    info = procinfo.rank_info()
-    if info.get("world_size", 0) <= 1:
-        return outfile
-    folder, name = os.path.split(outfile)
-    if name.endswith(".lprof"):
-        name = name[:-len(".lprof")]
-    return os.path.join(folder, procinfo.rank_file_name(name))
-
-
 def _finish_children():
     """The parent's last step when children were followed: wait briefly for
     children still writing, merge their profiles into the parent's, save
@@ -297,10 +269,8 @@ def main(args, raw_argv):
         return 1
     default_name = "lprof-command" if kind == "code" else target
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
-    if args.outdir:
-        outfile = _in_outdir(args.outdir, outfile)
-    else:
-        outfile = _ranked(outfile)
+    from ..procinfo import profile_path
+    outfile = profile_path(outfile, args.outdir)
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph)],
                   protected=[args.script] if kind == "script" else [])
     try:
