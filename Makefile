@@ -6,8 +6,9 @@ PYTHON ?= python3
 PYVERSIONS ?= 3.9 3.10 3.11 3.12 3.13
 export PYTHONDONTWRITEBYTECODE := 1
 
-APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin gcc g++ make chromium
-PIP_PACKAGES := pytest numpy ipython
+APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium
+# mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
+PIP_PACKAGES := pytest numpy ipython mpi4py
 # optional, from local wheels only (a CPU torch build, where the machine has one)
 LOCAL_PIP_PACKAGES := torch==2.13.0
 

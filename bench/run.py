@@ -1,7 +1,7 @@
 """`make bench`: lprof side by side with peer profilers; writes a markdown table.
 
 usage: python3 bench/run.py [--out docs/benchmarks.md] [--quick] [--repeats N]
-                            [--only line,sampling,memory,export]
+                            [--only line,sampling,memory,export,processes]
 Peers are installed on first use into build/bench-venv (pip, quietly).
 Every number in the output comes from this run; nothing is hand-edited.
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = ["line", "sampling", "memory", "export"]
+SECTIONS = ["line", "sampling", "memory", "export", "processes"]
 
 
 def log(msg):
@@ -194,6 +194,28 @@ def main():
                "3,000 frames), in the columnar form a format-2 .lprof file holds (what "
                "`lprof export` reads); time of the call only, median of up to 3 processes.", "",
                table(h, rows), ""]
+
+    if "processes" in only:
+        import process_bench
+        log("bench: following children")
+        h, rows = process_bench.overhead(repeats, log)
+        md += ["## 5. Child processes and ranks", "",
+               "### Overhead of following children (`bench/workloads/p_pool.py`)", "",
+               "A `concurrent.futures` process pool of 2 workers does the CPU work (16 tasks); "
+               "the parent hands out tasks. lprof samples every process and merges their "
+               "profiles at exit (its run fails here if the workers' loop does not hold most "
+               "of the merged profile's samples); `--no-follow` samples the parent only. "
+               "Scalene follows multiprocessing children itself; py-spy with `--subprocesses`. "
+               "Ratios as in section 2: median over serpentine rounds of (run / plain run of "
+               "the same round).", "", table(h, rows), ""]
+        log("bench: lprof merge")
+        h, rows = process_bench.merge(log)
+        md += ["### `lprof merge` of many rank files", "",
+               "Rank files made from one profile of the pool workload (each with its own "
+               "rank, pid, thread ids and values scaled by 1.0-1.6), merged by `lprof merge "
+               "DIR/*.lprof` in a process of its own: wall time and peak RSS (ru_maxrss of "
+               "that process). Files are read one at a time, so the peak should stay near "
+               "the 10-file one.", "", table(h, rows), ""]
 
     elapsed = time.time() - t_start
     met = sum(1 for _, m, _ in targets if m is True)

@@ -2,7 +2,7 @@
 
 usage: matrix.py 3.9 3.10 ...   Interpreters are looked up in pyenv's
 versions directory, then as pythonX.Y on PATH. Each gets a virtualenv in
-build/venv-X.Y with pytest (and numpy, for the tests that use it). The version
+build/venv-X.Y with pytest (and numpy and mpi4py, for the tests that use them). The version
 `make pytest` already covered (the default python3) is skipped."""
 import glob
 import os
@@ -56,6 +56,10 @@ def main(versions):
         if subprocess.run([py, "-c", "import IPython"], capture_output=True).returncode != 0:
             # the magics' tests (%load_ext lprof) run in a real IPython shell
             run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "ipython"])
+        if shutil.which("mpicc") and subprocess.run(
+                [py, "-c", "import mpi4py"], capture_output=True).returncode != 0:
+            # the mpirun test; built against libopenmpi-dev, skipped where it fails
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "mpi4py"])
         if version in ("3.9", "3.10") and subprocess.run(
                 [py, "-c", "import tomli"], capture_output=True).returncode != 0:
             # lprof's install_requires there: pyproject.toml without tomllib

@@ -1,7 +1,7 @@
 """lprof's command line: argument parsing and dispatch.
 
 The only place that turns an LprofError into `lprof: <message>` and an exit
-status. Verbs: run (default: `lprof [options] script.py args`), view, export."""
+status. Verbs: run (default: `lprof [options] script.py args`), view, export, merge."""
 import argparse
 import os
 import sys
@@ -9,7 +9,7 @@ import sys
 from . import __version__
 from .errors import LprofError
 
-VERBS = ("view", "export", "diff")
+VERBS = ("view", "export", "diff", "merge")
 
 
 _BOOL_WORDS = {**{w: True for w in ("1", "on", "true", "t", "yes", "y")},
@@ -45,7 +45,8 @@ def _run_parser():
               "       lprof [options] -c code [args ...]\n"
               "       lprof view FILE.lprof [options]\n"
               "       lprof diff BEFORE.lprof AFTER.lprof [--html PATH]\n"
-              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]",
+              "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]\n"
+              "       lprof merge FILE.lprof... -o OUT.lprof",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",
@@ -102,6 +103,17 @@ def _run_parser():
     g.add_argument("--full-imports", action="store_true",
                    help="--flamegraph/--html: show importlib's frames whole (by default each "
                         "import is one 'import module' frame)")
+    g.add_argument("--outdir", metavar="DIR",
+                   help="write the profile into DIR as <name>.<host>.<rank>.lprof (the rank "
+                        "from mpirun, srun or torchrun; the pid outside a launcher)")
+    g = p.add_argument_group("child processes")
+    g.add_argument("--follow", dest="follow", action="store_true", default=True,
+                   help="profile child processes too (fork, multiprocessing, subprocesses "
+                        "running Python) and merge them into one profile (default)")
+    g.add_argument("--no-follow", dest="follow", action="store_false",
+                   help="profile the main process only")
+    g.add_argument("--per-process", action="store_true",
+                   help="print one listing per process (the file stays merged)")
     g = p.add_argument_group("sampling")
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
@@ -167,6 +179,27 @@ def _view_parser():
     p.add_argument("--sort", choices=["time", "file"], default="time",
                    help="order of the -l functions: most time first (default) or by file")
     _add_sampled_listing_options(p.add_argument_group("sampled listing"))
+    g = p.add_argument_group("merged profiles (lprof merge, children followed)")
+    g.add_argument("--ranks", action="store_true",
+                   help="per-line imbalance across ranks or processes: mean, max, max/mean "
+                        "and the rank holding the max")
+    g.add_argument("--ranks-metric", metavar="NAME",
+                   help="column of the --ranks view (default cpu_s, wall_s in wall mode, "
+                        "line_time_s for -l profiles); any column the profile holds")
+    g.add_argument("--ranks-lines", type=int, default=20, metavar="N",
+                   help="lines shown by --ranks (default 20)")
+    return p
+
+
+def _merge_parser():
+    p = argparse.ArgumentParser(prog="lprof merge", allow_abbrev=False,
+                                description="Merge profiles (one per rank or process) into "
+                                            "one: sums add, peaks take the maximum, and a "
+                                            "per-line imbalance view (lprof view OUT --ranks).")
+    p.add_argument("files", nargs="+", help="profile files (glob patterns are expanded)")
+    p.add_argument("-o", "--output", default="merged.lprof",
+                   help="merged profile to write (default merged.lprof)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no message on stderr")
     return p
 
 
@@ -288,6 +321,9 @@ def _check_run_args(args):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if os.environ.get("LPROF_FOLLOW"):  # an lprof command run by a followed program
+        from . import follow
+        follow.leave_inherited()
     try:
         if argv and argv[0] in VERBS:
             verb = argv.pop(0)
@@ -297,6 +333,9 @@ def main(argv=None):
             if verb == "diff":
                 from .commands import diff
                 return diff.main(_parse(_diff_parser(), argv))
+            if verb == "merge":
+                from .commands import merge
+                return merge.main(_parse(_merge_parser(), argv))
             from .commands import export
             return export.main(_parse(_export_parser(), argv))
         parser, args = _parse_run(argv)

@@ -48,6 +48,16 @@ def export_dict(prof):
                        for f in st.get("frames", [])],
             "stacks": [{"frames": ids, "thread": thread, "metrics": metrics}
                        for ids, thread, metrics in st.get("stacks", [])]}
+    if "ranks" in prof:
+        r = prof["ranks"]
+
+        def cells(values):
+            return {k: {"sum": c[0], "max": c[1], "member": c[2]} for k, c in values.items()}
+        out["ranks"] = {
+            "members": r.get("members", []),
+            "lines": [{"file": f, "line": ln, "function": fn, "values": cells(v)}
+                      for f, ln, fn, v in r.get("lines", [])],
+            "stacks": [{"frames": ids, "values": cells(v)} for ids, v in r.get("stacks", [])]}
     return out
 
 

@@ -195,7 +195,7 @@ class GPUCollector:
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
         return {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
-                "lines": _line_rows(stacks or {})}
+                "lines": line_rows(stacks or {})}
 
 
 _BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
@@ -222,7 +222,7 @@ def _skipped(frame):
     return frame[0] == "<gpu>"
 
 
-def _line_rows(section, accept_frame=None):
+def line_rows(section, accept_frame=None):
     """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
     d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
     charged to the innermost frame accept_frame takes)."""
@@ -252,7 +252,7 @@ def line_columns(profile, functions=None):
     gpu = profile.get("gpu") or {}
     if functions is not None:
         inside = {(fn["file"], fn["first_line"]) for fn in functions}
-        rows = _line_rows(profile.get("stacks") or {}, lambda f: (f[0], f[2]) in inside)
+        rows = line_rows(profile.get("stacks") or {}, lambda f: (f[0], f[2]) in inside)
     else:
         rows = gpu.get("lines", [])
     out = {}

@@ -21,7 +21,7 @@ def native_covered():
     return bool(_lprof.memory_native_covered())
 
 
-def _section(raw, stacks):
+def build_section(raw, stacks):
     """The "memory" section: totals from _lprof.memory_snapshot(), per-line
     rows and leaks from the stack model (one attribution rule)."""
     from .model import stacks as model
@@ -64,10 +64,11 @@ class MemoryCollector:
 
     name = "memory"
 
-    def __init__(self, sample_bytes=16384):
+    def __init__(self, sample_bytes=16384, quiet=False):
         if int(sample_bytes) <= 0:
             raise ValueError("sample_bytes must be positive")
         self.sample_bytes = int(sample_bytes)
+        self.quiet = quiet  # a followed child's stderr is the program's alone
         self._final = None
         self._running = False
 
@@ -75,7 +76,7 @@ class MemoryCollector:
         self._final = None
         _lprof.memory_start(self.sample_bytes)
         self._running = True
-        if not native_covered():
+        if not native_covered() and not self.quiet:
             sys.stderr.write("lprof: native allocations are not covered (allocator shim not "
                              "preloaded); memory shows Python objects only\n")
 
@@ -93,7 +94,7 @@ class MemoryCollector:
 
     def section(self, stacks):
         raw = getattr(self, "_raw", None) or self._final
-        return _section(raw, stacks) if raw else None
+        return build_section(raw, stacks) if raw else None
 
     def snapshot(self):
         """{"memory": ..., "stacks": ...} of this collector alone."""

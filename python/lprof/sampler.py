@@ -243,15 +243,24 @@ class SamplingCollector:
             "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
                               - self._cpu0) if self._cpu0 is not None else 0.0,
             "threads": {str(k): v for k, v in self._threads.items()},
-            "lines": sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_METRICS[:4]]
-                             + [int(row.get("samples", 0))]
-                             for (f, ln, func), row in per_line.items()]),
+            "lines": line_rows(stacks, per_line),
         }
 
     def snapshot(self):
         """{"sampling": ..., "stacks": ...} of this collector alone."""
         from .model import assemble
         return assemble.sections([self])
+
+
+def line_rows(stacks, per_line=None):
+    """The "sampling" section's per-line rows, from a stacks section by the
+    one attribution rule (also what a merge of several profiles rebuilds)."""
+    if per_line is None:
+        from .model import stacks as model
+        per_line = model.lines(stacks, names=SAMPLING_METRICS)
+    return sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_METRICS[:4]]
+                   + [int(row.get("samples", 0))]
+                   for (f, ln, func), row in per_line.items()])
 
 
 def _effective_rate(mode, stats, span, threads):

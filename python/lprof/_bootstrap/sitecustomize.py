@@ -2,8 +2,10 @@
 
 Under `lprof -l`, a script that uses a bare `@profile` must also import in
 fresh interpreters (multiprocessing's spawn method re-imports the script), so
-`profile` is put into builtins here. Then the user's own sitecustomize, if
-any, runs as it would have."""
+`profile` is put into builtins here. When the lprof command follows child
+processes (LPROF_FOLLOW set), this child starts profiling itself here, before
+its program runs (lprof.follow). Then the user's own sitecustomize, if any,
+runs as it would have."""
 import os
 import sys
 
@@ -20,6 +22,16 @@ def _install_profile():
         pass
 
 
+def _follow():
+    if not os.environ.get("LPROF_FOLLOW"):
+        return
+    try:
+        from lprof import follow
+        follow.start_from_env()
+    except Exception:  # never break the child program (e.g. another Python version)
+        pass
+
+
 def _chain_user_sitecustomize():
     import importlib.machinery
     import importlib.util
@@ -33,4 +45,5 @@ def _chain_user_sitecustomize():
 
 
 _install_profile()
+_follow()
 _chain_user_sitecustomize()

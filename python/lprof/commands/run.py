@@ -8,7 +8,8 @@ import sys
 import threading
 import time
 
-from .. import outputs, runner, targets
+from .. import follow, outputs, runner, targets
+from ..collectors import make as make_collectors, options_of
 from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
@@ -25,30 +26,6 @@ def default_outfile(target, line_by_line):
     never overwrite each other's profile of the same script."""
     name = os.path.basename(os.path.normpath(target)) or "lprof"
     return name + (".lprof" if line_by_line else ".sample.lprof")
-
-
-def _make_collectors(args):
-    collectors, modes = [], []
-    if args.line_by_line:
-        collectors.append(line_collector)
-        modes.append("lines")
-    if not args.line_by_line or args.sample:
-        from .. import sampler as sampling
-        mode = "wall" if args.wall else "cpu"
-        collectors.append(sampling.SamplingCollector(mode=mode, rate_hz=args.rate,
-                                                     signal=args.signal,
-                                                     native=args.native))
-        modes.append(mode)
-    if args.memory:
-        from .. import memory
-        collectors.append(memory.MemoryCollector(sample_bytes=args.memory_sample_bytes))
-        modes.append("memory")
-    if args.gpu:
-        from .. import gpu
-        backends = gpu.BACKENDS if args.gpu == "all" else (args.gpu,)
-        collectors.append(gpu.GPUCollector(backends=backends, quiet=args.quiet))
-        modes.append("gpu")
-    return collectors, modes
 
 
 def _inject_builtin_profile():
@@ -160,6 +137,86 @@ def _write_stacks(args, prof):
 
 
 _interrupted = []
+_children_pending = []
+
+
+def _finish_children():
+    """The parent's last step when children were followed: wait briefly for
+    children still writing, merge their profiles into the parent's, save
+    the merged profile over the parent's own and print it."""
+    if not _children_pending:
+        return
+    args, session, prof, outfile, written = _children_pending.pop()
+    if not session.is_parent():
+        return
+    try:
+        left = session.wait()
+        if left and not args.quiet:
+            sys.stderr.write(f"lprof: {len(left)} child process(es) still running after "
+                             f"{follow.WAIT_S:g} s; their profiles are not merged\n")
+        from ..errors import ProfileFileError
+        from ..model.merge import MergeError, Merger
+        merger = Merger()
+        merger.add(prof)
+        children = []
+        for path in session.files():
+            try:
+                merger.add(profile_file.load(path))
+                children.append(path)
+            except (ProfileFileError, MergeError) as exc:
+                sys.stderr.write(f"lprof: a child's profile is not merged: {exc}\n")
+            except Exception as exc:  # a child's file that validates but does not merge
+                sys.stderr.write(f"lprof: a child's profile is not merged ({path}: "
+                                 f"{exc.__class__.__name__}: {exc})\n")
+        merged = merger.result() if children else prof  # no child wrote: the parent's alone
+        try:
+            if children:
+                profile_file.save(merged, outfile)
+            if not args.quiet and (children or written):
+                what = f", {merger.count} processes merged" if children else ""
+                sys.stderr.write(f"lprof: wrote profile to {outfile}{what} "
+                                 f"(view it again: lprof view {outfile})\n")
+        except OSError as exc:
+            sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
+        _write_stacks(args, merged)
+        if args.per_process:
+            _print_per_process(args, prof, children)
+        else:
+            _print_outputs(args, merged)
+    except Exception as exc:  # never a traceback at exit; the parent's own file is saved
+        sys.stderr.write(f"lprof: merging the children's profiles failed "
+                         f"({exc.__class__.__name__}: {exc}); {outfile} holds the main "
+                         f"process's profile\n")
+        _print_outputs(args, prof)
+    finally:
+        session.close()
+
+
+def _print_per_process(args, parent, children):
+    """--per-process: the parent's listing, then each child's, one at a time."""
+    def header(prof, what):
+        meta = prof.get("meta", {})
+        argv = " ".join(map(str, meta.get("argv", [])))
+        return f"\n== process {meta.get('pid')} ({what}): {argv}\n"
+    if args.quiet:
+        return
+    _emit(header(parent, "parent"))
+    _print_outputs(args, parent)
+    for path in children:
+        try:
+            prof = profile_file.load(path)
+        except Exception:
+            continue
+        _emit(header(prof, f"child of {prof.get('meta', {}).get('ppid')}"))
+        _print_outputs(args, prof)
+
+
+def _emit(text):
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _die_by_sigint():
@@ -232,15 +289,23 @@ def main(args, raw_argv):
         return 1
     default_name = "lprof-command" if kind == "code" else target
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
+    from ..procinfo import profile_path
+    outfile = profile_path(outfile, args.outdir)
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
                    ("--html", args.html)],
                   protected=[args.script] if kind == "script" else [])
     try:
-        collectors, modes = _make_collectors(args)
+        collectors, modes = make_collectors(args)
     except ValueError as exc:  # e.g. LPROF_SIGNAL naming a signal the sampler must not take
         raise LprofError(f"cannot start profiling: {exc}", 2) from None
     if args.line_by_line or args.builtin:
         _inject_builtin_profile()
+    session = None
+    if args.follow:
+        session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
+        # after the program's own atexit handlers (multiprocessing's joins its
+        # children there), before _die_by_sigint
+        atexit.register(_finish_children)
     run = _Run(args, collectors, modes, os.path.abspath(outfile))
 
     def on_start():
@@ -255,6 +320,10 @@ def main(args, raw_argv):
 
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
+    if session is not None and not session.is_parent():
+        # a fork of the program came back through the runner: it is a
+        # followed child, whose own profile is written at its exit
+        return outcome.exit_code
     run.stop()
     if args.prof_mod and not args.quiet:
         for missed in targets.never_imported():
@@ -262,17 +331,24 @@ def main(args, raw_argv):
                              f"nothing of it was traced\n")
     prof = run.build(exit_code=outcome.exit_code)
     written = True
+    children = session is not None and session.has_children()
     try:
-        run.save(prof)
-        if not args.quiet:
+        run.save(prof)  # the parent's own part is on disk whatever happens next
+        if not args.quiet and not children:
             sys.stderr.write(f"lprof: wrote profile to {outfile} "
                              f"(view it again: lprof view {outfile})\n")
     except OSError as exc:
         sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         written = False
-    written = _write_stacks(args, prof) and written
-    _print_outputs(args, prof)
     if outcome.keyboard_interrupt:
         _interrupted.append(True)
+    if children:
+        # merged once the program's atexit handlers have run (_finish_children)
+        _children_pending.append((args, session, prof, outfile, written))
+        return outcome.exit_code if outcome.exit_code or written else 2
+    if session is not None:
+        session.close()
+    written = _write_stacks(args, prof) and written
+    _print_outputs(args, prof)
     # the program's status; lprof's own failure shows only where the program succeeded
     return outcome.exit_code if outcome.exit_code or written else 2

@@ -23,5 +23,15 @@ def render(prof, args):
 
 def main(args):
     prof = profile_file.load(args.file)
+    if args.ranks:
+        from ..errors import LprofError
+        from ..render import ranks
+        if args.ranks_metric and args.ranks_metric not in ranks.metric_names(prof):
+            names = ", ".join(ranks.metric_names(prof)) or "none"
+            raise LprofError(f"--ranks-metric {args.ranks_metric}: the profile has no such "
+                             f"column (it has: {names})", 2)
+        sys.stdout.write(ranks.render(prof, metric=args.ranks_metric,
+                                      limit=max(1, args.ranks_lines)))
+        return 0
     sys.stdout.write(render(prof, args))
     return 0

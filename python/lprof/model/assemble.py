@@ -3,14 +3,14 @@ import os
 import sys
 import time
 
-from .. import _lprof
+from .. import _lprof, procinfo
 from . import stacks as stacks_model
 
 STARTED = time.time()
 
 
 def base_profile(modes, argv=None):
-    return {
+    prof = {
         "format": "lprof",
         "version": 2,
         "meta": {
@@ -30,6 +30,9 @@ def base_profile(modes, argv=None):
         },
         "functions": [],
     }
+    # ppid, and rank, world_size, local_rank, launcher under a launcher
+    prof["meta"].update(procinfo.identity())
+    return prof
 
 
 def _implementation():

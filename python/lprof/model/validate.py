@@ -64,6 +64,12 @@ def _meta(meta):
     if "argv" in meta:
         _list(meta["argv"], "meta argv")
     _optional_nums(meta, ("started", "duration_s", "timer_unit_s"), "meta")
+    for key in ("pid", "ppid", "rank", "local_rank", "world_size", "processes"):
+        if meta.get(key) is not None:
+            _count(meta[key], f"meta {key}")
+    for key in ("hostname", "launcher"):
+        if meta.get(key) is not None:
+            _str(meta[key], f"meta {key}")
     code = meta.get("exit_code")
     if code is not None and not (isinstance(code, int) and not isinstance(code, bool)):
         _fail("meta exit_code")
@@ -168,6 +174,54 @@ def _stacks(st):
                 _num(v, "stack row metric")
 
 
+def _count(v, what):
+    if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        _fail(what)
+
+
+def _cells(values, members, where):
+    """{column: [sum, max, member index]} of the ranks section."""
+    for k, cell in _dict(values, where).items():
+        if not isinstance(cell, list) or len(cell) != 3:
+            _fail(where)
+        _num(cell[0], where)
+        _num(cell[1], where)
+        if not (isinstance(cell[2], int) and not isinstance(cell[2], bool)
+                and 0 <= cell[2] < members):
+            _fail(f"{where} member")
+
+
+def _ranks(r, frames):
+    _dict(r, "ranks")
+    members = _list(r.get("members", []), "ranks members")
+    for m in members:
+        _dict(m, "ranks member")
+        for key in ("pid", "ppid", "rank", "local_rank", "world_size"):
+            if m.get(key) is not None:
+                _count(m[key], f"ranks member {key}")
+        for key in ("hostname", "launcher", "file"):
+            if m.get(key) is not None:
+                _str(m[key], f"ranks member {key}")
+        _optional_nums(m, ("duration_s",), "ranks member")
+        for v in _dict(m.get("totals", {}), "ranks member totals").values():
+            _num(v, "ranks member total")
+    n = len(members)
+    for row in _list(r.get("lines", []), "ranks lines"):
+        if not isinstance(row, list) or len(row) != 4:
+            _fail("ranks line")
+        _str(row[0], "ranks line file")
+        _line(row[1], "ranks line line")
+        _str(row[2], "ranks line function")
+        _cells(row[3], n, "ranks line values")
+    for row in _list(r.get("stacks", []), "ranks stacks"):
+        if not isinstance(row, list) or len(row) != 2:
+            _fail("ranks stack")
+        for fid in _list(row[0], "ranks stack frames"):
+            if not (isinstance(fid, int) and not isinstance(fid, bool) and 0 <= fid < frames):
+                _fail("ranks stack frame id")
+        _cells(row[1], n, "ranks stack values")
+
+
 def check(profile, name):
     """Raises ProfileFileError naming the first malformed part."""
     try:
@@ -185,5 +239,8 @@ def check(profile, name):
             _gpu(profile["gpu"])
         if "stacks" in profile:
             _stacks(profile["stacks"])
+        if "ranks" in profile:
+            st = profile.get("stacks")
+            _ranks(profile["ranks"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
     except _Bad as exc:
         raise ProfileFileError(f"{name}: malformed profile ({exc})") from None

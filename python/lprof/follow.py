@@ -1,0 +1,389 @@
+"""Following child processes: each child profiles itself into a session
+folder, the lprof command merges what is there when the program ends.
+
+Parent (the lprof command): `Session(options)` names the folder (the first
+child makes it) and puts LPROF_FOLLOW (JSON: the folder and the run's
+collector options) and lprof's bootstrap folder (PYTHONPATH) into the
+environment that children inherit.
+
+Children, two ways in:
+- a fresh interpreter (multiprocessing spawn and forkserver, subprocess
+  running Python, torchrun workers): `_bootstrap/sitecustomize.py` calls
+  start_from_env() before the child's program runs;
+- a fork (os.fork, multiprocessing fork, the forkserver's children): the
+  at-fork hook below drops what the child inherited (the parent's stacks,
+  line counts, memory account) and starts the same collectors afresh.
+A child writes `<folder>/<host>.<pid>.lprof` (atomically) when it ends: at
+interpreter exit, in os._exit (multiprocessing's forked children end that
+way), or on SIGTERM where the program left SIGTERM to its default (pools
+terminate their workers so; the child then still dies by SIGTERM). A child
+killed by another signal loses its own profile, never the parent's. While a
+child runs, `<folder>/<pid>.running` exists; the parent waits for those
+markers whose process is alive, a few seconds at most."""
+import atexit
+import json
+import os
+import signal
+import sys
+import time
+
+from . import sampler as _sampler  # noqa: F401  its at-fork hook runs before ours
+
+ENV = "LPROF_FOLLOW"
+WAIT_S = 5.0  # longest wait for children still writing at the parent's end
+
+_config = None   # {"dir", "options"} while following in this process
+_child = None    # this process's _Child, when it is a followed child
+_hooks_done = False
+_real_exit = os._exit
+
+
+def _bootstrap_path(env):
+    here = os.path.dirname(os.path.abspath(__file__))
+    parts = [os.path.join(here, "_bootstrap"), os.path.dirname(here)]
+    old = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(parts + [p for p in old if p not in parts])
+
+
+class Session:
+    """The parent's side: the folder, the environment, the harvest."""
+
+    def __init__(self, options):
+        global _config
+        self.dir = _folder_name()  # made by the first child (most runs have none)
+        self.pid = os.getpid()
+        _config = {"dir": self.dir, "options": dict(options)}
+        os.environ[ENV] = json.dumps(_config)
+        _bootstrap_path(os.environ)
+        _install_fork_hook()
+
+    def is_parent(self):
+        return os.getpid() == self.pid
+
+    def _names(self):
+        try:
+            return os.listdir(self.dir)
+        except OSError:
+            return []
+
+    def has_children(self):
+        return any(n.endswith((".lprof", ".running")) for n in self._names())
+
+    def running(self):
+        """Pids of children that have not written their profile and are alive."""
+        out = []
+        for n in self._names():
+            if n.endswith(".running"):
+                try:
+                    pid = int(n[:-len(".running")])
+                except ValueError:
+                    continue
+                if _alive(pid):
+                    out.append(pid)
+        return out
+
+    def wait(self, timeout=WAIT_S):
+        """Waits until no child is still writing; the pids still running at the end."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.running()
+            if not pids or time.monotonic() >= deadline:
+                return pids
+            time.sleep(0.02)
+
+    def files(self):
+        """Paths of the children's profiles, oldest first."""
+        paths = [os.path.join(self.dir, n) for n in self._names() if n.endswith(".lprof")]
+
+        def mtime(p):
+            try:
+                return os.stat(p).st_mtime
+            except OSError:
+                return 0.0
+        return sorted(paths, key=lambda p: (mtime(p), p))
+
+    def close(self):
+        global _config
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get(ENV) and self.is_parent():
+            os.environ.pop(ENV, None)
+            _config = None
+
+
+def _folder_name():
+    """A private folder's name in the temporary directory; the first child
+    makes it (so a run without children leaves nothing behind, even one
+    that ends by os._exit)."""
+    base = next((b for b in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP"))
+                 if b and os.path.isdir(b)), "/tmp")
+    return os.path.join(os.path.abspath(base),
+                        f"lprof-children-{os.getpid()}-{os.urandom(6).hex()}")
+
+
+def _own_folder(path):
+    """Makes the session folder, or accepts it if this user already made it
+    (a folder someone else made, or a link, is refused: nothing is written)."""
+    try:
+        os.mkdir(path, 0o700)
+        return True
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    import stat
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _alive(pid):
+    """A process that exists and is not a zombie (a finished child not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+class _Child:
+    """A followed child: its collectors, its file, its one save."""
+
+    def __init__(self, config, collectors, modes):
+        self.dir = config["dir"]
+        self.collectors, self.modes = collectors, modes
+        self.pid = os.getpid()
+        self.started = time.time()
+        self.saved = self.saving = self.sigterm_pending = False
+        from . import procinfo
+        self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
+                                           f"{self.pid}.lprof")
+        self.marker = os.path.join(self.dir, f"{self.pid}.running")
+        self.interval = float(config["options"].get("output_interval") or 0)
+        self._writer = None
+
+    def start(self):
+        if not _own_folder(self.dir):
+            return False
+        try:
+            with open(self.marker, "w"):
+                pass
+        except OSError:
+            return False
+        for c in self.collectors:
+            c.start()
+        if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
+            import threading
+
+            from .own_thread import OwnThread
+            self._lock = threading.Lock()
+            self._stop = threading.Event()
+            self._writer = OwnThread(self._checkpoints)
+            self._writer.start()
+        return True
+
+    def _write(self, exit_code=None):
+        from .model import assemble, profile_file
+        prof = assemble.profile(self.modes, self.collectors, argv=list(sys.argv),
+                                started=self.started, exit_code=exit_code)
+        profile_file.save(prof, self.path)
+
+    def _checkpoints(self):
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                if self.saved:
+                    return
+                try:
+                    self._write()
+                except Exception:  # a failed checkpoint must not end the child
+                    pass
+
+    def save(self, exit_code=None):
+        if self.saved or os.getpid() != self.pid:
+            return
+        self.saved = self.saving = True
+        try:
+            if self._writer is not None:
+                self._stop.set()
+                with self._lock:  # a checkpoint under way ends first
+                    pass
+            for c in reversed(self.collectors):
+                c.stop()
+            self._write(exit_code)
+        except Exception:  # never break the child program; its part is lost
+            if os.environ.get("LPROF_DEBUG_FOLLOW"):
+                import traceback
+                traceback.print_exc()
+        finally:
+            try:
+                os.unlink(self.marker)
+            except OSError:
+                pass
+            self.saving = False
+            if self.sigterm_pending:  # SIGTERM came while saving: die by it now
+                _die_by_sigterm()
+
+    def abandon(self):
+        """Stops profiling without saving (the child turned out to be an
+        lprof command of its own)."""
+        self.saved = True
+        if self._writer is not None:
+            self._stop.set()
+        for c in reversed(self.collectors):
+            try:
+                c.stop()
+            except Exception:
+                pass
+        try:
+            os.unlink(self.marker)
+        except OSError:
+            pass
+
+
+def _start_child(config, forked):
+    """Starts this child's collectors; SIGTERM is held back meanwhile, so a
+    pool terminating a worker that is still starting gets its (short)
+    profile too, once the handler is in place."""
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    except (AttributeError, OSError, ValueError):
+        held = None
+    try:
+        _start_child_collectors(config, forked)
+    finally:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _start_child_collectors(config, forked):
+    global _child, _config
+    from types import SimpleNamespace
+
+    from . import _lprof
+    from .collectors import make
+    _config = config
+    if forked:  # forget the parent's numbers: this process profiles its own part
+        if _lprof.memory_running():
+            _lprof.memory_stop()
+        _lprof.stacks_reset()
+        _lprof.tracer_clear()
+    collectors, modes = make(SimpleNamespace(**config["options"]), quiet=True)
+    child = _Child(config, collectors, modes)
+    _child = child
+    if not child.start():
+        _child = None
+        return
+    _install_exit_hooks()
+
+
+def start_from_env():
+    """Called by the bootstrap sitecustomize in a fresh child interpreter."""
+    spec = os.environ.get(ENV)
+    if not spec or _child is not None:
+        return
+    config = json.loads(spec)
+    helper = _multiprocessing_helper()
+    if helper == "resource_tracker":  # multiprocessing's machinery, alive until the parent ends
+        return
+    global _config
+    _config = config
+    _install_fork_hook()
+    if helper == "forkserver":  # not profiled itself; the children it forks are
+        return
+    _start_child(config, forked=False)
+
+
+def _multiprocessing_helper():
+    """The helper processes multiprocessing starts with a fresh interpreter
+    (they live until the parent ends, doing none of the program's work)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return None
+    for name in ("resource_tracker", "forkserver"):
+        if b"from multiprocessing." + name.encode() + b" import main" in cmdline:
+            return name
+    return None
+
+
+def leave_inherited():
+    """For an lprof command started as a child of a followed program: it
+    profiles its own program into its own file, so the inherited following
+    stops here (and its children are not this session's either)."""
+    global _child, _config
+    if _child is not None:
+        _child.abandon()
+        _child = None
+    _config = None
+    os.environ.pop(ENV, None)
+
+
+# -- hooks ------------------------------------------------------------------
+def _after_fork_in_child():
+    global _child
+    if _config is None:
+        return
+    _child = None
+    try:
+        _start_child(_config, forked=True)
+    except Exception:  # never break the child program
+        pass
+
+
+def _install_fork_hook():
+    global _hooks_done
+    if not _hooks_done and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _hooks_done = True
+
+
+_exit_hooks_done = False
+
+
+def _save_at_exit():
+    if _child is not None:
+        _child.save()
+
+
+def _exit_saving(code):
+    """os._exit that first writes a followed child's profile."""
+    if _child is not None:
+        _child.save(exit_code=code)
+    _real_exit(code)
+
+
+def _on_sigterm(signum, frame):
+    child = _child
+    if child is not None and child.saving:  # the save under way finishes first
+        child.sigterm_pending = True
+        return
+    if child is not None:
+        child.save()
+    _die_by_sigterm()
+
+
+def _die_by_sigterm():
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_exit_hooks():
+    global _exit_hooks_done
+    if not _exit_hooks_done:  # inherited across fork with the atexit list itself
+        atexit.register(_save_at_exit)
+        os._exit = _exit_saving
+        _exit_hooks_done = True
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread: SIGTERM stays as it was
+        pass
