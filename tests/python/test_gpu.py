@@ -218,3 +218,27 @@ def test_graph_launch_and_torch_profiler_handover(run_lprof, run_python, tmp_pat
     assert lines[line_of(script, "marker: kept")]["kernel_s"] == pytest.approx(5 * US)
     assert line_of(script, "marker: handed over") not in lines
     assert any("handed CUPTI" in n for n in doc["gpu"]["notes"])
+
+
+def test_gpu_work_of_followed_children_is_merged(run_lprof, tmp_path, fake_cuda, write_script):
+    """Spawned pool workers start their own CUPTI session (one per process)
+    and the parent's merged profile charges their kernels to their line."""
+    script = write_script("pool.py", """\
+        import ctypes, os, multiprocessing as mp
+        def work(i):
+            lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+            lib.fake_cupti_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+            lib.fake_cupti_launch_kernel(b"child_kernel", 4000)  # marker: child
+            return i
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(sum(pool.map(work, range(4))))
+        """)
+    r = run_lprof("--gpu", "-o", tmp_path / "p.lprof", script, env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("6\n")
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    lines = {row["line"]: row for row in doc["gpu"]["lines"]}
+    child = lines[line_of(script, "marker: child")]
+    assert child["kernels"] == 4 and child["kernel_s"] == pytest.approx(4 * 4 * US)
+    assert doc["gpu"]["backends"]["cuda"] == "active"
