@@ -22,9 +22,9 @@ def spin(n):
         s += i
     return s
 
-t = threading.Thread(target=spin, args=(400000,), name="spinner")
+t = threading.Thread(target=spin, args=(3000000,), name="spinner")
 t.start()
-spin(400000)
+spin(3000000)
 t.join()
 """
 SLOWMOD = """\
