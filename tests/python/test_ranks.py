@@ -144,7 +144,7 @@ def work(n):
     return s
 
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK") or os.environ.get("RANK") or 0)
-work(400000 * (1 + 3 * rank))
+work(1500000 * (1 + 3 * rank))
 """
 
 
@@ -252,7 +252,7 @@ def test_mpirun_ranks_merged_with_imbalance(write_script, tmp_path):
 
         comm = MPI.COMM_WORLD
         rank = comm.Get_rank()
-        total = comm.allreduce(work(400000 * (1 + 3 * rank)))
+        total = comm.allreduce(work(1500000 * (1 + 3 * rank)))
         if rank == 0:
             print("total", total)
     """)
@@ -261,7 +261,7 @@ def test_mpirun_ranks_merged_with_imbalance(write_script, tmp_path):
     r = _run_group(["mpirun", "-n", "2", "--oversubscribe", sys.executable, "-m", "lprof",
                     "-q", "--outdir", "prof", str(script)], tmp_path, env, 120)
     assert r.returncode == 0, r.stderr
-    want = sum(i * i for i in range(400000)) + sum(i * i for i in range(1600000))
+    want = sum(i * i for i in range(1500000)) + sum(i * i for i in range(6000000))
     assert r.stdout.strip() == f"total {want}"  # the program's own output, once
     files = sorted(os.listdir(tmp_path / "prof"))
     assert [f.rsplit(".", 2)[1] for f in files] == ["0", "1"]
@@ -303,7 +303,7 @@ def test_torchrun_two_ranks(write_script, tmp_path):
 
         dist.init_process_group("gloo")
         rank = dist.get_rank()
-        t = torch.tensor([float(work(400000 * (1 + 3 * rank)))])
+        t = torch.tensor([float(work(1500000 * (1 + 3 * rank)))])
         dist.all_reduce(t)
         if rank == 0:
             print("world", dist.get_world_size())
