@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = ["line", "sampling", "memory", "export", "processes"]
+SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu"]
 
 
 def log(msg):
@@ -216,6 +216,20 @@ def main():
                "DIR/*.lprof` in a process of its own: wall time and peak RSS (ru_maxrss of "
                "that process). Files are read one at a time, so the peak should stay near "
                "the 10-file one.", "", table(h, rows), ""]
+
+    if "gpu" in only:
+        import gpu_bench
+        log("bench: GPU launch path")
+        h, rows = gpu_bench.launch_cost(repeats, log)
+        md += ["## 6. GPU: the cost of each launch (`lprof --gpu`, no GPU here)", "",
+               "`bench/workloads/g_launch.py` launches 100,000 kernels from one line through "
+               "the test libcupti (`tests/gpu/fake_cupti.c`), which calls lprof's CUPTI "
+               "callbacks as CUPTI does (a runtime call with a driver call nested in it). "
+               "Plain: no CUPTI client, a launch is the ctypes call alone. Loop s = the time "
+               "the workload measures around its launch loop; us per launch added = the "
+               "median over serpentine rounds of (loop - plain loop of the same round) / "
+               "launches. On a GPU, `make gpu-check` measures the whole-program overhead "
+               "(docs/gpu-check.md).", "", table(h, rows), ""]
 
     elapsed = time.time() - t_start
     met = sum(1 for _, m, _ in targets if m is True)
