@@ -223,6 +223,7 @@ def test_nested_lprof_command_keeps_its_own_profile(run_lprof, write_script, loa
     assert "processes" not in outer["meta"]  # the inner command is not a followed child
 
 
+@pytest.mark.needs_shim  # --memory preloads the allocator shim, which cannot run under ASan
 def test_memory_children_followed(run_lprof, write_script, load_profile, tmp_path):
     script = write_script("mem.py", """
         import multiprocessing as mp
