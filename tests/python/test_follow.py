@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from conftest import SANITIZED
+
 METHODS = ["fork", "spawn", "forkserver"]
 
 POOL = """
@@ -262,6 +264,10 @@ def test_wall_children_followed(run_lprof, write_script, load_profile, tmp_path)
     assert row and 0.3 < row[0][6] < 1.5  # the child's 0.4 s sleep, in wall seconds
 
 
+@pytest.mark.skipif(SANITIZED, reason="under ASan a thread started in the forked child of a "
+                    "multi-threaded process can block in ASan's allocator before it runs (the "
+                    "checkpoint thread never started in 3 of 30 loaded runs, none without ASan); "
+                    "the test runs in every other tier")
 def test_checkpoints_keep_a_killed_childs_part(run_lprof, write_script, load_profile, tmp_path):
     script = write_script("ckpt.py", """
         import os, signal, time
