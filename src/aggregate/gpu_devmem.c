@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "aggregate/gpu_devmem.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -43,7 +44,14 @@ static uint32_t slot_of(uint64_t ptr) {
     return (uint32_t)(x >> 40) & (BLOCK_SLOTS - 1);
 }
 
+/* A fork while a runtime's thread holds the lock must not leave the
+ * child's copy locked forever. */
+static void lock_for_fork(void) { lp_spin_lock(&D.lock); }
+static void unlock_after_fork(void) { lp_spin_unlock(&D.lock); }
+
 int lp_gpu_devmem_reset(void) {
+    static int handlers;
+    if (!handlers && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0) handlers = 1;
     size_t bb = (size_t)BLOCK_SLOTS * sizeof(block), lb = (size_t)LOG_EVENTS * sizeof(event);
     if (!D.blocks) {
         void *m = mmap(NULL, bb + lb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "aggregate/gpu_names.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -27,6 +28,11 @@ static uint64_t hash_bytes(const char *s, size_t n) {
     return h;
 }
 
+/* A fork while a GPU runtime's thread holds the lock must not leave the
+ * child's copy locked forever. */
+static void lock_for_fork(void) { lp_spin_lock(&N.lock); }
+static void unlock_after_fork(void) { lp_spin_unlock(&N.lock); }
+
 static int map_once(void) {
     if (N.arena) return 0;
     if (N.failed) return -1;
@@ -42,6 +48,13 @@ static int map_once(void) {
     return 0;
 }
 
+/* Called once, before the first lookup (not under the lock). */
+static void register_fork_handlers(void) {
+    static int done;
+    if (!__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+        (void)pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
 const char *lp_gpu_name(const char *name, size_t len) {
     if (!name) return NULL;
     const char *nul = memchr(name, '\0', len);
@@ -49,6 +62,7 @@ const char *lp_gpu_name(const char *name, size_t len) {
     if (len > LP_GPU_NAME_MAX) len = LP_GPU_NAME_MAX;
     uint64_t h = hash_bytes(name, len);
     const char *out = NULL;
+    register_fork_handlers();
     lp_spin_lock(&N.lock);
     if (map_once() == 0) {
         uint32_t i = (uint32_t)h & (INDEX_SLOTS - 1);
