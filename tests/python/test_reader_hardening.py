@@ -167,3 +167,37 @@ def test_honest_large_profile_still_opens(tmp_path):
     back = profile_file.load(str(tmp_path / "ok.lprof"))
     assert len(back["stacks"]["stacks"]) == 20000
     json.dumps(back)
+
+
+def test_pickle_memo_index_bomb_bounded(tmp_path):
+    """A 200-byte line_profiler-looking pickle whose LONG_BINPUT names memo
+    slot 369,724,564 (found by tools/fuzz_reader.py): the unpickler would
+    grow its memo table to GBs first. Refused in one line, in bounded memory."""
+    data = (b"\x80\x05\x8c\x1bline_profiler.line_profiler\x94\x8c\tLineStats\x94\x93"
+            b"\x94)\x81\x94}\x94(\x8c\x07timings\x94r" + struct.pack("<I", 369724564)
+            + b"}\x94\x8c\x04unit\x94G>\x11.\x0b\xe8&\xd6\x95ub.")
+    path = tmp_path / "memo.lprof"
+    path.write_bytes(data)
+    code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       env=lprof_env(), timeout=120)
+    rc, maxrss_kib = map(int, r.stdout.split())
+    assert rc == 2 and "not an lprof or line_profiler profile" in r.stderr, r.stderr
+    if not SANITIZED:
+        assert maxrss_kib < 400 * 1024, maxrss_kib
+
+
+def test_path_with_nul_byte_listed_without_source(tmp_path):
+    """A damaged file name holding a NUL byte (found by tools/fuzz_reader.py:
+    linecache's os.stat raised ValueError, a traceback from `lprof view`):
+    the function is listed without its source."""
+    prof = {"format": "lprof", "version": 2,
+            "meta": {"argv": [], "modes": ["lines"], "timer_unit_s": 1e-6, "exit_code": 0},
+            "functions": [{"file": "a\x00b.py", "name": "f", "first_line": 1, "total_s": 0.5,
+                           "lines": [[1, 3, 0.25], [2, 1, 0.25]]}]}
+    path = tmp_path / "nul.lprof"
+    profile_file.save(prof, str(path))
+    code, out, err = _run_cli(["view", str(path)])
+    assert code == 0 and "Traceback" not in err, err
+    assert "Function: f" in out or " f " in out, out
