@@ -132,6 +132,11 @@ def main():
     p.add_argument("--report", help="write {runs, seconds, crashes} here as JSON")
     p.add_argument("--workdir", default=os.path.join(ROOT, "build", "fuzz"))
     opts = p.parse_args()
+    opts.workdir = os.path.abspath(opts.workdir)
+    if opts.report:
+        # libFuzzer ends the process itself: a child runs it, this one reports
+        _run_reporting(opts)
+        return
     import atheris
     corpus = make_seeds(opts.workdir)
     scratch = tempfile.mkdtemp(prefix="lprof-fuzz-")
@@ -140,10 +145,6 @@ def main():
              f"-artifact_prefix={opts.workdir}/crash-", corpus]
     if opts.seconds:
         flags.insert(2, f"-max_total_time={opts.seconds}")
-    if opts.report:
-        # libFuzzer exits the process itself; its final line gives runs and time
-        _run_reporting(flags, opts)
-        return
     with atheris.instrument_imports(include=["lprof"]):
         # lprof imports these lazily, at first use: import them here so that
         # they are instrumented too
@@ -156,8 +157,10 @@ def main():
     atheris.Fuzz()
 
 
-def _run_reporting(flags, opts):
+def _run_reporting(opts):
     """Runs the fuzzer in a child process and writes the report."""
+    os.makedirs(opts.workdir, exist_ok=True)
+    before = set(os.listdir(opts.workdir))
     cmd = [sys.executable, os.path.abspath(__file__), "--workdir", opts.workdir,
            "--runs", str(opts.runs)] + (["--seconds", str(opts.seconds)] if opts.seconds else [])
     t0 = time.time()
@@ -167,7 +170,7 @@ def _run_reporting(flags, opts):
     with open(os.path.join(opts.workdir, "fuzz.log"), "w") as f:
         f.write(log)
     runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
-    crashes = sorted(n for n in os.listdir(opts.workdir) if n.startswith("crash-"))
+    crashes = sorted(n for n in set(os.listdir(opts.workdir)) - before if n.startswith("crash-"))
     report = {"runs": int(runs[-1]) if runs else 0, "seconds": round(seconds, 1),
               "exit": r.returncode, "crashes": crashes,
               "python": sys.version.split()[0]}

@@ -169,14 +169,22 @@ def test_honest_large_profile_still_opens(tmp_path):
     json.dumps(back)
 
 
-def test_pickle_memo_index_bomb_bounded(tmp_path):
-    """A 200-byte line_profiler-looking pickle whose LONG_BINPUT names memo
-    slot 369,724,564 (found by tools/fuzz_reader.py): the unpickler would
-    grow its memo table to GBs first. Refused in one line, in bounded memory."""
-    data = (b"\x80\x05\x8c\x1bline_profiler.line_profiler\x94\x8c\tLineStats\x94\x93"
-            b"\x94)\x81\x94}\x94(\x8c\x07timings\x94r" + struct.pack("<I", 369724564)
-            + b"}\x94\x8c\x04unit\x94G>\x11.\x0b\xe8&\xd6\x95ub.")
-    path = tmp_path / "memo.lprof"
+MEMO_BOMB = (b"\x80\x05\x8c\x1bline_profiler.line_profiler\x94\x8c\tLineStats\x94\x93"
+             b"\x94)\x81\x94}\x94(\x8c\x07timings\x94r" + struct.pack("<I", 369724564)
+             + b"}\x94\x8c\x04unit\x94G>\x11.\x0b\xe8&\xd6\x95ub.")
+
+
+@pytest.mark.parametrize("case", ["memo", "length"])
+def test_pickle_bombs_bounded(tmp_path, case):
+    """line_profiler-looking pickles found by tools/fuzz_reader.py: a
+    LONG_BINPUT naming memo slot 369,724,564 (the unpickler grows its memo
+    table first: 5.6 GB), and a 325-byte file the unpickler took to 19 GB (a
+    counted opcode's length allocated before reading). Refused in one line,
+    in bounded memory."""
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                           "fuzz_pickle_length_bomb.bin")
+    data = MEMO_BOMB if case == "memo" else open(fixture, "rb").read()
+    path = tmp_path / "bomb.lprof"
     path.write_bytes(data)
     code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
             "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")

@@ -37,10 +37,13 @@ class _Unpickler(pickle.Unpickler):
 
 
 def _memo_indexes_bounded(data):
-    """False when a memo opcode names an index no real pickle of this size
-    could reach: the C unpickler grows its memo table to the index first (a
-    LONG_BINPUT of 4e8 in a 200-byte file took 5.6 GB, found by fuzzing).
-    pickletools walks the opcodes without building any object."""
+    """False when the opcodes cannot all be read (a length past the end of
+    the data: the C unpickler allocates a BINBYTES8's or BYTEARRAY8's length
+    before reading it, 19 GB for a 326-byte file) or a memo opcode names an
+    index no real pickle of this size could reach (the memo table grows to
+    the index first: 5.6 GB for a 200-byte file); both found by fuzzing.
+    pickletools walks the opcodes, reading each argument, without building
+    any object."""
     import pickletools
     ops = pickletools.genops(io.BytesIO(bytes(data)))
     try:
@@ -50,8 +53,8 @@ def _memo_indexes_bounded(data):
                     return False
             elif op.name == "STOP":
                 break
-    except Exception:  # malformed: the unpickler below says so
-        return True
+    except Exception:  # a length past the data's end, an unknown opcode: no real pickle
+        return False
     finally:
         ops.close()
     return True
