@@ -13,5 +13,6 @@ LP_INTERNAL int lp_pysampler_init(PyObject *module); /* collect/cpython/sampler.
 LP_INTERNAL int lp_pymemory_init(PyObject *module);  /* collect/cpython/memory.c: memory */
 LP_INTERNAL int lp_pystacks_init(PyObject *module);  /* aggregate/cpython/snapshot.c: the stack model */
 LP_INTERNAL int lp_pyexport_init(PyObject *module);  /* export/cpython/fold_rows.c: fold_rows */
+LP_INTERNAL int lp_pyemergency_init(PyObject *module); /* export/cpython/emergency_py.c: faults */
 
 #endif

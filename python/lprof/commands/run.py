@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from .. import outputs, runner, targets
+from .. import faults, outputs, runner, targets
 from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
@@ -64,6 +64,7 @@ class _Run:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.writer = None
+        self.guard = None  # faults.Guard: SIGTERM, fatal signals, exec, os._exit
 
     def start(self):
         self.started = time.time()
@@ -87,13 +88,17 @@ class _Run:
                                 started=self.started or time.time(), exit_code=exit_code)
 
     def save(self, prof):
+        data = profile_file.encode(prof)
         with self.lock:
-            profile_file.save(prof, self.outfile)
+            profile_file.save_bytes(data, self.outfile)
+        return data
 
     def _periodic_writer(self):
         while not self.stop_event.wait(self.args.output_interval):
             try:
-                self.save(self.build())
+                data = self.save(self.build())
+                if self.guard is not None:
+                    self.guard.checkpoint(data)  # what a fatal signal writes
             except Exception as exc:  # a failed checkpoint must not end the program
                 sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
@@ -131,7 +136,7 @@ def _write_stacks(args, prof):
             try:
                 stacks.export(prof, fmt, metric, path)
             except (ValueError, OSError) as exc:
-                sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
+                _say(f"lprof: could not write {path}: {exc}\n")
                 ok = False
     return ok
 
@@ -227,26 +232,55 @@ def main(args, raw_argv):
             run.stop()
             raise LprofError(f"cannot start profiling: {exc}", 2) from None
 
+    def finish(how, exit_code):  # also the end of a run killed by SIGTERM, or exec/_exit
+        # before exec, no listing: an exec that fails leaves the program's stdout as it was
+        return _save_and_print(run, args, outfile, exit_code, how, listing=how != "exec")
+
+    run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
+                           checkpoints=not args.output_interval)
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
+    terminated = run.guard.end()
     run.stop()
     if args.prof_mod and not args.quiet:
         for missed in targets.never_imported():
             sys.stderr.write(f"lprof: -p {missed}: the program never imported it; "
                              f"nothing of it was traced\n")
-    prof = run.build(exit_code=outcome.exit_code)
-    written = True
-    try:
-        run.save(prof)
-        if not args.quiet:
-            sys.stderr.write(f"lprof: wrote profile to {outfile} "
-                             f"(view it again: lprof view {outfile})\n")
-    except OSError as exc:
-        sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
-        written = False
-    written = _write_stacks(args, prof) and written
-    _print_outputs(args, prof)
+    if terminated:  # SIGTERM while the program was ending: saved, then die by it
+        finish(f"killed by {signal.Signals(terminated).name}", -terminated)
+        run.guard.die(terminated)
+    written = finish(None, outcome.exit_code)
     if outcome.keyboard_interrupt:
         _interrupted.append(True)
     # the program's status; lprof's own failure shows only where the program succeeded
     return outcome.exit_code if outcome.exit_code or written else 2
+
+
+def _save_and_print(run, args, outfile, exit_code, how, listing=True):
+    """Saves the profile, writes --stacks/--flamegraph, prints the listing;
+    False when something could not be written. `how` says why the run ended
+    early (None: the program ended)."""
+    prof = run.build(exit_code=exit_code)
+    written = True
+    try:
+        run.save(prof)
+    except OSError as exc:
+        _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
+        written = False
+    if written and not args.quiet:
+        why = f"the program was {how}; " if how and how.startswith("killed") else \
+            f"before {how}: " if how else ""
+        _say(f"lprof: {why}wrote profile to {outfile} (view it again: lprof view {outfile})\n")
+    written = _write_stacks(args, prof) and written
+    if listing:
+        _print_outputs(args, prof)
+    return written
+
+
+def _say(text):
+    """lprof's line on stderr; the program may have closed it (os.closerange)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
