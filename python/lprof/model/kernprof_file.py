@@ -36,19 +36,25 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed")
 
 
-def _memo_indexes_bounded(data):
-    """False when the opcodes cannot all be read (a length past the end of
-    the data: the C unpickler allocates a BINBYTES8's or BYTEARRAY8's length
-    before reading it, 19 GB for a 326-byte file) or a memo opcode names an
-    index no real pickle of this size could reach (the memo table grows to
-    the index first: 5.6 GB for a 200-byte file); both found by fuzzing.
-    pickletools walks the opcodes, reading each argument, without building
-    any object."""
+def _opcodes_bounded(data):
+    """False for a pickle no line_profiler wrote whose unpickling could
+    take unbounded memory, all found by tools/fuzz_reader.py: opcodes that
+    cannot all be read (the C unpickler allocates a counted opcode's length
+    before reading it: 19 GB for a 326-byte file); a memo index beyond what
+    a file of this size could reach (the memo table grows to it first: 5.6 GB
+    for 200 bytes); a frame opening inside another (the C unpickler accepts
+    it and went to 19 GB for 323 bytes; the Python one refuses it).
+    pickletools walks the opcodes, reading each argument, building nothing."""
     import pickletools
     ops = pickletools.genops(io.BytesIO(bytes(data)))
+    frame_end = 0
     try:
-        for op, arg, _pos in ops:
-            if "PUT" in op.name or "GET" in op.name:
+        for op, arg, pos in ops:
+            if op.name == "FRAME":
+                if pos < frame_end or not isinstance(arg, int) or pos + 9 + arg > len(data):
+                    return False
+                frame_end = pos + 9 + arg
+            elif "PUT" in op.name or "GET" in op.name:
                 if isinstance(arg, int) and not 0 <= arg <= len(data):
                     return False
             elif op.name == "STOP":
@@ -63,7 +69,7 @@ def _memo_indexes_bounded(data):
 def decode(data, name):
     if len(data) > _MAX_BYTES:
         raise ProfileFileError(f"{name}: too large for a line_profiler file")
-    if not _memo_indexes_bounded(data):
+    if not _opcodes_bounded(data):
         raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file")
     try:
         stats = _Unpickler(io.BytesIO(data)).load()
