@@ -174,14 +174,15 @@ MEMO_BOMB = (b"\x80\x05\x8c\x1bline_profiler.line_profiler\x94\x8c\tLineStats\x9
              + b"}\x94\x8c\x04unit\x94G>\x11.\x0b\xe8&\xd6\x95ub.")
 
 
-@pytest.mark.parametrize("case", ["memo", "length_bomb", "nested_frame"])
+@pytest.mark.parametrize("case", ["memo", "length_bomb", "nested_frame", "frame_overrun"])
 def test_pickle_bombs_bounded(tmp_path, case):
     """line_profiler-looking pickles found by tools/fuzz_reader.py: a
     LONG_BINPUT naming memo slot 369,724,564 (the unpickler grows its memo
     table first: 5.6 GB), and a 325-byte file the unpickler took to 19 GB (a
     counted opcode's length allocated before reading), and a 323-byte one with
-    a frame opened inside another (19 GB in the C unpickler). Refused in one
-    line, in bounded memory."""
+    a frame opened inside another (19 GB in the C unpickler), and one whose
+    string runs past its frame's end (1.7 GB). Refused in one line, in
+    bounded memory."""
     fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures",
                            f"fuzz_pickle_{case}.bin")
     data = MEMO_BOMB if case == "memo" else open(fixture, "rb").read()

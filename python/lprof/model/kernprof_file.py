@@ -29,7 +29,11 @@ class _LineStats:
         self.__dict__.update(state if isinstance(state, dict) else {})
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(pickle._Unpickler):
+    """Python's own unpickler, not the C one: it checks frames and keeps its
+    memo in a dict (the C one grows a table to the largest index and read
+    fuzzed frames to GBs of memory)."""
+
     def find_class(self, module, name):
         if name == "LineStats" and module in _LINESTATS_MODULES:
             return _LineStats
