@@ -350,3 +350,32 @@ def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script,
     prof = load_profile(str(tmp_path / "sp.lprof"))
     assert prof["sampling"]["samples"] > 100
     assert prof["sampling"]["signal"] != "SIGPROF"
+
+
+def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_path):
+    """Issue #14 defect 12: files whose every line is below the threshold got
+    a header and no rows (200 of them on a program with many modules). They
+    are counted in one line instead; --all still lists them."""
+    for i in range(30):
+        write_script(f"small{i}.py", f"""
+            import time
+            def work():
+                t = time.process_time()
+                while time.process_time() - t < 0.004:
+                    pass
+        """)
+    write_script("main.py", """
+        import importlib, time
+        for i in range(30):
+            importlib.import_module(f"small{i}").work()
+        t = time.process_time()
+        while time.process_time() - t < 1.5:
+            pass
+    """)
+    r = run_lprof("--threshold", "2", "main.py")
+    assert r.returncode == 0, r.stderr
+    headers = [ln for ln in r.stdout.splitlines() if ln.startswith("File:")]
+    assert len(headers) == 1 and "main.py" in headers[0], r.stdout
+    assert "more files with no line at or above 2%" in r.stdout, r.stdout
+    r = run_lprof("view", "main.py.sample.lprof", "--all", "--threshold", "2")
+    assert sum(ln.startswith("File:") for ln in r.stdout.splitlines()) > 10
