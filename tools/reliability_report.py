@@ -148,16 +148,21 @@ def _corpus(c):
     modes = ["lines", "cpu", "wall", "memory"]
     progs = c["programs"]
     same = {m: sum(p["modes"][m]["same"] for p in progs.values()) for m in modes}
+    intended = {m: sum(p["modes"][m].get("expected", False) for p in progs.values())
+                for m in modes}
     total = sum(same.values())
     out += [f"{len(progs)} programs (CPython {c['python']}'s test modules run with `-m test`, "
             f"the pytest suites of PyPI packages from their sdists, the project's examples), "
             f"each run with plain python and under each mode with `-q`; stdout, stderr and "
             f"exit status compared after removing durations, dates and random seeds. "
-            f"**{total} of {len(progs) * len(modes)} runs unchanged.**", "",
+            f"**{total} of {len(progs) * len(modes)} runs unchanged**"
+            + (f", {sum(intended.values())} different as intended (below)" if any(intended.values())
+               else "") + ".", "",
             "| mode | unchanged |", "|---|---|"]
     flags = {"lines": "`-l -p <the program's module>`", "cpu": "sampling (default)",
              "wall": "`--wall`", "memory": "`--memory`"}
-    out += [f"| {flags[m]} | {same[m]} of {len(progs)} |" for m in modes] + [""]
+    out += [f"| {flags[m]} | {same[m]} of {len(progs)}"
+            + (f" (+{intended[m]} as intended)" if intended[m] else "") + " |" for m in modes] + [""]
     out += ["| program | plain exit | plain s | " + " | ".join(modes) + " |",
             "|---|---|---|" + "---|" * len(modes)]
     notes = []
@@ -165,9 +170,11 @@ def _corpus(c):
         cells = []
         for m in modes:
             r = p["modes"][m]
-            cells.append(f"same ({r['seconds']} s)" if r["same"] else "**differs**")
+            cells.append(f"same ({r['seconds']} s)" if r["same"] else
+                         "differs as intended" if r.get("expected") else "**differs**")
             if not r["same"]:
-                notes.append(f"- {name}, {m}: {r['why']}")
+                notes.append(f"- {name}, {m}{' (intended)' if r.get('expected') else ''}: "
+                             f"{r['why']}")
         out.append(f"| {name} | {p['plain_rc']} | {p['plain_seconds']} | " + " | ".join(cells) + " |")
     out.append("")
     if notes:
