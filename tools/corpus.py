@@ -105,6 +105,8 @@ _VOLATILE = [
     (re.compile(r"\bpid[ =]?\d+", re.I), "pid N"),
     # regrtest names a test that ran over 30 s: its own timing, not lprof's output
     (re.compile(r"^\S+ passed in D\n", re.M), ""),
+    # pytest adds (h:mm:ss) to its summary past a minute
+    (re.compile(r"in D \(T\)"), "in D"),
 ]
 
 
