@@ -237,7 +237,9 @@ def _longrun(lr):
             f"python {lr['python']}, the three runs side by side:", "",
             "| run | exit | peak RSS MiB | extra over plain | RSS max 1st half / 2nd half | "
             "profile | JSON export |", "|---|---|---|---|---|---|---|"]
-    for mode, r in lr["modes"].items():
+    order = ["plain", "sampling", "memory"]
+    for mode, r in sorted(lr["modes"].items(), key=lambda kv: order.index(kv[0])
+                          if kv[0] in order else 9):
         ex = r.get("export_json") or {}
         export = (f"{ex['seconds']} s, {ex['peak_rss_mib']} MiB peak, "
                   f"{ex['json_bytes'] / 1e6:.1f} MB" if "seconds" in ex else "")
@@ -246,7 +248,10 @@ def _longrun(lr):
                    f"| {r['rss_first_half_max_mib']} / {r['rss_second_half_max_mib']} | {prof} "
                    f"| {export} |")
     workload = lr["modes"].get("plain", {}).get("workload", [""])[0]
-    out += ["", f"The workload said: `{workload}`.", ""]
+    out += ["", f"The workload said: `{workload}`. Its own memory grows in every run (it keeps "
+            "every function it makes, plain python included); lprof's extra is the difference "
+            "from the plain run at the peak, and the workload's memory depends on thread "
+            "scheduling, so that difference is only good to tens of MB.", ""]
     return out
 
 
