@@ -211,3 +211,31 @@ def test_path_with_nul_byte_listed_without_source(tmp_path):
     code, out, err = _run_cli(["view", str(path)])
     assert code == 0 and "Traceback" not in err, err
     assert "Function: f" in out or " f " in out, out
+
+
+def test_json_export_streams(tmp_path):
+    """Issue #14 defect 12: the JSON export of a large profile is written as
+    it is encoded, never held whole (a 77 MB export of a long --memory run
+    peaked at 887 MiB). Here 150,000 stacks, 25 MB of JSON: under 200 MiB
+    peak (363 MiB before), the same text as to_json()."""
+    frames = [[f"/src/m{i % 50}.py", f"f{i}", i % 900 + 1, i % 900 + 3] for i in range(5000)]
+    stacks = [[[i % 5000, (i * 7) % 5000, (i * 13) % 5000, (i * 17) % 5000], i % 8,
+               {"cpu_python_s": i * 1e-3 + 1, "alloc_bytes": i * 16 + 1}] for i in range(150000)]
+    prof = {"format": "lprof", "version": 2, "meta": {"modes": ["cpu"]}, "functions": [],
+            "stacks": {"frames": frames, "columns": [["cpu_python_s", "ns", "sum"],
+                                                     ["alloc_bytes", "bytes", "sum"]],
+                       "stacks": stacks}}
+    path, out = tmp_path / "big.lprof", tmp_path / "big.json"
+    profile_file.save(prof, str(path))
+    code = ("import resource, sys; from lprof import cli; "
+            "rc = cli.main(['export', sys.argv[1], '--format', 'json', '-o', sys.argv[2]]); "
+            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, str(path), str(out)], capture_output=True,
+                       text=True, env=lprof_env(), timeout=300)
+    rc, maxrss_kib = map(int, r.stdout.split())
+    assert rc == 0, r.stderr
+    assert out.stat().st_size > 20 << 20
+    if not SANITIZED:
+        assert maxrss_kib < 200 * 1024, maxrss_kib
+    from lprof.export_json import to_json
+    assert out.read_text() == to_json(profile_file.load(str(path)))
