@@ -20,6 +20,12 @@ from lprof.model import profile_file
 
 MUTANTS = (None, "x", -1, 10 ** 9, [], [[["deep"]]], True)
 
+# this process's own peak resident size in KiB: VmHWM starts afresh at exec,
+# where getrusage's ru_maxrss keeps the high-water mark of the forking pytest
+# process (hundreds of MB after the memory tests)
+PEAK_KIB = ("peak = next(int(ln.split()[1]) for ln in open('/proc/self/status') "
+            "if ln.startswith('VmHWM:'))")
+
 
 def _real_profile(run_lprof, write_script, tmp_path):
     write_script("w.py", """
@@ -144,8 +150,8 @@ def test_decompression_bomb_bounded(tmp_path, megabytes):
     path.write_bytes(struct.pack("<8sHHIQ", profile_file.MAGIC, 2, 0, zlib.crc32(payload),
                                  len(payload)) + payload)
     assert expanded > 1 << 30  # it would take GBs
-    code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
-            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = ("import sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            f"{PEAK_KIB}; print(rc, peak)")
     r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
                        env=lprof_env(), timeout=120)
     rc, maxrss_kib = map(int, r.stdout.split())
@@ -188,8 +194,8 @@ def test_pickle_bombs_bounded(tmp_path, case):
     data = MEMO_BOMB if case == "memo" else open(fixture, "rb").read()
     path = tmp_path / "bomb.lprof"
     path.write_bytes(data)
-    code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
-            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = ("import sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            f"{PEAK_KIB}; print(rc, peak)")
     r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
                        env=lprof_env(), timeout=120)
     rc, maxrss_kib = map(int, r.stdout.split())
@@ -233,8 +239,7 @@ def test_json_export_streams(tmp_path):
              "t = to_json(profile_file.load(p)); open(o + '.whole', 'w').write(t); rc = 0")
     peaks = []
     for body in (export, whole):
-        code = (f"import resource, sys; p, o = sys.argv[1:3]; {body}; "
-                "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+        code = f"import sys; p, o = sys.argv[1:3]; {body}; {PEAK_KIB}; print(rc, peak)"
         r = subprocess.run([sys.executable, "-c", code, str(path), str(out)], capture_output=True,
                            text=True, env=lprof_env(), timeout=300)
         rc, maxrss_kib = map(int, r.stdout.split())
