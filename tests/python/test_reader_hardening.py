@@ -223,8 +223,9 @@ def test_json_export_streams(tmp_path):
     """Issue #14 defect 12: the JSON export of a large profile is written as
     it is encoded, never held whole (a 77 MB export of a long --memory run
     peaked at 887 MiB). Here 150,000 stacks, 25 MB of JSON: the export's peak
-    memory is well under that of building the whole text first (121 vs 363
-    MiB measured), and the text is the same as to_json()'s."""
+    memory is under that of building the whole text first (121 vs 363 MiB
+    measured on 3.11, 118 vs 150 on 3.13), and the text is the same as
+    to_json()'s."""
     frames = [[f"/src/m{i % 50}.py", f"f{i}", i % 900 + 1, i % 900 + 3] for i in range(5000)]
     stacks = [[[i % 5000, (i * 7) % 5000, (i * 13) % 5000, (i * 17) % 5000], i % 8,
                {"cpu_python_s": i * 1e-3 + 1, "alloc_bytes": i * 16 + 1}] for i in range(150000)]
@@ -247,4 +248,6 @@ def test_json_export_streams(tmp_path):
         peaks.append(maxrss_kib)
     assert out.stat().st_size > 20 << 20
     assert out.read_bytes() == (tmp_path / "big.json.whole").read_bytes()
-    assert peaks[0] < 0.6 * peaks[1], peaks
+    # 3.9-3.12 encode indented JSON in Python, a list of chunks before the
+    # text (streamed: a third of the peak); 3.13's C encoder joins less (0.8)
+    assert peaks[0] < 0.85 * peaks[1], peaks
