@@ -178,6 +178,19 @@ def compare(plain, other):
     return None
 
 
+def _write_report(opts, version, results):
+    programs = dict(results)
+    if opts.merge and os.path.exists(opts.report):
+        with open(opts.report) as f:
+            programs = dict(json.load(f)["programs"], **results)
+    os.makedirs(os.path.dirname(os.path.abspath(opts.report)), exist_ok=True)
+    tmp = opts.report + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"which": opts.which, "python": version, "programs": programs}, f,
+                  indent=1, sort_keys=True)
+    os.replace(tmp, opts.report)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("which", choices=["quick", "all"])
@@ -216,19 +229,13 @@ def main():
             for m, r in row["modes"].items():
                 if not r["same"]:
                     print(f"    {m}: {r['why']}", flush=True)
+            if opts.report:  # after each program: a long run cut short keeps what it measured
+                _write_report(opts, version, results)
     total = len(results) * (len(MODES) - 1)
     print(f"corpus: {total - failures} of {total} runs unchanged ({len(results)} programs x "
           f"{len(MODES) - 1} modes, python {version})")
-    if opts.report and opts.merge and os.path.exists(opts.report):
-        with open(opts.report) as f:
-            old = json.load(f)["programs"]
-        old.update(results)
-        results = old
     if opts.report:
-        os.makedirs(os.path.dirname(os.path.abspath(opts.report)), exist_ok=True)
-        with open(opts.report, "w") as f:
-            json.dump({"which": opts.which, "python": version, "programs": results}, f,
-                      indent=1, sort_keys=True)
+        _write_report(opts, version, results)
     return 1 if failures else 0
 
 
