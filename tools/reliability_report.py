@@ -51,7 +51,7 @@ DEFECTS = [
     ("12 (part)", "the JSON export held the whole text (887 MiB peak for a 77 MB export)",
      ["tests/python/test_reader_hardening.py::test_json_export_streams"]),
     (13, "--memory under ulimit -v: jemalloc's retained address space counted against the "
-         "program (23 blocks of 25 MB in 1 GiB instead of sampling's 30-32, then a crash; now 29-30)",
+         "program (23 of plain python's 40 blocks of 25 MB in 1 GiB, then a crash; now 29-30)",
      ["tests/python/test_memory_cli.py::test_shim_reserves_no_address_space_under_ulimit"]),
     ("fuzz", "found by the fuzzer: line_profiler pickles taking the unpickler to 1.7-19 GB "
              "(memo index, counted length, nested frame, frame overrun); a NUL byte in a "

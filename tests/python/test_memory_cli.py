@@ -91,12 +91,13 @@ def test_multiprocessing_children_run_under_memory(run_lprof, write_script):
     assert r.stdout.split() == ["fork", "4000000", "spawn", "4000000"]
 
 
-def test_shim_reserves_no_address_space_under_ulimit(run_lprof, write_script):
-    """Issue #14 defect 13: under `ulimit -v`, --memory leaves the program
-    nearly as much address space as sampling alone does: within 4 blocks of
-    25 MB (the shim's live-block table and jemalloc's arenas; measured 29-30
-    vs 30-32). jemalloc's retained, geometrically grown extents counted
-    against the limit: 23 blocks, then a crash."""
+def test_shim_reserves_no_address_space_under_ulimit(run_lprof, run_python, write_script):
+    """Issue #14 defect 13: under `ulimit -v` (1 GiB), --memory leaves the
+    program all but 13 blocks of 25 MB of what plain python gets (measured:
+    29-30 of 40; lprof's own reserves: the sampler's rings and stack table,
+    the shim's live-block table, jemalloc's arenas). jemalloc's retained,
+    geometrically grown extents took 23 of 40, then lprof crashed. (Sampling
+    alone is no steady yardstick: glibc reserves an arena per thread at will.)"""
     write_script("as.py", """
         import ctypes, resource
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -108,9 +109,7 @@ def test_shim_reserves_no_address_space_under_ulimit(run_lprof, write_script):
             n += 1
         print(n)
     """)
-    counts = {}
-    for mode in ([], ["--memory"]):
-        r = run_lprof("-q", *mode, "as.py")
-        assert r.returncode == 0, r.stderr
-        counts[bool(mode)] = int(r.stdout)
-    assert counts[True] >= counts[False] - 4, counts
+    plain = run_python("as.py")
+    r = run_lprof("-q", "--memory", "as.py")
+    assert plain.returncode == 0 and r.returncode == 0, r.stderr
+    assert int(r.stdout) >= int(plain.stdout) - 13, (r.stdout, plain.stdout)
