@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium
 # mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
-PIP_PACKAGES := pytest numpy ipython mpi4py
+PIP_PACKAGES := pytest numpy ipython mpi4py atheris
 # optional, from local wheels only (a CPU torch build, where the machine has one)
 LOCAL_PIP_PACKAGES := torch==2.13.0
 
@@ -20,7 +20,8 @@ ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean gpu-check
+.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean \
+	gpu-check reliability-quick reliability fuzz longrun tsan
 
 all: build
 
@@ -34,6 +35,11 @@ help:
 	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU and PyTorch: lprof --gpu vs torch.profiler, docs/gpu-check.md"
+	@echo "make reliability  differential corpus (CPython tests, PyPI suites, examples) in every"
+	@echo "              mode and the fault tests; writes docs/reliability.md"
+	@echo "make fuzz     10^6 fuzzed profile files through view/export (atheris); docs/reliability.md"
+	@echo "make longrun  a 10-minute synthetic run under sampling and --memory; docs/reliability.md"
+	@echo "make tsan     the C unit tests under ThreadSanitizer"
 
 deps:
 	@$(PYTHON) tools/deps.py apt $(APT_PACKAGES)
@@ -71,8 +77,36 @@ asan:
 sdist-check:
 	@$(PYTHON) tools/sdist_check.py
 
-test: deps build ctest pytest matrix asan sdist-check
+test: deps build ctest tsan pytest reliability-quick matrix asan sdist-check
 	@echo "all test tiers passed"
+
+# In make test: a handful of the corpus, a bounded fuzz run (seconds).
+reliability-quick: build
+	$(PYTHON) tools/corpus.py quick
+	$(PYTHON) tools/fuzz_reader.py --runs 20000 --seconds 60 --workdir build/fuzz-quick --report build/fuzz-quick.json
+
+RELDATA := docs/reliability-data
+reliability: deps build
+	$(PYTHON) tools/corpus.py all --report $(RELDATA)/corpus.json || true
+	$(PYTHON) tools/reliability_report.py faults --out $(RELDATA)/faults.json
+	$(PYTHON) tools/reliability_report.py render
+
+fuzz: deps build
+	nice $(PYTHON) tools/fuzz_reader.py --runs 1000000 --workdir build/fuzz-long --report $(RELDATA)/fuzz.json
+	$(PYTHON) tools/reliability_report.py render
+
+longrun: deps build
+	nice $(PYTHON) tools/longrun.py --seconds 600 --report $(RELDATA)/longrun.json
+	$(PYTHON) tools/reliability_report.py render
+
+# ThreadSanitizer over the C unit tests that start threads (the ring's and the
+# stack table's concurrent writers and readers); `make test` runs it.
+TSAN_TESTS := test_ring test_stacktab
+tsan:
+	@mkdir -p tests/c/bin-tsan
+	@set -e; for n in $(TSAN_TESTS); do \
+	  $(CC) $(CWARN) -fsanitize=thread -g -O1 -Isrc -Iinclude -o tests/c/bin-tsan/$$n tests/c/$$n.c $(PURE_SOURCES) -lrt -lpthread -lm -ldl; \
+	  echo "== tsan $$n"; TSAN_OPTIONS="halt_on_error=1" setarch -R tests/c/bin-tsan/$$n; done
 
 bench: deps build
 	$(PYTHON) bench/run.py --out docs/benchmarks.md
@@ -87,4 +121,4 @@ example: deps build
 	PYTHONPATH=python $(PYTHON) -m lprof -l -v examples/primes.py 2000
 
 clean:
-	rm -rf build tests/c/bin python/lprof/*.so src/collect/shim/build .venv-*
+	rm -rf build tests/c/bin tests/c/bin-tsan python/lprof/*.so src/collect/shim/build .venv-*

@@ -122,8 +122,8 @@ def _run_parser():
                         f"fire at most at the kernel tick, 250 Hz on Debian, each sample "
                         f"weighted by the ticks it covers)")
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
-                   help="signal the sampler uses (default SIGPROF, or a real-time signal if "
-                        "the program uses SIGPROF)")
+                   help="signal the sampler uses (default a real-time signal, SIGRTMIN+4, so "
+                        "that the program's own SIGPROF use is untouched)")
     g.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind; --native=all "
                         "also keeps the interpreter's own frames")

@@ -63,3 +63,11 @@ def export_dict(prof):
 
 def to_json(prof):
     return json.dumps(export_dict(prof), indent=1) + "\n"
+
+
+def write_json(prof, fh):
+    """Streams the export into an open text file: the same text as to_json()
+    without ever holding it whole (issue #14 defect 12: a 77 MB export of a
+    long --memory run peaked at 887 MiB as one string)."""
+    json.dump(export_dict(prof), fh, indent=1)
+    fh.write("\n")

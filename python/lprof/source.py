@@ -13,8 +13,12 @@ def read_lines(path):
         with tokenize.open(path) as f:
             return f.read().splitlines()
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        pass
+    try:
         lines = linecache.getlines(path)
-        return [ln.rstrip("\n") for ln in lines] if lines else None
+    except (OSError, ValueError):  # a path no file can have (a NUL byte, from a damaged profile)
+        return None
+    return [ln.rstrip("\n") for ln in lines] if lines else None
 
 
 def block_range(lines, first_line):

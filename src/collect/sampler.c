@@ -156,16 +156,18 @@ static int setup_memory(void) {
     return 0;
 }
 
+/* A real-time signal, never SIGPROF: a program may install its own SIGPROF
+ * handler and ITIMER_PROF at any time after lprof started (profilers and
+ * timeouts do), and must then get only its own signals while lprof keeps its
+ * samples. The first of SIGRTMIN+4.. that nobody handles yet. */
 int lp_sampler_default_signal(void) {
-    struct sigaction old;
-    struct itimerval it;
-    int busy = 0;
-    if (sigaction(SIGPROF, NULL, &old) == 0 &&
-        !(old.sa_flags & SA_SIGINFO && old.sa_sigaction == lp_sampler_on_signal) && old.sa_handler != SIG_DFL &&
-        old.sa_handler != SIG_IGN)
-        busy = 1;
-    if (getitimer(ITIMER_PROF, &it) == 0 && (it.it_value.tv_sec || it.it_value.tv_usec)) busy = 1;
-    return busy ? SIGRTMIN + 4 : SIGPROF;
+    for (int sig = SIGRTMIN + 4; sig < SIGRTMAX; sig++) {
+        struct sigaction old;
+        if (sigaction(sig, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == lp_sampler_on_signal) return sig;
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL) return sig;
+    }
+    return SIGRTMIN + 4;
 }
 
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {

@@ -14,5 +14,6 @@ LP_INTERNAL int lp_pymemory_init(PyObject *module);  /* collect/cpython/memory.c
 LP_INTERNAL int lp_pygpu_init(PyObject *module);     /* collect/cpython/gpu.c: --gpu */
 LP_INTERNAL int lp_pystacks_init(PyObject *module);  /* aggregate/cpython/snapshot.c: the stack model */
 LP_INTERNAL int lp_pyexport_init(PyObject *module);  /* export/cpython/fold_rows.c: fold_rows */
+LP_INTERNAL int lp_pyemergency_init(PyObject *module); /* export/cpython/emergency_py.c: faults */
 
 #endif

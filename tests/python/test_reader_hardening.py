@@ -20,6 +20,12 @@ from lprof.model import profile_file
 
 MUTANTS = (None, "x", -1, 10 ** 9, [], [[["deep"]]], True)
 
+# this process's own peak resident size in KiB: VmHWM starts afresh at exec,
+# where getrusage's ru_maxrss keeps the high-water mark of the forking pytest
+# process (hundreds of MB after the memory tests)
+PEAK_KIB = ("peak = next(int(ln.split()[1]) for ln in open('/proc/self/status') "
+            "if ln.startswith('VmHWM:'))")
+
 
 def _real_profile(run_lprof, write_script, tmp_path):
     write_script("w.py", """
@@ -144,8 +150,8 @@ def test_decompression_bomb_bounded(tmp_path, megabytes):
     path.write_bytes(struct.pack("<8sHHIQ", profile_file.MAGIC, 2, 0, zlib.crc32(payload),
                                  len(payload)) + payload)
     assert expanded > 1 << 30  # it would take GBs
-    code = ("import resource, sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
-            "print(rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = ("import sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            f"{PEAK_KIB}; print(rc, peak)")
     r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
                        env=lprof_env(), timeout=120)
     rc, maxrss_kib = map(int, r.stdout.split())
@@ -167,3 +173,81 @@ def test_honest_large_profile_still_opens(tmp_path):
     back = profile_file.load(str(tmp_path / "ok.lprof"))
     assert len(back["stacks"]["stacks"]) == 20000
     json.dumps(back)
+
+
+MEMO_BOMB = (b"\x80\x05\x8c\x1bline_profiler.line_profiler\x94\x8c\tLineStats\x94\x93"
+             b"\x94)\x81\x94}\x94(\x8c\x07timings\x94r" + struct.pack("<I", 369724564)
+             + b"}\x94\x8c\x04unit\x94G>\x11.\x0b\xe8&\xd6\x95ub.")
+
+
+@pytest.mark.parametrize("case", ["memo", "length_bomb", "nested_frame", "frame_overrun"])
+def test_pickle_bombs_bounded(tmp_path, case):
+    """line_profiler-looking pickles found by tools/fuzz_reader.py: a
+    LONG_BINPUT naming memo slot 369,724,564 (the unpickler grows its memo
+    table first: 5.6 GB), and a 325-byte file the unpickler took to 19 GB (a
+    counted opcode's length allocated before reading), and a 323-byte one with
+    a frame opened inside another (19 GB in the C unpickler), and one whose
+    string runs past its frame's end (1.7 GB). Refused in one line, in
+    bounded memory."""
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures",
+                           f"fuzz_pickle_{case}.bin")
+    data = MEMO_BOMB if case == "memo" else open(fixture, "rb").read()
+    path = tmp_path / "bomb.lprof"
+    path.write_bytes(data)
+    code = ("import sys; from lprof import cli; rc = cli.main(['view', sys.argv[1]]); "
+            f"{PEAK_KIB}; print(rc, peak)")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       env=lprof_env(), timeout=120)
+    rc, maxrss_kib = map(int, r.stdout.split())
+    assert rc == 2 and "not an lprof or line_profiler profile" in r.stderr, r.stderr
+    if not SANITIZED:
+        assert maxrss_kib < 400 * 1024, maxrss_kib
+
+
+def test_path_with_nul_byte_listed_without_source(tmp_path):
+    """A damaged file name holding a NUL byte (found by tools/fuzz_reader.py:
+    linecache's os.stat raised ValueError, a traceback from `lprof view`):
+    the function is listed without its source."""
+    prof = {"format": "lprof", "version": 2,
+            "meta": {"argv": [], "modes": ["lines"], "timer_unit_s": 1e-6, "exit_code": 0},
+            "functions": [{"file": "a\x00b.py", "name": "f", "first_line": 1, "total_s": 0.5,
+                           "lines": [[1, 3, 0.25], [2, 1, 0.25]]}]}
+    path = tmp_path / "nul.lprof"
+    profile_file.save(prof, str(path))
+    code, out, err = _run_cli(["view", str(path)])
+    assert code == 0 and "Traceback" not in err, err
+    assert "Function: f" in out or " f " in out, out
+
+
+def test_json_export_streams(tmp_path):
+    """Issue #14 defect 12: the JSON export of a large profile is written as
+    it is encoded, never held whole (a 77 MB export of a long --memory run
+    peaked at 887 MiB). Here 150,000 stacks, 25 MB of JSON: the export's peak
+    memory is under that of building the whole text first (121 vs 363 MiB
+    measured on 3.11, 118 vs 150 on 3.13), and the text is the same as
+    to_json()'s."""
+    frames = [[f"/src/m{i % 50}.py", f"f{i}", i % 900 + 1, i % 900 + 3] for i in range(5000)]
+    stacks = [[[i % 5000, (i * 7) % 5000, (i * 13) % 5000, (i * 17) % 5000], i % 8,
+               {"cpu_python_s": i * 1e-3 + 1, "alloc_bytes": i * 16 + 1}] for i in range(150000)]
+    prof = {"format": "lprof", "version": 2, "meta": {"modes": ["cpu"]}, "functions": [],
+            "stacks": {"frames": frames, "columns": [["cpu_python_s", "ns", "sum"],
+                                                     ["alloc_bytes", "bytes", "sum"]],
+                       "stacks": stacks}}
+    path, out = tmp_path / "big.lprof", tmp_path / "big.json"
+    profile_file.save(prof, str(path))
+    export = "from lprof import cli; rc = cli.main(['export', p, '--format', 'json', '-o', o])"
+    whole = ("from lprof.model import profile_file; from lprof.export_json import to_json; "
+             "t = to_json(profile_file.load(p)); open(o + '.whole', 'w').write(t); rc = 0")
+    peaks = []
+    for body in (export, whole):
+        code = f"import sys; p, o = sys.argv[1:3]; {body}; {PEAK_KIB}; print(rc, peak)"
+        r = subprocess.run([sys.executable, "-c", code, str(path), str(out)], capture_output=True,
+                           text=True, env=lprof_env(), timeout=300)
+        rc, maxrss_kib = map(int, r.stdout.split())
+        assert rc == 0, r.stderr
+        peaks.append(maxrss_kib)
+    assert out.stat().st_size > 20 << 20
+    assert out.read_bytes() == (tmp_path / "big.json.whole").read_bytes()
+    # 3.9-3.12 encode indented JSON in Python, a list of chunks before the
+    # text (streamed: a third of the peak); 3.13's C encoder joins less (0.8)
+    assert peaks[0] < 0.85 * peaks[1], peaks

@@ -319,3 +319,63 @@ def test_lprof_threads_are_invisible_and_unsampled(run_lprof, write_script, tmp_
     if mode == ["--wall"]:
         samp = prof["sampling"]
         assert samp["wall_total_s"] < 1.3 * samp["duration_s"], samp
+
+
+def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script, load_profile,
+                                                        tmp_path):
+    """Issue #14 defect 5: a program that installs its own SIGPROF handler and
+    ITIMER_PROF after lprof started gets only its own signals (about one per
+    10 ms of CPU), getsignal() tells what it set, and lprof keeps sampling
+    (before: 0 samples, 116-199 handler calls instead of ~100)."""
+    write_script("sp.py", """
+        import signal, time
+        print("before", signal.getsignal(signal.SIGPROF) is signal.SIG_DFL)
+        calls = [0]
+        def h(s, f):
+            calls[0] += 1
+        signal.signal(signal.SIGPROF, h)
+        signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)
+        t0 = time.process_time()
+        x = 0
+        while time.process_time() - t0 < 1.0:
+            x += 1
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        expected = (time.process_time() - t0) / 0.01
+        print("handler", signal.getsignal(signal.SIGPROF) is h,
+              0.7 * expected <= calls[0] <= 1.1 * expected + 2)
+    """)
+    r = run_lprof("-o", "sp.lprof", "sp.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("before True\nhandler True True\n"), r.stdout
+    prof = load_profile(str(tmp_path / "sp.lprof"))
+    assert prof["sampling"]["samples"] > 100
+    assert prof["sampling"]["signal"] != "SIGPROF"
+
+
+def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_path):
+    """Issue #14 defect 12: files whose every line is below the threshold got
+    a header and no rows (200 of them on a program with many modules). They
+    are counted in one line instead; --all still lists them."""
+    for i in range(30):
+        write_script(f"small{i}.py", f"""
+            import time
+            def work():
+                t = time.process_time()
+                while time.process_time() - t < 0.004:
+                    pass
+        """)
+    write_script("main.py", """
+        import importlib, time
+        for i in range(30):
+            importlib.import_module(f"small{i}").work()
+        t = time.process_time()
+        while time.process_time() - t < 1.5:
+            pass
+    """)
+    r = run_lprof("--threshold", "2", "main.py")
+    assert r.returncode == 0, r.stderr
+    headers = [ln for ln in r.stdout.splitlines() if ln.startswith("File:")]
+    assert len(headers) == 1 and "main.py" in headers[0], r.stdout
+    assert "more files with no line at or above 2%" in r.stdout, r.stdout
+    r = run_lprof("view", "main.py.sample.lprof", "--all", "--threshold", "2")
+    assert sum(ln.startswith("File:") for ln in r.stdout.splitlines()) > 10

@@ -4,7 +4,7 @@ import sys
 
 from ..model import profile_file
 from ..errors import LprofError
-from ..export_json import to_json
+from ..export_json import write_json
 
 # formats read from the row form of the stacks (the others fold the columns in C)
 ROW_FORMATS = ("json", "html", "chrome", "pstats")
@@ -27,11 +27,10 @@ def main(args):
             raise LprofError(f"--format {args.format} needs an output file (-o PATH)", 2)
         _write_report(prof, args, out)
     elif args.format == "json":
-        text = to_json(prof)
         if out == "-":
-            sys.stdout.write(text)
+            write_json(prof, sys.stdout)
         else:
-            _write_text(out, text)
+            _write_text(out, lambda fh: write_json(prof, fh))
     else:
         from .. import stacks
         metric = args.metric or _stack_metric(prof)
@@ -74,20 +73,22 @@ def _write_report(prof, args, out):
         raise LprofError(f"cannot write {out}: {exc.strerror}", 2) from None
 
 
-def _write_text(path, text):
+def _write_text(path, write):
+    """Writes through write(file): to a device or pipe as it is, to a
+    regular file by a temporary name renamed over it."""
     if os.path.exists(path) and not os.path.isfile(path):
         # a device or pipe (/dev/stdout, a FIFO): write to it; renaming a
         # temporary file over it would replace the device itself
         try:
             with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+                write(f)
         except OSError as exc:
             raise LprofError(f"cannot write {path}: {exc.strerror}", 2) from None
         return
     try:
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+            write(f)
         os.replace(tmp, path)
     except OSError as exc:
         raise LprofError(f"cannot write {path}: {exc.strerror}", 2) from None

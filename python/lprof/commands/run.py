@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 
-from .. import follow, outputs, runner, targets
+from .. import faults, follow, outputs, runner, targets
 from ..collectors import make as make_collectors, options_of
 from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
@@ -46,6 +46,7 @@ class _Run:
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
         self.writer = None
+        self.guard = None  # faults.Guard: SIGTERM, fatal signals, exec, os._exit
 
     def start(self):
         self.started = time.time()
@@ -69,14 +70,19 @@ class _Run:
                                 started=self.started or time.time(), exit_code=exit_code)
 
     def save(self, prof):
+        """Saves the profile; returns its encoded bytes (what a fatal signal writes)."""
+        data = profile_file.encode(prof)
         with self.lock:
-            profile_file.save(prof, self.outfile)
+            profile_file.save_bytes(data, self.outfile)
+        return data
 
     def _periodic_writer(self):
         while not self.stop_event.wait(self.args.output_interval):
             try:
                 prof = self.build()
-                self.save(prof)
+                data = self.save(prof)
+                if self.guard is not None:
+                    self.guard.checkpoint(data)  # what a fatal signal writes
                 if self.args.html:  # the report follows the checkpoints (written atomically)
                     from ..render import html_report
                     html_report.write(prof, self.args.html,
@@ -131,7 +137,7 @@ def _write_stacks(args, prof):
             try:
                 stacks.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
             except (ValueError, OSError) as exc:
-                sys.stderr.write(f"lprof: could not write {path}: {exc}\n")
+                _say(f"lprof: could not write {path}: {exc}\n")
                 ok = False
     return ok
 
@@ -318,37 +324,75 @@ def main(args, raw_argv):
             run.stop()
             raise LprofError(f"cannot start profiling: {exc}", 2) from None
 
+    def finish(how, exit_code):  # the end of a run killed by SIGTERM, or of exec/_exit
+        # before exec, no listing: an exec that fails leaves the program's stdout as it was
+        return _save_and_print(run, args, outfile, exit_code, how, listing=how != "exec")
+
+    run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
+                           checkpoints=not args.output_interval)
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
     if session is not None and not session.is_parent():
         # a fork of the program came back through the runner: it is a
         # followed child, whose own profile is written at its exit
         return outcome.exit_code
+    terminated = run.guard.end()
     run.stop()
     if args.prof_mod and not args.quiet:
         for missed in targets.never_imported():
             sys.stderr.write(f"lprof: -p {missed}: the program never imported it; "
                              f"nothing of it was traced\n")
+    if terminated:  # SIGTERM while the program was ending: saved, then die by it
+        finish(f"killed by {signal.Signals(terminated).name}", -terminated)
+        run.guard.die(terminated)
+    children = session is not None and session.has_children()
+    if not children:
+        if session is not None:
+            session.close()
+        written = finish(None, outcome.exit_code)
+        if outcome.keyboard_interrupt:
+            _interrupted.append(True)
+        # the program's status; lprof's own failure shows only where the program succeeded
+        return outcome.exit_code if outcome.exit_code or written else 2
     prof = run.build(exit_code=outcome.exit_code)
     written = True
-    children = session is not None and session.has_children()
     try:
         run.save(prof)  # the parent's own part is on disk whatever happens next
-        if not args.quiet and not children:
-            sys.stderr.write(f"lprof: wrote profile to {outfile} "
-                             f"(view it again: lprof view {outfile})\n")
     except OSError as exc:
-        sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
+        _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         written = False
     if outcome.keyboard_interrupt:
         _interrupted.append(True)
-    if children:
-        # merged once the program's atexit handlers have run (_finish_children)
-        _children_pending.append((args, session, prof, outfile, written))
-        return outcome.exit_code if outcome.exit_code or written else 2
-    if session is not None:
-        session.close()
-    written = _write_stacks(args, prof) and written
-    _print_outputs(args, prof)
-    # the program's status; lprof's own failure shows only where the program succeeded
+    # merged once the program's atexit handlers have run (_finish_children)
+    _children_pending.append((args, session, prof, outfile, written))
     return outcome.exit_code if outcome.exit_code or written else 2
+
+
+def _save_and_print(run, args, outfile, exit_code, how, listing=True):
+    """Saves the profile, writes --stacks/--flamegraph/--html, prints the
+    listing; False when something could not be written. `how` says why the
+    run ended early (None: the program ended)."""
+    prof = run.build(exit_code=exit_code)
+    written = True
+    try:
+        run.save(prof)
+    except OSError as exc:
+        _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
+        written = False
+    if written and not args.quiet:
+        why = f"the program was {how}; " if how and how.startswith("killed") else \
+            f"before {how}: " if how else ""
+        _say(f"lprof: {why}wrote profile to {outfile} (view it again: lprof view {outfile})\n")
+    written = _write_stacks(args, prof) and written
+    if listing:
+        _print_outputs(args, prof)
+    return written
+
+
+def _say(text):
+    """lprof's line on stderr; the program may have closed it (os.closerange)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

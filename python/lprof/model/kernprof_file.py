@@ -29,16 +29,52 @@ class _LineStats:
         self.__dict__.update(state if isinstance(state, dict) else {})
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(pickle._Unpickler):
+    """Python's own unpickler, not the C one: it checks frames and keeps its
+    memo in a dict (the C one grows a table to the largest index and read
+    fuzzed frames to GBs of memory)."""
+
     def find_class(self, module, name):
         if name == "LineStats" and module in _LINESTATS_MODULES:
             return _LineStats
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed")
 
 
+def _opcodes_bounded(data):
+    """False for a pickle no line_profiler wrote whose unpickling could
+    take unbounded memory, all found by tools/fuzz_reader.py: opcodes that
+    cannot all be read (the C unpickler allocates a counted opcode's length
+    before reading it: 19 GB for a 326-byte file); a memo index beyond what
+    a file of this size could reach (the memo table grows to it first: 5.6 GB
+    for 200 bytes); a frame opening inside another (the C unpickler accepts
+    it and went to 19 GB for 323 bytes; the Python one refuses it).
+    pickletools walks the opcodes, reading each argument, building nothing."""
+    import pickletools
+    ops = pickletools.genops(io.BytesIO(bytes(data)))
+    frame_end = 0
+    try:
+        for op, arg, pos in ops:
+            if op.name == "FRAME":
+                if pos < frame_end or not isinstance(arg, int) or pos + 9 + arg > len(data):
+                    return False
+                frame_end = pos + 9 + arg
+            elif "PUT" in op.name or "GET" in op.name:
+                if isinstance(arg, int) and not 0 <= arg <= len(data):
+                    return False
+            elif op.name == "STOP":
+                break
+    except Exception:  # a length past the data's end, an unknown opcode: no real pickle
+        return False
+    finally:
+        ops.close()
+    return True
+
+
 def decode(data, name):
     if len(data) > _MAX_BYTES:
         raise ProfileFileError(f"{name}: too large for a line_profiler file")
+    if not _opcodes_bounded(data):
+        raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file")
     try:
         stats = _Unpickler(io.BytesIO(data)).load()
     except Exception:  # any malformed pickle: one line, never a traceback

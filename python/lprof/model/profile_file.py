@@ -118,7 +118,11 @@ def encode(profile):
 
 def save(profile, path):
     """Atomically write `profile` (a dict) to `path`."""
-    data = encode(profile)
+    save_bytes(encode(profile), path)
+
+
+def save_bytes(data, path):
+    """Atomically write an encoded profile to `path`."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp", dir=directory)
     try:

@@ -123,9 +123,14 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         return 100.0 * main_value(v) / main_total if main_total else 0.0
 
     files = sorted(by_file, key=lambda p: -sum(main_value(v) for v in by_file[p].values()))
+    hidden = []
     for path in files:
         file_lines = by_file[path]
         ftime = sum(main_value(v) for v in file_lines.values())
+        if reduced and not any(pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
+                               for ln, v in file_lines.items()):
+            hidden.append(ftime)  # no line to show: no empty header (issue #14 defect 12)
+            continue
         out.append("")
         out.append(f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
                    f" of {mode} time)")
@@ -156,6 +161,10 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
                 out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                            f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
                            f"{main_value(v):>9.3f}  {func}")
+    if hidden:
+        out.append("")
+        out.append(f"({len(hidden)} more file{'s' if len(hidden) > 1 else ''} with no line at or "
+                   f"above {threshold_pct:g}%: {sum(hidden):.3f} s together; --all lists them)")
     return out
 
 

@@ -1,0 +1,186 @@
+"""Keeping the profile when the program does not end normally.
+
+- SIGTERM from outside (its default action in force): the C handler wakes
+  lprof's watcher thread, which saves and prints the profile as at the end of
+  a run, then the process dies by SIGTERM as it would have. The program's own
+  SIGTERM handler (signal.signal) replaces lprof's, as without lprof;
+  signal.getsignal() reports what Python set, SIG_DFL untouched.
+- Fatal signals (a segfault in a C extension, abort()): no Python can run
+  safely then. The watcher hands an encoded profile to C every few seconds
+  (or -i's periodic file does); the C handler writes the last one, says so,
+  and the signal goes on to the previous handler (default: death by it).
+- os.execv/os.execve (every os.exec* goes through them) and os._exit: the
+  profile is saved and printed first, in the process that lprof started only
+  (a forked child's os._exit saves nothing).
+
+`arm()` is called once, before the program starts; `Guard.end()` at the end
+of the run, around the normal save."""
+import _thread
+import functools
+import os
+import select
+import signal
+import sys
+import time
+
+from . import _lprof
+from .own_thread import OwnThread
+
+# first in-memory checkpoint after this many seconds, then at least this
+# often, and never more than 2% of the time (a checkpoint's cost x 50)
+FIRST_CHECKPOINT_S = 0.5
+CHECKPOINT_EVERY_S = 2.0
+CHECKPOINT_COST_FACTOR = 50
+
+
+class Guard:
+    def __init__(self, finish, encode, path, checkpoints):
+        """finish(how, exit_code): saves and prints the profile (the runner's
+        end of run); encode(): the current profile, encoded; checkpoints:
+        False where -i's writer hands its own (see checkpoint())."""
+        self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
+        self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
+        self._pid = os.getpid()
+        self._rfd, self._wfd = _high_pipe()
+        self._pipe_ids = {fd: _identity(fd) for fd in (self._rfd, self._wfd)}
+        self._saved = []
+        tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
+        _lprof.emergency_arm(self._wfd, path, tmp, 0o666 & ~_umask())
+        self._wrapped = _wrap_os(self)
+        self._thread = OwnThread(self._watch)
+        self._thread.start()
+
+    # ---- the watcher thread (an OwnThread: never sampled, never seen) ----
+    def _watch(self):
+        due = time.monotonic() + FIRST_CHECKPOINT_S
+        while True:
+            wait = max(0.0, due - time.monotonic()) if self._checkpoints else None
+            ready, _, _ = select.select([self._rfd], [], [], wait)
+            if ready:
+                if _identity(self._rfd) != self._pipe_ids[self._rfd]:
+                    return  # the program closed it (os.closerange): nothing to read
+                byte = os.read(self._rfd, 1)
+                if byte:
+                    self._terminated(byte[0])
+                return  # closed: the run ended
+            began = time.monotonic()
+            try:
+                _lprof.emergency_checkpoint(self._encode())
+            except Exception:  # a failed checkpoint must not end the program
+                pass
+            cost = time.monotonic() - began
+            due = time.monotonic() + max(CHECKPOINT_EVERY_S, CHECKPOINT_COST_FACTOR * cost)
+
+    def _terminated(self, signum):
+        if not self._lock.acquire(blocking=True):
+            return
+        try:
+            self._finish(f"killed by {signal.Signals(signum).name}", -signum)
+        finally:
+            _flush()
+            _lprof.emergency_die(signum)
+
+    # ---- called by the program's threads ----
+    def checkpoint(self, data):
+        """-i's writer hands its encoded profile over (no second encoding)."""
+        _lprof.emergency_checkpoint(data)
+
+    def before_leaving(self, how):
+        """exec or os._exit: save and print now (lprof's process only)."""
+        if os.getpid() != self._pid or not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._finish(how, None)
+        except Exception:
+            pass
+        _flush()
+        self._lock.release()
+
+    def end(self):
+        """Before the normal save: no other ending runs from here on. Returns
+        the SIGTERM received meanwhile (0: none): the caller saves, then dies
+        by it (die())."""
+        self._lock.acquire()
+        _lprof.emergency_disarm()
+        _unwrap_os(self._wrapped)
+        self._close(self._wfd)  # the watcher wakes on end-of-file and returns
+        self._thread.join(timeout=5)
+        self._close(self._rfd)
+        return _lprof.emergency_pending()
+
+    def _close(self, fd):
+        """Closes lprof's pipe end, unless the program closed it (os.closerange)
+        and the number now belongs to a file of the program's."""
+        if _identity(fd) == self._pipe_ids[fd]:
+            os.close(fd)
+
+    @staticmethod
+    def die(signum):
+        _flush()
+        _lprof.emergency_die(signum)
+
+
+def arm(finish, encode, path, checkpoints=True):
+    return Guard(finish, encode, path, checkpoints)
+
+
+def _high_pipe():
+    """A close-on-exec pipe at high descriptor numbers: a program that closes
+    every descriptor and opens files again gets the lowest free numbers, not
+    these (lprof must never read or write a file of the program's)."""
+    import fcntl
+    ends = []
+    for fd in os.pipe():
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 900)
+            os.close(fd)
+            ends.append(high)
+        except OSError:  # a low descriptor limit: keep the number we have
+            ends.append(fd)
+    return ends[0], ends[1]
+
+
+def _identity(fd):
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _umask():
+    from .model.profile_file import _umask as read
+    return read()
+
+
+def _wrap_os(guard):
+    """os.execv, os.execve and os._exit, each saving the profile first."""
+    originals = {}
+
+    def wrap(name, how):
+        real = getattr(os, name)
+        originals[name] = real
+
+        @functools.wraps(real)
+        def wrapper(*args, **kwargs):
+            guard.before_leaving(how)
+            return real(*args, **kwargs)
+        setattr(os, name, wrapper)
+
+    wrap("execv", "exec")
+    wrap("execve", "exec")
+    wrap("_exit", "os._exit")
+    return originals
+
+
+def _unwrap_os(originals):
+    for name, real in originals.items():
+        setattr(os, name, real)

@@ -1,0 +1,67 @@
+/* binding: the emergency save for python/lprof/faults.py (export/emergency.c). */
+#include "cpython/module.h"
+
+#include <errno.h>
+
+#include "export/emergency.h"
+
+static PyObject *py_arm(PyObject *self, PyObject *args) {
+    (void)self;
+    int notify_fd;
+    unsigned int mode;
+    PyObject *path, *tmp;
+    if (!PyArg_ParseTuple(args, "iO&O&I", &notify_fd, PyUnicode_FSConverter, &path,
+                          PyUnicode_FSConverter, &tmp, &mode))
+        return NULL;
+    int rc = lp_emergency_arm(notify_fd, PyBytes_AS_STRING(path), PyBytes_AS_STRING(tmp), mode);
+    Py_DECREF(path);
+    Py_DECREF(tmp);
+    if (rc < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_disarm(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    lp_emergency_disarm();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_checkpoint(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lp_emergency_checkpoint(view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(rc == 0);
+}
+
+static PyObject *py_pending(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(lp_emergency_pending());
+}
+
+static PyObject *py_die(PyObject *self, PyObject *arg) {
+    (void)self;
+    long sig = PyLong_AsLong(arg);
+    if (sig == -1 && PyErr_Occurred()) return NULL;
+    lp_emergency_die((int)sig);
+    Py_RETURN_NONE; /* only where the signal's default action is not to end the process */
+}
+
+static PyMethodDef methods[] = {
+    {"emergency_arm", py_arm, METH_VARARGS,
+     "emergency_arm(notify_fd, path, tmp_path, mode): handle SIGTERM and fatal signals."},
+    {"emergency_disarm", py_disarm, METH_NOARGS, "Restore the previous signal handlers."},
+    {"emergency_checkpoint", py_checkpoint, METH_O,
+     "Keep these bytes (an encoded profile) as what a fatal signal writes."},
+    {"emergency_pending", py_pending, METH_NOARGS, "The SIGTERM received, or 0."},
+    {"emergency_die", py_die, METH_O, "End the process by this signal's default action."},
+    {NULL, NULL, 0, NULL},
+};
+
+int lp_pyemergency_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }

@@ -1,0 +1,269 @@
+/* export: the profile of a program that dies by a signal (see emergency.h). */
+#include "export/emergency.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define N_FATAL LP_ARRAY_LEN(FATAL_SIGNALS)
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+    struct timespec taken;
+} checkpoint_slot;
+
+/* Two slots: the setter fills the one that is not current, then publishes it;
+ * a dying handler sets g_dying first and reads only the current one, and the
+ * setter never writes again once g_dying is set (both seq_cst). */
+static checkpoint_slot g_slots[2];
+static atomic_int g_current = -1;
+static atomic_int g_dying;
+static atomic_int g_term_pending;
+static atomic_int g_armed;
+
+static pid_t g_owner;
+static int g_notify_fd = -1;
+static unsigned g_mode;
+static char g_path[PATH_MAX], g_tmp[PATH_MAX];
+static struct sigaction g_old_fatal[N_FATAL], g_old_term;
+static int g_term_installed;
+
+/* ---- async-signal-safe text ------------------------------------------- */
+
+typedef struct {
+    char buf[PATH_MAX + 256];
+    size_t n;
+} line_buf;
+
+LP_SIGNAL_SAFE static void put(line_buf *b, const char *s) {
+    while (*s && b->n < sizeof b->buf - 1) b->buf[b->n++] = *s++;
+}
+
+LP_SIGNAL_SAFE static void put_uint(line_buf *b, unsigned long v) {
+    char digits[24];
+    int k = 0;
+    do {
+        digits[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && k < (int)sizeof digits);
+    while (k > 0 && b->n < sizeof b->buf - 1) b->buf[b->n++] = digits[--k];
+}
+
+LP_SIGNAL_SAFE static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGTERM: return "SIGTERM";
+    default: return "a signal";
+    }
+}
+
+LP_SIGNAL_SAFE static void say(line_buf *b) {
+    b->buf[b->n++] = '\n';
+    size_t off = 0;
+    while (off < b->n) {
+        ssize_t w = write(2, b->buf + off, b->n - off);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR) continue;
+            return;
+        }
+        off += (size_t)w;
+    }
+}
+
+LP_SIGNAL_SAFE static int write_all(int fd, const char *p, size_t len) {
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* ---- handlers ---------------------------------------------------------- */
+
+LP_SIGNAL_SAFE static int fatal_index(int sig) {
+    for (size_t i = 0; i < N_FATAL; i++)
+        if (FATAL_SIGNALS[i] == sig) return (int)i;
+    return -1;
+}
+
+LP_SIGNAL_SAFE static void write_last_checkpoint(int sig) {
+    line_buf b = {.n = 0};
+    put(&b, "lprof: the program was killed by ");
+    put(&b, signal_name(sig));
+    int cur = atomic_load(&g_current);
+    if (cur < 0) {
+        put(&b, " before lprof's first checkpoint; no profile was written");
+        say(&b);
+        return;
+    }
+    const checkpoint_slot *s = &g_slots[cur];
+    int fd = open(g_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)g_mode);
+    int ok = fd >= 0 && write_all(fd, s->data, s->len) == 0;
+    if (fd >= 0) ok = close(fd) == 0 && ok;
+    ok = ok && rename(g_tmp, g_path) == 0;
+    if (!ok) {
+        if (fd >= 0) unlink(g_tmp);
+        put(&b, "; could not write its profile to ");
+        put(&b, g_path);
+        say(&b);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long age = (long)(now.tv_sec - s->taken.tv_sec);
+    put(&b, "; wrote its profile as of ");
+    put_uint(&b, (unsigned long)(age > 0 ? age : 0));
+    put(&b, " s before (lprof's last checkpoint) to ");
+    put(&b, g_path);
+    say(&b);
+}
+
+LP_SIGNAL_SAFE static void on_fatal(int sig, siginfo_t *info, void *ctx) {
+    LP_UNUSED(info);
+    LP_UNUSED(ctx);
+    int saved = errno;
+    if (getpid() == g_owner && atomic_exchange(&g_dying, 1) == 0) write_last_checkpoint(sig);
+    int i = fatal_index(sig);
+    if (i >= 0) sigaction(sig, &g_old_fatal[i], NULL);
+    errno = saved;
+    /* SA_NODEFER: delivered now, to the previous handler (default: death by
+     * sig). A returning handler re-runs a faulting instruction, as without us. */
+    raise(sig);
+}
+
+LP_SIGNAL_SAFE static void die_now(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+}
+
+LP_SIGNAL_SAFE static void on_term(int sig) {
+    int saved = errno;
+    /* a forked child, or a second SIGTERM while the profile is being saved */
+    if (getpid() != g_owner || atomic_exchange(&g_term_pending, sig) != 0) die_now(sig);
+    unsigned char byte = (unsigned char)sig;
+    if (g_notify_fd < 0 || write(g_notify_fd, &byte, 1) != 1) die_now(sig);
+    errno = saved;
+}
+
+/* ---- API ------------------------------------------------------------- */
+
+static int copy_path(char *dst, const char *src) {
+    size_t n = strlen(src);
+    if (n >= PATH_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(dst, src, n + 1);
+    return 0;
+}
+
+/* An alternate stack for the arming (main) thread, so a stack overflow can
+ * still run the handler; kept where the program (faulthandler) has one. */
+static void ensure_altstack(void) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
+    size_t size = 64 * 1024;
+    void *mem = malloc(size);
+    if (mem == NULL) return;
+    stack_t ss = {.ss_sp = mem, .ss_size = size, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) free(mem);
+}
+
+int lp_emergency_arm(int notify_fd, const char *path, const char *tmp_path, unsigned mode) {
+    if (atomic_load(&g_armed)) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (copy_path(g_path, path) < 0 || copy_path(g_tmp, tmp_path) < 0) return -1;
+    g_owner = getpid();
+    g_notify_fd = notify_fd;
+    g_mode = mode;
+    atomic_store(&g_term_pending, 0);
+    atomic_store(&g_dying, 0);
+    ensure_altstack();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FATAL; i++) sigaction(FATAL_SIGNALS[i], &sa, &g_old_fatal[i]);
+    g_term_installed = 0;
+    if (notify_fd >= 0 && sigaction(SIGTERM, NULL, &g_old_term) == 0 &&
+        !(g_old_term.sa_flags & SA_SIGINFO) && g_old_term.sa_handler == SIG_DFL) {
+        struct sigaction term;
+        memset(&term, 0, sizeof term);
+        term.sa_handler = on_term;
+        term.sa_flags = SA_RESTART;
+        sigemptyset(&term.sa_mask);
+        g_term_installed = sigaction(SIGTERM, &term, NULL) == 0;
+    }
+    atomic_store(&g_armed, 1);
+    return 0;
+}
+
+static int is_ours(int sig, void (*handler)(void), int siginfo) {
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) != 0) return 0;
+    if (siginfo) return (cur.sa_flags & SA_SIGINFO) && (void (*)(void))cur.sa_sigaction == handler;
+    return !(cur.sa_flags & SA_SIGINFO) && (void (*)(void))cur.sa_handler == handler;
+}
+
+void lp_emergency_disarm(void) {
+    if (!atomic_exchange(&g_armed, 0)) return;
+    for (size_t i = 0; i < N_FATAL; i++)
+        if (is_ours(FATAL_SIGNALS[i], (void (*)(void))on_fatal, 1))
+            sigaction(FATAL_SIGNALS[i], &g_old_fatal[i], NULL);
+    if (g_term_installed && is_ours(SIGTERM, (void (*)(void))on_term, 0))
+        sigaction(SIGTERM, &g_old_term, NULL);
+    g_term_installed = 0;
+    g_notify_fd = -1;
+}
+
+int lp_emergency_checkpoint(const void *data, size_t len) {
+    if (atomic_load(&g_dying)) return -1;
+    int cur = atomic_load(&g_current);
+    int next = cur == 0 ? 1 : 0;
+    checkpoint_slot *s = &g_slots[next];
+    if (s->cap < len) {
+        char *p = realloc(s->data, len ? len : 1);
+        if (p == NULL) return -1;
+        s->data = p;
+        s->cap = len;
+    }
+    memcpy(s->data, data, len);
+    s->len = len;
+    clock_gettime(CLOCK_MONOTONIC, &s->taken);
+    atomic_store(&g_current, next);
+    return atomic_load(&g_dying) ? -1 : 0;
+}
+
+int lp_emergency_pending(void) { return atomic_load(&g_term_pending); }
+
+void lp_emergency_die(int sig) { die_now(sig); }

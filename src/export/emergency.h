@@ -1,0 +1,40 @@
+/* export: the profile of a program that dies by a signal. Pure C, no Python.
+ *
+ * SIGTERM (when its disposition is the default one): the handler only writes
+ * the signal number (one byte) to a pipe; lprof's watcher thread wakes, saves
+ * the full profile from Python, and calls lp_emergency_die(), so the process
+ * still ends as killed by SIGTERM. A second SIGTERM before that kills at once.
+ *
+ * Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): the program's state
+ * may be corrupt, so no Python runs. The handler writes the last checkpoint
+ * (an encoded profile the watcher hands over every few seconds) to the
+ * output file, atomically (temporary name, then rename), says so on fd 2,
+ * then gives the signal to the handler that was there before (the default:
+ * the process dies by that signal, as without lprof).
+ *
+ * Only in the process that armed it: a forked child gets the previous
+ * behaviour (the default action), never the parent's pipe or file. */
+#ifndef LPROF_EXPORT_EMERGENCY_H
+#define LPROF_EXPORT_EMERGENCY_H
+
+#include <stddef.h>
+
+#include "common/base.h"
+
+/* notify_fd: write end of the watcher's pipe (-1: SIGTERM not handled).
+ * path / tmp_path: the profile file and the temporary name written first.
+ * mode: the file's permission bits. Returns 0, or -1 with errno set. */
+LP_INTERNAL int lp_emergency_arm(int notify_fd, const char *path, const char *tmp_path,
+                                 unsigned mode);
+/* Restores each previous handler where ours is still installed. */
+LP_INTERNAL void lp_emergency_disarm(void);
+/* Copies an encoded profile as the one a fatal signal writes. -1 on
+ * out-of-memory or when a fatal signal is already being handled. Called by one
+ * thread at a time (the caller serialises). */
+LP_INTERNAL int lp_emergency_checkpoint(const void *data, size_t len);
+/* The SIGTERM received so far (0: none). */
+LP_INTERNAL int lp_emergency_pending(void);
+/* Ends the process by `sig` with its default action (from any thread). */
+LP_INTERNAL void lp_emergency_die(int sig);
+
+#endif
