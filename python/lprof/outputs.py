@@ -62,22 +62,5 @@ def write_text(path, text):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         return
-    fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp",
-                               dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    from .model.profile_file import save_bytes  # the one atomic writer
+    save_bytes(text.encode("utf-8"), path)

@@ -173,7 +173,9 @@ def test_sigkill_leaves_complete_checkpoints(tmp_path):
     assert reads > 20
     prof = profile_file.load(path)
     assert prof["sampling"]["samples"] > 0
-    assert [n for n in os.listdir(tmp_path) if n.endswith(".tmp")] == []
+    # a SIGKILL during a rewrite can leave that one rewrite's temporary file (no
+    # process is left to remove it); the profile itself is always complete
+    assert len([n for n in os.listdir(tmp_path) if n.endswith(".tmp")]) <= 1
 
 
 def test_os_exit_saves_profile_once(tmp_path):

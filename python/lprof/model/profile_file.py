@@ -122,7 +122,8 @@ def save(profile, path):
 
 
 def save_bytes(data, path):
-    """Atomically write an encoded profile to `path`."""
+    """Atomically write bytes (an encoded profile, a report) to `path`: a
+    temporary file in the same folder, renamed over it."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp", dir=directory)
     try:
