@@ -47,6 +47,12 @@ static inline int rd(lp_reader r, void *dst, const void *src, size_t n) {
 
 #define RD(r, dst, src) rd((r), &(dst), (src), sizeof(dst))
 
+/* The address of a field of a struct that may not be there: a torn or
+ * stale pointer from another thread. `&p->field` on such a pointer is
+ * undefined (UBSan reports it in the wall sampler's detached reads), so the
+ * address is computed as an integer and only ever read through rd(). */
+#define AT(ptr, type, field) ((const void *)((uintptr_t)(ptr) + offsetof(type, field)))
+
 /* A signal can land while the interrupted thread is pushing or popping its
  * top frame: on 3.11/3.12, tstate->cframe points to a C-stack struct whose
  * current_frame is still uninitialised for a few instructions (a crash seen
@@ -74,7 +80,7 @@ static inline lp_reader hop_reader(const walk_reads *w) {
 
 int lp_pyframes_is_code(const void *addr, lp_reader reader) {
     PyTypeObject *type = NULL;
-    if (RD(reader, type, &((const PyObject *)addr)->ob_type) < 0) return 0;
+    if (RD(reader, type, AT(addr, PyObject, ob_type)) < 0) return 0;
     return type == &PyCode_Type;
 }
 
@@ -116,7 +122,7 @@ const void *lp_pyframes_top(const void *tstate, lp_reader reader) {
 #elif PY_VERSION_HEX >= 0x030B0000
     _PyCFrame *cf = NULL;
     _PyInterpreterFrame *f = NULL;
-    if (RD(reader, cf, &ts->cframe) < 0 || RD(reader, f, &cf->current_frame) < 0) return NULL;
+    if (RD(reader, cf, &ts->cframe) < 0 || RD(reader, f, AT(cf, _PyCFrame, current_frame)) < 0) return NULL;
     return f;
 #else
     PyFrameObject *f = NULL;
@@ -166,8 +172,8 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         }
         w.valid_run++;
         int first_traceable = 0;
-        if (RD(r, first_traceable, &co->_co_firsttraceable) < 0) break;
-        _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)((char *)co + offsetof(PyCodeObject, co_code_adaptive));
+        if (RD(r, first_traceable, AT(co, PyCodeObject, _co_firsttraceable)) < 0) break;
+        _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)AT(co, PyCodeObject, co_code_adaptive);
         if (fr.owner != FRAME_OWNED_BY_GENERATOR && instr < code_start + first_traceable) {
             /* incomplete: being set up, not running its code yet; its entry
              * mark moves to the frame it runs above (the eval call is real) */
