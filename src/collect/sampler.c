@@ -256,6 +256,8 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->safe_reads = safe_reads;
     t->cpu_clock = (clockid_t)((~(unsigned)tid << 3) | 6); /* == pthread_getcpuclockid for tid */
     t->last_cpu_ns = 0;
+    t->expiries = t->samples_taken = 0;
+    t->start_cpu_ns = clock_ns(t->cpu_clock);
     if (S.cfg.mode == LP_MODE_CPU) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
@@ -291,6 +293,53 @@ void lp_sampler_unregister(uint64_t thread_key) {
     }
 }
 
+/* The calling thread's CPU time that no timer expiry covered, as an
+ * LP_SF_TAIL sample. Called with the sampling signal blocked on this thread,
+ * so it is the ring's only producer; the slot is still ACTIVE, so no drain
+ * frees it meanwhile. A thread that was never sampled carries its own stack
+ * (where it is ending); otherwise the drain charges its last sample's. */
+static void account_tail(slot *t) {
+    uint64_t cpu = clock_ns(t->cpu_clock);
+    uint64_t covered = t->start_cpu_ns +
+                       __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns;
+    if (cpu <= covered) return;
+    lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);
+    if (s == NULL) return;
+    int n = 0, truncated = 0;
+    if (__atomic_load_n(&t->samples_taken, __ATOMIC_RELAXED) == 0) {
+        n = S.host.capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, NULL);
+        if (n < 0) n = 0;
+        if (n > LP_SAMPLER_MAX_DEPTH) n = LP_SAMPLER_MAX_DEPTH;
+    }
+    s->weight = 0;
+    s->flags = LP_SF_TAIL | (truncated ? LP_SF_TRUNCATED : 0);
+    s->depth = (uint32_t)n;
+    s->native_depth = 0;
+    s->thread_key = t->thread_key;
+    s->cpu_ns = cpu - covered;
+    lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+}
+
+void lp_sampler_unregister_self(uint64_t thread_key) {
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    sigset_t block, old;
+    sigemptyset(&block);
+    if (S.cfg.signo > 0) sigaddset(&block, S.cfg.signo);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (t->state != LP_SLOT_ACTIVE || t->thread_key != thread_key) continue;
+        if (S.running && S.cfg.mode == LP_MODE_CPU && t->has_timer &&
+            __atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me)
+            account_tail(t);
+        __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
+        disarm(t);
+    }
+    /* an expiry still pending is delivered now and ignored: the slot is
+     * DEAD, and its CPU time is in the tail */
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 int lp_sampler_is_registered(uint64_t thread_key) {
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
         if (S.slots[i].state == LP_SLOT_ACTIVE && S.slots[i].thread_key == thread_key) return 1;
@@ -303,12 +352,12 @@ const void *lp_sampler_slot_tstate(int i, uint64_t *thread_key) {
     return S.slots[i].tstate;
 }
 
-static uint64_t drain_ring(lp_ring *r, lp_sample_fn fn, void *arg) {
+static uint64_t drain_ring(lp_ring *r, int slot_index, lp_sample_fn fn, void *arg) {
     uint64_t n = 0;
     uint32_t len;
     const lp_sample *s;
     while ((s = lp_ring_peek(r, &len)) != NULL) {
-        fn(s, arg);
+        fn(s, slot_index, arg);
         lp_ring_release(r);
         n++;
     }
@@ -321,14 +370,14 @@ uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
         if (t->state == LP_SLOT_FREE) continue;
-        n += drain_ring(&t->ring, fn, arg);
+        n += drain_ring(&t->ring, i, fn, arg);
         /* a DEAD slot is free once drained and no handler is inside it; a
          * timer signal still queued for it finds a new generation later */
         if (t->state == LP_SLOT_DEAD && __atomic_load_n(&t->in_handler, __ATOMIC_SEQ_CST) == 0 &&
             lp_ring_empty(&t->ring))
             __atomic_store_n(&t->state, LP_SLOT_FREE, __ATOMIC_RELEASE);
     }
-    n += drain_ring(&S.wall_ring, fn, arg);
+    n += drain_ring(&S.wall_ring, -1, fn, arg);
     return n;
 }
 

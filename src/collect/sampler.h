@@ -38,6 +38,8 @@ typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 #define LP_SF_DETACHED 8u      /* wall mode: read from the sampler thread */
 #define LP_SF_TRUNCATED 16u    /* root-side frames were dropped */
 #define LP_SF_IN_EVAL 32u      /* PC inside _PyEval_EvalFrameDefault itself */
+#define LP_SF_TAIL 64u         /* CPU mode, a thread's end: cpu_ns of CPU time after its last
+                                * timer expiry; depth 0 = charge it to the thread's last sample */
 
 /* One sample as the drain sees it. */
 typedef struct {
@@ -46,7 +48,8 @@ typedef struct {
     uint32_t depth;
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
     uint64_t thread_key; /* PyThreadState.thread_id */
-    uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one */
+    uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one;
+                          * LP_SF_TAIL: the unsampled CPU time at the thread's end */
     lp_rawframe frames[]; /* leaf first; then native_depth uintptr_t, leaf first */
 } lp_sample;
 
@@ -96,6 +99,10 @@ LP_INTERNAL int lp_sampler_running(void);
 LP_INTERNAL int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int safe_reads);
 /* Stops sampling that thread (its slot is recycled after the next drain). */
 LP_INTERNAL void lp_sampler_unregister(uint64_t thread_key);
+/* The same, called by that thread itself as it ends: in CPU mode the CPU
+ * time it spent after its last timer expiry (up to a kernel tick, most of a
+ * short thread's time) goes into its ring as an LP_SF_TAIL sample. */
+LP_INTERNAL void lp_sampler_unregister_self(uint64_t thread_key);
 /* Is a thread key registered (ACTIVE)? */
 LP_INTERNAL int lp_sampler_is_registered(uint64_t thread_key);
 /* The tstate of an ACTIVE slot, NULL otherwise (for liveness checks). */
@@ -103,7 +110,9 @@ LP_INTERNAL const void *lp_sampler_slot_tstate(int slot, uint64_t *thread_key);
 
 /* Drain side: calls fn for every sample in every ring, then recycles dead
  * slots. Returns the number of samples seen. */
-typedef void (*lp_sample_fn)(const lp_sample *s, void *arg);
+/* slot: the registration's slot index (samples of one slot come in the
+ * order they were taken), -1 for the wall thread's reads */
+typedef void (*lp_sample_fn)(const lp_sample *s, int slot, void *arg);
 LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
 LP_INTERNAL int lp_sampler_has_pending(void);
 

@@ -93,6 +93,7 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     s->native_depth = (uint32_t)nn;
     lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe) +
                                         (size_t)nn * sizeof(uintptr_t)));
+    __atomic_fetch_add(&t->samples_taken, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
 }
 
@@ -115,6 +116,9 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
     if (__atomic_load_n(&t->state, __ATOMIC_SEQ_CST) == LP_SLOT_ACTIVE &&
         __atomic_load_n(&t->gen, __ATOMIC_SEQ_CST) == gen) {
         uintptr_t pc = context_pc(uc);
+        /* every expiry counts as accounted CPU time, taken or not: the
+         * thread's tail at its end is what no expiry covered */
+        if (si->si_code == SI_TIMER) __atomic_fetch_add(&t->expiries, weight, __ATOMIC_RELAXED);
         if (pc >= S.host.self_lo && pc < S.host.self_hi)
             /* inside lprof itself (the -l tracer): not the program's time */
             __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);

@@ -33,6 +33,10 @@ typedef struct {
     timer_t timer;
     clockid_t cpu_clock;
     uint64_t last_cpu_ns; /* wall thread only */
+    /* CPU mode: the thread's CPU clock at registration, timer expiries
+     * counted by its handler (overruns included) and samples committed;
+     * read by the thread itself at its end (lp_sampler_unregister_self) */
+    uint64_t start_cpu_ns, expiries, samples_taken;
     lp_ring ring;
 } lp_sampler_slot;
 

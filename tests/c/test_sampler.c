@@ -71,7 +71,8 @@ typedef struct {
 static got_sample got[4096];
 static int n_got;
 
-static void keep(const lp_sample *s, void *arg) {
+static void keep(const lp_sample *s, int slot, void *arg) {
+    (void)slot;
     (void)arg;
     if (n_got >= (int)LP_ARRAY_LEN(got)) return;
     got_sample *g = &got[n_got++];

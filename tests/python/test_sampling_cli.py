@@ -321,6 +321,35 @@ def test_lprof_threads_are_invisible_and_unsampled(run_lprof, write_script, tmp_
         assert samp["wall_total_s"] < 1.3 * samp["duration_s"], samp
 
 
+def test_short_lived_threads_cpu_is_all_counted(run_lprof, write_script, load_profile, tmp_path):
+    """Issue #14 defect 6: 300 threads of 5 ms of CPU each. A thread's CPU
+    timer fires on kernel ticks (4 ms here), so the time after its last
+    expiry went unsampled: about half of the process's CPU time (1.07 s of
+    2.09 s). Each thread's tail is now charged at its end, to the line of its
+    last sample."""
+    write_script("short.py", """
+        import threading, time
+        def burn():
+            t = time.thread_time()
+            while time.thread_time() - t < 0.005:
+                pass
+        for _ in range(300):
+            th = threading.Thread(target=burn)
+            th.start()
+            th.join()
+    """)
+    r = run_lprof("-q", "-o", "short.lprof", "short.py")
+    assert r.returncode == 0, r.stderr
+    samp = load_profile(str(tmp_path / "short.lprof"))["sampling"]
+    assert samp["cpu_total_s"] > 0.85 * samp["process_cpu_s"], samp
+    per_line = {}
+    for row in samp["lines"]:
+        if row[0].endswith("short.py"):
+            per_line[row[1]] = per_line.get(row[1], 0.0) + sum(row[3:6])
+    assert max(per_line, key=per_line.get) in (4, 5), per_line  # the loop in burn()
+    assert per_line.get(4, 0.0) + per_line.get(5, 0.0) > 0.75 * samp["process_cpu_s"], per_line
+
+
 def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script, load_profile,
                                                         tmp_path):
     """Issue #14 defect 5: a program that installs its own SIGPROF handler and

@@ -64,8 +64,40 @@ static int leaf_at_call(const lp_sample *s) {
     return hit;
 }
 
-static void add_sample(const lp_sample *s, void *arg) {
+/* Per slot: the stack and CPU metric of the registration's latest sample,
+ * for the CPU time at its thread's end (LP_SF_TAIL). A slot's samples are
+ * drained in order and a slot is recycled only once drained, so a tail
+ * without frames always follows a sample of its own registration. */
+static struct {
+    uint32_t stack;
+    lp_metric metric;
+    int set;
+} slot_last[LP_SAMPLER_MAX_THREADS];
+
+static void add_tail(const lp_sample *s, int slot) {
+    int own = slot >= 0 && slot < LP_SAMPLER_MAX_THREADS;
+    uint32_t id;
+    lp_metric m;
+    if (s->depth == 0) {
+        if (!own || !slot_last[slot].set) return;
+        id = slot_last[slot].stack;
+        m = slot_last[slot].metric;
+    } else { /* never sampled: charged where the thread ended */
+        uint32_t depth;
+        const lp_rawframe *stack = sample_stack(s, &depth);
+        id = lp_agg_intern(s->thread_key, stack, depth, (s->flags & LP_SF_TRUNCATED) != 0);
+        m = LP_M_CPU_PYTHON;
+    }
+    lp_agg_add(id, m, (int64_t)s->cpu_ns);
+    if (own) slot_last[slot].set = 0; /* the registration is over */
+}
+
+static void add_sample(const lp_sample *s, int slot, void *arg) {
     (void)arg;
+    if (s->flags & LP_SF_TAIL) {
+        add_tail(s, slot);
+        return;
+    }
     uint32_t depth;
     const lp_rawframe *stack = sample_stack(s, &depth);
     uint32_t id = lp_agg_intern(s->thread_key, stack, depth, (s->flags & LP_SF_TRUNCATED) != 0);
@@ -80,6 +112,11 @@ static void add_sample(const lp_sample *s, void *arg) {
         if (m == LP_M_CPU_PYTHON && !(s->flags & LP_SF_IN_EVAL) && leaf_at_call(s)) m = LP_M_CPU_NATIVE;
         lp_agg_add(id, m, w);
         if (config.mode == LP_MODE_WALL) lp_agg_add(id, LP_M_WALL, w);
+        if (slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
+            slot_last[slot].stack = id;
+            slot_last[slot].metric = m;
+            slot_last[slot].set = 1;
+        }
     }
     lp_agg_add(id, LP_M_SAMPLES, s->weight);
 }
@@ -143,6 +180,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     double rate;
     int signo, native = 0;
     if (!PyArg_ParseTuple(args, "sdi|i", &mode, &rate, &signo, &native)) return NULL;
+    memset(slot_last, 0, sizeof slot_last); /* stack ids of an earlier table mean nothing now */
     if (!(rate > 0 && rate <= LP_SAMPLER_MAX_RATE_HZ)) {
         PyErr_Format(PyExc_ValueError, "rate_hz must be in (0, %d]", LP_SAMPLER_MAX_RATE_HZ);
         return NULL;
@@ -197,7 +235,7 @@ static PyObject *py_register_current(PyObject *self, PyObject *unused) {
 
 static PyObject *py_unregister_current(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
-    lp_sampler_unregister(lp_pyframes_thread_key(PyThreadState_Get()));
+    lp_sampler_unregister_self(lp_pyframes_thread_key(PyThreadState_Get()));
     Py_RETURN_NONE;
 }
 
