@@ -2,6 +2,8 @@
  * the write API of agg.h (locking and drain rules are stated there). */
 #include "aggregate/agg.h"
 
+#include <stdlib.h>
+
 const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
 #define LP_METRIC_INFO_(id, name, unit, merge, desc) {#name, unit, LP_MERGE_##merge, desc},
     LP_METRICS(LP_METRIC_INFO_)
@@ -17,9 +19,28 @@ const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
 /* Written once (under the GIL at module init or start), read by any thread. */
 static lp_stacktab *stacks;
 
+/* LPROF_STACK_TABLE=NODES,ROWS: a smaller table, so that tests can reach
+ * the overflow path without millions of stacks (never larger than the
+ * defaults). */
+static void capacities(uint32_t *nodes, uint32_t *rows) {
+    *nodes = AGG_MAX_NODES;
+    *rows = AGG_MAX_ROWS;
+    const char *spec = getenv("LPROF_STACK_TABLE");
+    if (spec == NULL) return;
+    char *end = NULL;
+    unsigned long n = strtoul(spec, &end, 10), r = 0;
+    if (end == NULL || *end != ',') return;
+    r = strtoul(end + 1, &end, 10);
+    if (*end != '\0' || n < 16 || r < 16 || n > AGG_MAX_NODES || r > AGG_MAX_ROWS) return;
+    *nodes = (uint32_t)n;
+    *rows = (uint32_t)r;
+}
+
 int lp_agg_init(void) {
     if (__atomic_load_n(&stacks, __ATOMIC_ACQUIRE)) return 0;
-    lp_stacktab *t = lp_stacktab_create(AGG_MAX_NODES, AGG_MAX_ROWS);
+    uint32_t max_nodes, max_rows;
+    capacities(&max_nodes, &max_rows);
+    lp_stacktab *t = lp_stacktab_create(max_nodes, max_rows);
     if (!t) return -1;
     __atomic_store_n(&stacks, t, __ATOMIC_RELEASE);
     return 0;

@@ -11,8 +11,10 @@
 #define _GNU_SOURCE
 #include "aggregate/stacktab.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     uint64_t hash;
@@ -272,6 +274,20 @@ uint64_t lp_stacktab_thread(const lp_stacktab *t, uint32_t stack) {
         stack = n->parent;
     }
     return 0;
+}
+
+void lp_stacktab_measure(const lp_stacktab *t, lp_stacktab_size *out) {
+    out->max_nodes = t->max_nodes;
+    out->max_rows = t->max_rows;
+    out->reserved_bytes = t->map_bytes;
+    out->resident_bytes = 0;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t pages = (t->map_bytes + page - 1) / page;
+    unsigned char *in = malloc(pages);
+    if (in == NULL) return;
+    if (mincore(t->map, t->map_bytes, in) == 0)
+        for (size_t i = 0; i < pages; i++) out->resident_bytes += (in[i] & 1) ? page : 0;
+    free(in);
 }
 
 uint64_t lp_stacktab_overflows(const lp_stacktab *t) {

@@ -112,5 +112,12 @@ LP_INTERNAL void lp_stacktab_get(const lp_stacktab *t, uint32_t stack, int64_t v
 LP_INTERNAL uint64_t lp_stacktab_thread(const lp_stacktab *t, uint32_t stack);
 /* Events that went to the overflow stack because nodes or rows ran out. */
 LP_INTERNAL uint64_t lp_stacktab_overflows(const lp_stacktab *t);
+/* The table's size: its capacities, and the bytes of its reservation that
+ * are resident (mincore; 0 if that cannot be told). Not for hot paths. */
+typedef struct {
+    uint32_t max_nodes, max_rows;
+    uint64_t reserved_bytes, resident_bytes;
+} lp_stacktab_size;
+LP_INTERNAL void lp_stacktab_measure(const lp_stacktab *t, lp_stacktab_size *out);
 
 #endif

@@ -350,6 +350,38 @@ def test_short_lived_threads_cpu_is_all_counted(run_lprof, write_script, load_pr
     assert per_line.get(4, 0.0) + per_line.get(5, 0.0) > 0.75 * samp["process_cpu_s"], per_line
 
 
+def test_full_stack_table_is_reported_not_silent(run_lprof, write_script, load_profile, tmp_path):
+    """Issue #14 defect 12: a long run with tens of thousands of generated
+    functions filled the stack table (1 Mi frames, 256 Ki stacks) and what
+    came after was dropped without a word. The profile records the table's
+    size and overflow, and the listing says so. A small table
+    (LPROF_STACK_TABLE) stands in for the long run."""
+    write_script("many.py", """
+        import time
+        src = "\\n".join(f"def f{i}():\\n    t = time.thread_time()\\n"
+                          f"    while time.thread_time() - t < 0.002:\\n        pass\\n"
+                          for i in range(300))
+        ns = {"time": time}
+        exec(compile(src, "gen.py", "exec"), ns)
+        for i in range(300):
+            ns[f"f{i}"]()
+        print("done")
+    """)
+    r = run_lprof("-o", "many.lprof", "many.py", env={"LPROF_STACK_TABLE": "32,16"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("done\n")
+    table = load_profile(str(tmp_path / "many.lprof"))["meta"]["stack_table"]
+    assert table["node_capacity"] == 32 and table["row_capacity"] == 16, table
+    assert table["overflows"] > 0 and table["rows"] <= 16, table
+    assert table["resident_bytes"] > 0, table
+    warning = [ln for ln in r.stdout.splitlines() if ln.startswith("WARNING: the stack table")]
+    assert len(warning) == 1 and f"{table['overflows']:,} samples" in warning[0], r.stdout
+    r = run_lprof("-o", "few.lprof", "many.py")  # the default table holds this run
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: the stack table" not in r.stdout
+    assert load_profile(str(tmp_path / "few.lprof"))["meta"]["stack_table"]["overflows"] == 0
+
+
 def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script, load_profile,
                                                         tmp_path):
     """Issue #14 defect 5: a program that installs its own SIGPROF handler and

@@ -78,4 +78,8 @@ def profile(modes, collectors, argv=None, started=None, exit_code=None):
         prof["meta"]["duration_s"] = time.time() - started
     prof["meta"]["exit_code"] = exit_code
     prof.update(sections(collectors))
+    if "stacks" in prof:
+        table = stacks_model.table_info()
+        if table is not None:
+            prof["meta"]["stack_table"] = table
     return prof

@@ -69,6 +69,12 @@ def reset():
     _lprof.stacks_reset()
 
 
+def table_info():
+    """How full the C stack table is: node and row counts and capacities,
+    events that overflowed, reserved and resident bytes (a dict), or None."""
+    return _lprof.stacks_table_info()
+
+
 def is_user_file(path):
     """The default attribution filter: the program's own code."""
     if not path:

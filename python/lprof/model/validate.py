@@ -64,6 +64,9 @@ def _meta(meta):
     if "argv" in meta:
         _list(meta["argv"], "meta argv")
     _optional_nums(meta, ("started", "duration_s", "timer_unit_s"), "meta")
+    if "stack_table" in meta:
+        for key, value in _dict(meta["stack_table"], "meta stack_table").items():
+            _count(value, f"meta stack_table {key}")
     for key in ("pid", "ppid", "rank", "local_rank", "world_size", "processes"):
         if meta.get(key) is not None:
             _count(meta[key], f"meta {key}")

@@ -184,6 +184,19 @@ def legend(profile):
     return text + "."
 
 
+def stack_table_warning(profile):
+    """One line when the stack table overflowed: what happened after that
+    is in the totals but on no line (never silent)."""
+    table = (profile.get("meta") or {}).get("stack_table") or {}
+    lost = table.get("overflows", 0)
+    if not lost:
+        return None
+    return (f"WARNING: the stack table filled up ({table.get('node_capacity', 0):,} frames, "
+            f"{table.get('row_capacity', 0):,} stacks): {lost:,} samples or allocations after "
+            f"that are on no line. Profile a shorter run, or sample allocations less often "
+            f"(--memory-sample-bytes).")
+
+
 def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0, per_thread=False):
     samp = profile.get("sampling") or {}
     accept = _make_filter(profile_only, profile_all)
@@ -199,6 +212,9 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
     if samp.get("truncated"):
         extra.append(f"{samp['truncated']} stacks truncated")
     out = [head + (" [" + ", ".join(extra) + "]" if extra else ""), legend(profile)]
+    full = stack_table_warning(profile)
+    if full:
+        out.append(full)
     if per_thread:
         threads = samp.get("threads", {})
         seen = sorted({str(t) for _i, t, _m in (profile.get("stacks") or {}).get("stacks", [])})

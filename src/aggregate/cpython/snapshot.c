@@ -317,6 +317,21 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* How full the stack table is and what it holds in memory: the profile
+ * says so, and the listing warns once the table overflowed. */
+static PyObject *py_table_info(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_stacktab *t = lp_agg_stacks();
+    if (!t) Py_RETURN_NONE;
+    lp_stacktab_size size;
+    lp_stacktab_measure(t, &size);
+    return Py_BuildValue("{sIsIsIsIsKsKsK}", "nodes", lp_stacktab_node_count(t), "node_capacity",
+                         size.max_nodes, "rows", lp_stacktab_row_count(t), "row_capacity", size.max_rows,
+                         "overflows", (unsigned long long)lp_stacktab_overflows(t), "reserved_bytes",
+                         (unsigned long long)size.reserved_bytes, "resident_bytes",
+                         (unsigned long long)size.resident_bytes);
+}
+
 static PyObject *py_metric_names(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     PyObject *out = PyList_New(LP_M_COUNT);
@@ -348,6 +363,8 @@ static PyMethodDef methods[] = {
     {"stacks_snapshot", py_snapshot, METH_NOARGS,
      "(frames, parent, frame, row_node, row_thread, values): the stack model, arrays as bytes."},
     {"stacks_reset", py_reset, METH_NOARGS, "Forget all stacks, frames and code references."},
+    {"stacks_table_info", py_table_info, METH_NOARGS,
+     "{nodes, node_capacity, rows, row_capacity, overflows, reserved_bytes, resident_bytes} or None."},
     {"metric_names", py_metric_names, METH_NOARGS, "[(name, unit, merge)] in column order."},
     {"set_launcher_dir", py_set_launcher_dir, METH_O,
      "Frames of files under this folder (lprof's own) are cut from every stack."},
