@@ -29,39 +29,13 @@ def columns():
     return [tuple(c) for c in _lprof.metric_names()]
 
 
-def _ints(raw, code):
-    from array import array
-    a = array(code)
-    a.frombytes(raw)
-    return a
-
-
 def snapshot():
     """The C stack table as a stacks section (launcher frames already cut)."""
     frames, parent_b, frame_b, node_b, thread_b, values_b = _lprof.stacks_snapshot()
     cols = columns()
-    parent, frame = _ints(parent_b, "i"), _ints(frame_b, "i")
-    row_node, row_thread, values = _ints(node_b, "i"), _ints(thread_b, "Q"), _ints(values_b, "q")
-    paths = {}
-
-    def path(node):
-        p = paths.get(node)
-        if p is None:
-            up = parent[node]
-            p = paths[node] = (path(up) if up >= 0 else ()) + (frame[node],)
-        return p
-
-    width = len(cols)
-    scales = [(i, name, _SCALE.get(unit)) for i, (name, unit, _m) in enumerate(cols)]
-    rows = []
-    for r, node in enumerate(row_node):
-        base = r * width
-        m = {}
-        for i, name, scale in scales:
-            v = values[base + i]
-            if v:
-                m[name] = v * scale if scale else v
-        rows.append([list(path(node)), row_thread[r], m])
+    rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b,
+                              [name for name, _u, _m in cols],
+                              [_SCALE.get(unit) for _n, unit, _m in cols])
     return {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
 
 
