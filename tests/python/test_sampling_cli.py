@@ -68,6 +68,19 @@ def test_listing_header_times(run_lprof, write_script):
     assert 0.2 <= float(wall_head.split(" wall ")[1].split(" s")[0]) <= 2.0, wall_head
 
 
+def test_header_says_what_landed_in_lprof_and_was_dropped():
+    """Samples in lprof's own code (the -l tracer, --memory's hooks) are on no
+    line; the header counts them, as it counts dropped ones (issue #14 defect
+    12: 665 such samples went unmentioned)."""
+    from lprof.render import sampled_listing
+    prof = {"meta": {}, "sampling": {"mode": "cpu", "samples": 10, "in_profiler": 665,
+                                     "dropped": 3, "lines": []}}
+    head = sampled_listing.render(prof).splitlines()[0]
+    assert "665 samples in lprof's own code, on no line" in head and "3 samples dropped" in head
+    prof["sampling"]["in_profiler"] = prof["sampling"]["dropped"] = 0
+    assert "[" not in sampled_listing.render(prof).splitlines()[0]
+
+
 def test_effective_rate_counts_samples_in_wall_mode(run_lprof, write_script, load_profile, tmp_path):
     """A sleeping thread is read by the wall thread, not signalled: the
     effective rate counts those reads (it said 3 Hz beside 100 samples)."""
