@@ -1,5 +1,6 @@
 """Long runs: tools/longrun_workload.py for SECONDS under plain python,
-plain python on jemalloc (the allocator --memory's shim brings), lprof
+plain python on lprof's allocator shim alone (preloaded, nothing attached:
+the allocator --memory brings, without lprof's data), lprof
 sampling and lprof --memory (side by side, niced), with the resident memory
 of each process polled every 2 s. Reports lprof's extra resident memory over
 its baseline (peak, and its growth over the second half of the run: bounded
@@ -22,19 +23,15 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "tools", "longrun_workload.py")
-MODES = {"plain": None, "plain-jemalloc": None, "sampling": [], "memory": ["--memory"]}
-BASELINE = {"sampling": "plain", "memory": "plain-jemalloc"}
+MODES = {"plain": None, "plain-shim": None, "sampling": [], "memory": ["--memory"]}
+BASELINE = {"sampling": "plain", "memory": "plain-shim"}
 CHECKPOINT_S = 30
 
 
-def jemalloc_path():
-    """The system's libjemalloc (Debian's libjemalloc2), or None."""
-    import ctypes.util
-    name = ctypes.util.find_library("jemalloc")
-    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"):
-        if name and os.path.exists(os.path.join(d, name)):
-            return os.path.join(d, name)
-    return None
+def shim_path():
+    """lprof's allocator shim, as --memory preloads it (built by make build)."""
+    path = os.path.join(ROOT, "python", "lprof", "liblprof_shim.so")
+    return path if os.path.exists(path) else None
 
 
 def table_of(path):
@@ -65,15 +62,15 @@ def main():
     opts = p.parse_args()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), MALLOC_ARENA_MAX="1")
     scratch = tempfile.mkdtemp(prefix="lprof-longrun-")
-    jemalloc = jemalloc_path()
+    shim = shim_path()
     procs = {}
     for mode, extra in MODES.items():
-        if mode == "plain-jemalloc" and not jemalloc:
+        if mode == "plain-shim" and not shim:
             continue
         out = os.path.join(scratch, f"{mode}.lprof")
         cmd = ([sys.executable] if extra is None else
                [sys.executable, "-m", "lprof", "-q", "-i", str(CHECKPOINT_S), "-o", out, *extra])
-        run_env = dict(env, LD_PRELOAD=jemalloc) if mode == "plain-jemalloc" else env
+        run_env = dict(env, LD_PRELOAD=shim) if mode == "plain-shim" else env
         procs[mode] = (subprocess.Popen(["nice", "-n", "10"] + cmd + [WORKLOAD, str(opts.seconds)],
                                         env=run_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True), out)
@@ -104,6 +101,7 @@ def main():
                "peak_rss_mib": max((r for _, r in points), default=None),
                "rss_first_half_max_mib": max(first, default=None),
                "rss_second_half_max_mib": max(half, default=None),
+               "rss_every_30s_mib": [r for t, r in points[::15]],
                "stderr_tail": stderr[-400:]}
         if mode in BASELINE and os.path.exists(out):
             row["profile_bytes"] = os.path.getsize(out)

@@ -245,7 +245,7 @@ def _longrun(lr):
             f"each: MALLOC_ARENA_MAX=1):", "",
             "| run | exit | peak RSS MiB | extra over (baseline) | RSS max 1st half / 2nd half | "
             "profile | JSON export |", "|---|---|---|---|---|---|---|"]
-    order = ["plain", "plain-jemalloc", "sampling", "memory"]
+    order = ["plain", "plain-shim", "sampling", "memory"]
     for mode, r in sorted(lr["modes"].items(), key=lambda kv: order.index(kv[0])
                           if kv[0] in order else 9):
         ex = r.get("export_json") or {}
@@ -272,9 +272,11 @@ def _longrun(lr):
     workload = lr["modes"].get("plain", {}).get("workload", [""])[0]
     out += ["", f"The workload said: `{workload}`. Its own memory grows in every run (it keeps "
             "every function it makes, plain python included); lprof's extra is the difference "
-            "from its baseline at the peak (plain python; for --memory, plain python on "
-            "jemalloc, the allocator the shim brings), and the workload's memory depends on "
-            "thread scheduling, so that difference is only good to tens of MB. What bounds "
+            "from its baseline at the peak (plain python; for --memory, plain python on lprof's "
+            "allocator shim alone, preloaded with nothing attached), and the workload's memory "
+            "swings by up to 100 MB from one poll to the next (it keeps and frees lists of "
+            "buffers) and depends on thread scheduling, so that difference is only good to "
+            "about 100 MB. What bounds "
             "lprof's memory is the stack table's cap (reserved above) plus, while a profile is "
             "saved or checkpointed, its row form in Python (about 0.6 KB per distinct stack, "
             "so at most some 150 MB at the cap of 256 Ki stacks); a run that reaches the cap "
