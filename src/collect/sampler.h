@@ -47,6 +47,7 @@ typedef struct {
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
     uint64_t thread_key; /* PyThreadState.thread_id */
     uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one */
+    uint64_t t_ns;       /* CLOCK_MONOTONIC when taken (the timeline) */
     lp_rawframe frames[]; /* leaf first; then native_depth uintptr_t, leaf first */
 } lp_sample;
 

@@ -36,9 +36,13 @@ def _ints(raw, code):
     return a
 
 
-def snapshot():
-    """The C stack table as a stacks section (launcher frames already cut)."""
-    frames, parent_b, frame_b, node_b, thread_b, values_b = _lprof.stacks_snapshot()
+def snapshot(start_s=None):
+    """The C stack table as a stacks section (launcher frames already cut).
+    With start_s (unix time): also its "timeline" (model/timeline.py), times
+    from start_s, under that key (assemble moves it to its own section)."""
+    from . import timeline as timeline_model
+    origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
+    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw = _lprof.stacks_snapshot(origin)
     cols = columns()
     parent, frame = _ints(parent_b, "i"), _ints(frame_b, "i")
     row_node, row_thread, values = _ints(node_b, "i"), _ints(thread_b, "Q"), _ints(values_b, "q")
@@ -62,7 +66,10 @@ def snapshot():
             if v:
                 m[name] = v * scale if scale else v
         rows.append([list(path(node)), row_thread[r], m])
-    return {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+    out = {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+    if start_s is not None:
+        out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
+    return out
 
 
 def reset():

@@ -13,6 +13,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/splice.h"
 #include "aggregate/symbols.h"
+#include "aggregate/timeline.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -82,6 +83,8 @@ static void add_sample(const lp_sample *s, void *arg) {
         if (config.mode == LP_MODE_WALL) lp_agg_add(id, LP_M_WALL, w);
     }
     lp_agg_add(id, LP_M_SAMPLES, s->weight);
+    lp_timeline *tl = lp_timeline_global();
+    if (tl && s->t_ns) lp_timeline_add(tl, s->t_ns, s->thread_key, id, (uint64_t)w);
 }
 
 const lp_splice_rules *lp_pysampler_native_rules(uintptr_t *self_lo, uintptr_t *self_hi) {
