@@ -21,6 +21,7 @@ from .stacks import frame_name
 
 METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
 PID = 1
+GAP_MIN_US = 10_000  # shorter gaps between samples: timer or scheduling jitter
 
 
 def _rows_by_thread(st, cols):
@@ -70,7 +71,8 @@ def _x(names, frames, fid, pid, tid, start, end):
 def _timeline_events(samples, names, frames, pid, tid, shift):
     """X events of one thread from its samples [(end_us, covered_us, ids)]:
     spans of the same frame over consecutive samples merge; a gap longer than
-    a sample closes every span. Returns (events, busy microseconds)."""
+    two samples and 10 ms closes every span (shorter ones are a late timer or
+    sampler thread, not idleness). Returns (events, busy microseconds)."""
     events, open_ = [], []   # open_: [(frame id, start us)], root first
     last_end = None
     last_cover = 0
@@ -84,7 +86,7 @@ def _timeline_events(samples, names, frames, pid, tid, shift):
         end += shift
         start = end - cover
         if last_end is not None:
-            if start - last_end > max(cover, last_cover):
+            if start - last_end > max(2 * max(cover, last_cover), GAP_MIN_US):
                 close(0, last_end)      # not sampled meanwhile: idle
             else:
                 start = last_end        # contiguous: spans butt

@@ -1,0 +1,275 @@
+"""The sample timeline (issue #15): profile section "timeline" and the Chrome
+trace's per-thread tracks drawn from it. A program with a known phase order
+(f, then g, on the main thread; h on a thread of its own) must come out in
+that order, with the phases' durations, as valid trace events; the section's
+values are checked on reading; merged profiles keep each process apart."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import lprof_env
+from test_export_pstats_chrome import validate_trace
+
+from lprof.model import profile_file
+from lprof.stacks import frame_name
+
+# f and g each take `seconds` of the main thread's CPU (cpu) or of wall time
+# (wall: g sleeps); h runs on its own thread meanwhile, mostly outside the GIL
+# (hashing), so the main thread's phases stay whole. The program writes when
+# each phase began and ended (unix time) to marks.json.
+PHASES = """\
+import hashlib, json, sys, threading, time
+
+WALL = sys.argv[1] == "wall"
+
+def burn(seconds):
+    clock = time.perf_counter if WALL else time.thread_time
+    t0 = clock()
+    x = 0
+    while clock() - t0 < seconds:
+        x += 1
+    return x
+
+def f():
+    return burn(0.3)
+
+def g():
+    if WALL:
+        time.sleep(0.3)
+    else:
+        burn(0.3)
+
+def h(stop):
+    data = b"x" * (1 << 20)
+    while not stop.is_set():
+        hashlib.sha256(data).digest()
+
+stop = threading.Event()
+th = threading.Thread(target=h, args=(stop,), name="hasher")
+th.start()
+marks = {}
+t = time.time(); f(); marks["f"] = [t, time.time()]
+t = time.time(); g(); marks["g"] = [t, time.time()]
+stop.set()
+th.join()
+json.dump(marks, open("marks.json", "w"))
+"""
+
+
+def _lprof(cwd, *args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "lprof", *map(str, args)], cwd=cwd,
+                          env=lprof_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _phases(tmp, mode):
+    (tmp / "phases.py").write_text(PHASES)
+    extra = ["--wall"] if mode == "wall" else []
+    r = _lprof(tmp, "-q", *extra, "-o", "p.lprof", "phases.py", mode)
+    assert r.returncode == 0, r.stderr
+    r = _lprof(tmp, "export", "p.lprof", "--format", "chrome", "-o", "t.json")
+    assert r.returncode == 0, r.stderr
+    return (profile_file.load(str(tmp / "p.lprof")), json.loads((tmp / "t.json").read_text()),
+            json.loads((tmp / "marks.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpu")
+    return (tmp,) + _phases(tmp, "cpu")
+
+
+def _tracks(doc):
+    """{thread label: [X events]} and the label of each (pid, tid)."""
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    out = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            out.setdefault(names[(e["pid"], e["tid"])].split(" (")[0], []).append(e)
+    return out
+
+
+def _spans(events, function):
+    return sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["args"]["function"] == function)
+
+
+def _check_phases(prof, doc, marks, tolerance_s):
+    validate_trace(doc)
+    assert doc["otherData"]["layout"].startswith("timeline")
+    tracks = _tracks(doc)
+    assert {"MainThread", "hasher"} <= set(tracks), tracks.keys()
+    main, hasher = tracks["MainThread"], tracks["hasher"]
+    # each thread's work is on its own track only
+    assert {"f", "g"} <= {e["args"]["function"] for e in main}
+    assert "h" in {e["args"]["function"] for e in hasher}
+    assert not {"f", "g"} & {e["args"]["function"] for e in hasher}
+    assert "h" not in {e["args"]["function"] for e in main}
+    f, g = _spans(main, "f"), _spans(main, "g")
+    # f's spans all come before g's (one sample's time of slack at the border)
+    assert f[-1][1] <= g[0][0] + 10_000, (f[-1], g[0])
+    # the phases' times as the program measured them, in the trace's time
+    origin = prof["meta"]["started"] * 1e6 - doc["otherData"]["time_origin_us"]
+    for name, spans in (("f", f), ("g", g)):
+        begin, end = (t * 1e6 - origin for t in marks[name])
+        assert abs(spans[0][0] - begin) < tolerance_s * 1e6, (name, spans[0], begin)
+        assert abs(spans[-1][1] - end) < tolerance_s * 1e6, (name, spans[-1], end)
+        assert abs((spans[-1][1] - spans[0][0]) - (end - begin)) < tolerance_s * 1e6
+    return f, g
+
+
+def test_cpu_timeline_phases_in_order(cpu_run):
+    _tmp, prof, doc, marks = cpu_run
+    f, g = _check_phases(prof, doc, marks, tolerance_s=0.05)
+    # CPU mode: the spans cover at least the thread's CPU time of each phase
+    # (0.3 s; more where short gaps between samples were merged)
+    for spans in (f, g):
+        covered = sum(b - a for a, b in spans) / 1e6
+        assert 0.25 < covered <= (spans[-1][1] - spans[0][0]) / 1e6, spans
+
+
+def test_wall_timeline_phases_in_order(tmp_path):
+    prof, doc, marks = _phases(tmp_path, "wall")
+    f, g = _check_phases(prof, doc, marks, tolerance_s=0.05)
+    # wall mode samples a sleeping thread too: g (asleep) is whole, 0.3 s
+    assert len(g) <= 3 and sum(b - a for a, b in g) / 1e6 == pytest.approx(0.3, abs=0.05), g
+    assert sum(b - a for a, b in f) / 1e6 == pytest.approx(0.3, abs=0.05)
+
+
+def test_trace_round_trip_of_samples(cpu_run):
+    """Every sample of the profile's timeline is, in the trace, inside the
+    innermost event of its own leaf frame on its own thread's track, at the
+    depth of its stack."""
+    _tmp, prof, doc, _marks = cpu_run
+    part = prof["timeline"]["parts"][0]
+    assert part["stride"] == 1 and len(part["t_us"]) > 100
+    frames = prof["stacks"]["frames"]
+    shift = -doc["otherData"]["time_origin_us"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+             if e["name"] == "thread_name"}
+    by_track = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            by_track.setdefault(names[(e["pid"], e["tid"])], []).append(e)
+    from lprof.model import timeline
+    checked = 0
+    for index, samples in timeline.samples(part).items():
+        thread, label = part["threads"][index]
+        events = by_track[f"{label} ({thread})"]
+        for end, cover, ids in samples:
+            if cover < 2:
+                continue
+            at = end + shift - 1
+            inside = [e for e in events if e["ts"] <= at < e["ts"] + e["dur"]]
+            assert len(inside) == len(ids), (at, ids, inside)
+            innermost = max(inside, key=lambda e: e["ts"] * 0 - e["dur"])
+            assert innermost["name"] == frame_name(frames[ids[-1]])
+            checked += 1
+    assert checked > 100
+
+
+def test_timeline_section_in_file(cpu_run):
+    _tmp, prof, _doc, _marks = cpu_run
+    part = prof["timeline"]["parts"][0]
+    assert part["pid"] == prof["meta"]["pid"]
+    assert {name for _id, name in part["threads"]} == {"MainThread", "hasher"}
+    n = len(part["t_us"])
+    assert len(part["node"]) == len(part["thread"]) == len(part["weight_us"]) == n
+    assert all(d >= 0 for d in part["t_us"][1:])
+    # samples of the main thread: about the weight of its CPU columns
+    main = next(i for i, (_k, name) in enumerate(part["threads"]) if name == "MainThread")
+    weight = sum(w for th, w in zip(part["thread"], part["weight_us"]) if th == main) / 1e6
+    main_id = part["threads"][main][0]
+    cpu = sum(m.get(c, 0) for _ids, th, m in prof["stacks"]["stacks"] if th == main_id
+              for c in ("cpu_python_s", "cpu_native_s", "cpu_system_s"))
+    assert weight == pytest.approx(cpu, rel=0.02)
+
+
+BAD = [
+    (("node", 0), 10 ** 6), (("node", 0), -1), (("node", 0), True), (("node", 0), "x"),
+    (("thread", 0), 99), (("t_us", 1), -5), (("t_us", 0), 1.5), (("weight_us", 0), -1),
+    (("stride",), 0), (("stride",), None), (("start_s",), "x"), (("threads", 0), [1]),
+    (("nodes", "frame", 0), 10 ** 6), (("nodes", "parent", 0), 5), (("node",), []),
+    (("t_us",), None), (("nodes",), []), (("threads",), {}),
+]
+
+
+@pytest.mark.parametrize("path,value", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_malformed_timeline_refused(cpu_run, path, value, tmp_path):
+    """A damaged timeline value: one line and exit status 2 from view and
+    from the Chrome export, never a traceback."""
+    tmp, prof, _doc, _marks = cpu_run
+    bad = json.loads(json.dumps(prof))
+    node = bad["timeline"]["parts"][0]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    profile_file.save(bad, str(tmp_path / "bad.lprof"))
+    for argv in (["view", "bad.lprof"], ["export", "bad.lprof", "--format", "chrome", "-o", "x.json"]):
+        r = _lprof(tmp_path, *argv)
+        assert r.returncode == 2, (path, value, r.stdout[-300:], r.stderr)
+        assert r.stderr.startswith("lprof: ") and len(r.stderr.strip().splitlines()) == 1
+        assert "timeline" in r.stderr
+
+
+def test_profile_without_timeline_falls_back(cpu_run, tmp_path):
+    """Older profiles (no timeline) still open; the trace says it lays
+    stacks end to end."""
+    _tmp, prof, _doc, _marks = cpu_run
+    old = dict(prof)
+    del old["timeline"]
+    profile_file.save(old, str(tmp_path / "old.lprof"))
+    assert _lprof(tmp_path, "view", "old.lprof").returncode == 0
+    r = _lprof(tmp_path, "export", "old.lprof", "--format", "chrome", "-o", "o.json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "o.json").read_text())
+    validate_trace(doc)
+    assert "no sample timeline" in doc["otherData"]["layout"]
+
+
+def test_merged_timelines_stay_per_process(cpu_run, tmp_path):
+    """lprof merge: each profile's timeline is its own part and, in the
+    trace, its own process (pid); frames map to the merged frame table."""
+    tmp, prof, _doc, _marks = cpu_run
+    (tmp_path / "other.py").write_text(
+        "def other():\n    s = 0\n    for i in range(3_000_000):\n        s += i\n    return s\nother()\n")
+    r = _lprof(tmp_path, "-q", "-o", "b.lprof", "other.py")
+    assert r.returncode == 0, r.stderr
+    r = _lprof(tmp_path, "merge", str(tmp / "p.lprof"), "b.lprof", "-o", "m.lprof")
+    assert r.returncode == 0, r.stderr
+    merged = profile_file.load(str(tmp_path / "m.lprof"))
+    parts = merged["timeline"]["parts"]
+    other_pid = profile_file.load(str(tmp_path / "b.lprof"))["meta"]["pid"]
+    assert [p["pid"] for p in parts] == [prof["meta"]["pid"], other_pid]
+    frames = merged["stacks"]["frames"]
+    from lprof.model import timeline
+    leaves = {frames[s[-1]][1] for s in timeline.stacks_of(parts[1])}
+    assert "other" in leaves and "f" not in {frames[s[-1]][1] for s in timeline.stacks_of(parts[1])}
+    r = _lprof(tmp_path, "export", "m.lprof", "--format", "chrome", "-o", "m.json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    validate_trace(doc)
+    pids = {e["args"]["function"]: e["pid"] for e in doc["traceEvents"] if e["ph"] == "X"}
+    assert pids["other"] == other_pid and pids["f"] == prof["meta"]["pid"]
+
+
+def test_periodic_rewrite_has_timeline(tmp_path):
+    """-i: a checkpoint written while the program runs holds the timeline."""
+    (tmp_path / "cp.py").write_text(
+        "import shutil, time\n"
+        "def spin(s):\n    t = time.thread_time()\n    while time.thread_time() - t < s:\n        pass\n"
+        "spin(0.6)\n"
+        "deadline = time.time() + 5\n"
+        "while time.time() < deadline:\n"
+        "    try:\n        shutil.copy('cp.lprof', 'copy.lprof'); break\n"
+        "    except FileNotFoundError:\n        time.sleep(0.05)\n")
+    r = _lprof(tmp_path, "-q", "-i", "0.2", "-o", "cp.lprof", "cp.py")
+    assert r.returncode == 0, r.stderr
+    cp = profile_file.load(str(tmp_path / "copy.lprof"))
+    assert cp["meta"]["exit_code"] is None  # a checkpoint, not the final file
+    part = cp["timeline"]["parts"][0]
+    frames = cp["stacks"]["frames"]
+    from lprof.model import timeline
+    assert "spin" in {frames[s[-1]][1] for s in timeline.stacks_of(part)}
