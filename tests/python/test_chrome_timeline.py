@@ -111,7 +111,7 @@ def _check_phases(prof, doc, marks, tolerance_s):
     # f's spans all come before g's (one sample's time of slack at the border)
     assert f[-1][1] <= g[0][0] + 10_000, (f[-1], g[0])
     # the phases' times as the program measured them, in the trace's time
-    origin = prof["meta"]["started"] * 1e6 - doc["otherData"]["time_origin_us"]
+    origin = prof["meta"]["started"] * 1e6 + doc["otherData"]["time_origin_us"]
     for name, spans in (("f", f), ("g", g)):
         begin, end = (t * 1e6 - origin for t in marks[name])
         assert abs(spans[0][0] - begin) < tolerance_s * 1e6, (name, spans[0], begin)
@@ -273,3 +273,29 @@ def test_periodic_rewrite_has_timeline(tmp_path):
     frames = cp["stacks"]["frames"]
     from lprof.model import timeline
     assert "spin" in {frames[s[-1]][1] for s in timeline.stacks_of(part)}
+
+
+def test_followed_children_each_own_process(tmp_path):
+    """A run whose pool workers are followed: the merged profile holds one
+    timeline part per process, and the trace one process per pid, each with
+    its own work."""
+    (tmp_path / "pool.py").write_text(
+        "import multiprocessing as mp\n"
+        "def work(n):\n    s = 0\n    for i in range(n):\n        s += i\n    return s\n"
+        "if __name__ == '__main__':\n"
+        "    with mp.get_context('fork').Pool(2) as p:\n"
+        "        p.map(work, [2_000_000] * 4)\n")
+    r = _lprof(tmp_path, "-q", "-o", "pool.lprof", "pool.py")
+    assert r.returncode == 0, r.stderr
+    prof = profile_file.load(str(tmp_path / "pool.lprof"))
+    parts = prof["timeline"]["parts"]
+    pids = [p["pid"] for p in parts]
+    assert pids[0] == prof["meta"]["pid"] and len(set(pids)) == len(pids) >= 2
+    r = _lprof(tmp_path, "export", "pool.lprof", "--format", "chrome", "-o", "pool.json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "pool.json").read_text())
+    validate_trace(doc)
+    named = {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert named == set(pids)
+    workers = {e["pid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["args"]["function"] == "work"}
+    assert workers and workers <= set(pids[1:])  # the work ran in the children, on their tracks
