@@ -21,6 +21,7 @@ from .stacks import frame_name
 
 METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
 PID = 1
+_FIRST_SPARE_PID = 1 << 22  # above Linux's largest pid
 GAP_MIN_US = 10_000  # shorter gaps between samples: timer or scheduling jitter
 
 
@@ -115,20 +116,24 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
              for off, p in zip(offsets, parts) if p["t_us"]]
     shift = max(0, -min(first + [int(round(t * 1e6)) for t, _ in mem] + [0]))
     argv = " ".join(str(a) for a in meta.get("argv", []))
-    events, totals = [], {}
+    events, totals, pids = [], {}, []
     for part, off in zip(parts, offsets):
         pid = part.get("pid") or PID
-        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                       "args": {"name": f"lprof: {argv} (pid {pid})" if argv else f"lprof (pid {pid})"}})
+        label = f"lprof: {argv} (pid {pid})" if argv else f"lprof (pid {pid})"
+        if pid in pids:  # two hosts' processes of one pid: each its own trace process
+            pid = _FIRST_SPARE_PID + len(pids)
+        pids.append(pid)
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": label}})
         by_thread = timeline_model.samples(part)
-        for tid, (index, samples) in enumerate(sorted(by_thread.items(), key=lambda kv: str(part["threads"][kv[0]][0])), 1):
+        order = sorted(by_thread.items(), key=lambda kv: kv[1][0][0])  # by first sample
+        for tid, (index, samples) in enumerate(order, 1):
             thread, label = part["threads"][index]
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                            "args": {"name": f"{label} ({thread})"}})
             evs, busy = _timeline_events(samples, names, frames, pid, tid, off + shift)
             events.extend(evs)
             totals[f"{pid}:{thread}"] = busy
-    mem_pid = (parts[0].get("pid") or PID) if parts else PID
+    mem_pid = pids[0] if pids else PID
     for t_s, live in mem:
         events.append({"name": "live memory", "ph": "C", "pid": mem_pid, "tid": 0,
                        "ts": int(round(t_s * 1e6)) + shift, "args": {"bytes": live}})

@@ -299,3 +299,47 @@ def test_followed_children_each_own_process(tmp_path):
     assert named == set(pids)
     workers = {e["pid"] for e in doc["traceEvents"] if e["ph"] == "X" and e["args"]["function"] == "work"}
     assert workers and workers <= set(pids[1:])  # the work ran in the children, on their tracks
+
+
+def _synthetic(t_us, node, weight_us, stride=1):
+    """A profile of one thread whose timeline is given: frames a > b and a > c."""
+    frames = [["s.py", "a", 1, 2], ["s.py", "b", 5, 6], ["s.py", "c", 8, 9]]
+    return {"format": "lprof", "version": 2,
+            "meta": {"argv": ["s.py"], "started": 1000.0, "pid": 7},
+            "sampling": {"mode": "cpu", "threads": {"5": "MainThread"}},
+            "stacks": {"frames": frames, "columns": [], "stacks": [[[0, 1], 5, {"cpu_python_s": 1.0}]]},
+            "timeline": {"parts": [{
+                "pid": 7, "start_s": 1000.0, "stride": stride, "threads": [[5, "MainThread"]],
+                "nodes": {"parent": [-1, 0, 0], "frame": [0, 1, 2]},
+                "t_us": t_us, "node": node, "thread": [0] * len(t_us), "weight_us": weight_us}]}}
+
+
+def test_spans_merge_and_gaps_close():
+    """Consecutive samples of one stack are one span per frame; a change of
+    leaf closes only the leaf; a gap (not sampled) closes everything."""
+    from lprof import export_chrome
+    # b at 4, 8, 12 ms; c at 16 ms; 100 ms without samples; b at 120 ms
+    prof = _synthetic([4000, 4000, 4000, 4000, 104000], [1, 1, 1, 2, 1], [4000] * 5)
+    doc = export_chrome.trace(prof)
+    validate_trace(doc)
+    spans = sorted((e["name"].split(" ")[0], e["ts"], e["dur"]) for e in doc["traceEvents"]
+                   if e["ph"] == "X")
+    assert spans == [("a", 0, 16000), ("a", 116000, 4000), ("b", 0, 12000), ("b", 116000, 4000),
+                     ("c", 12000, 4000)]
+    # thinned: each entry stands for `stride` samples, so it covers stride times more
+    doc = export_chrome.trace(_synthetic([8000, 8000], [1, 1], [4000, 4000], stride=2))
+    assert sorted((e["name"].split(" ")[0], e["ts"], e["dur"]) for e in doc["traceEvents"]
+                  if e["ph"] == "X") == [("a", 0, 16000), ("b", 0, 16000)]
+
+
+def test_same_pid_twice_stays_apart(cpu_run):
+    """Merged profiles whose processes share a pid (two hosts) are still two
+    trace processes: their tracks would overlap otherwise."""
+    from lprof import export_chrome
+    from lprof.model.merge import merge_profiles
+    _tmp, prof, _doc, _marks = cpu_run
+    merged = merge_profiles([(prof, "a"), (json.loads(json.dumps(prof)), "b")])
+    assert len(merged["timeline"]["parts"]) == 2
+    doc = export_chrome.trace(merged)
+    validate_trace(doc)
+    assert len({e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"}) == 2
