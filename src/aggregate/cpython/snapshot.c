@@ -263,7 +263,6 @@ static PyObject *bytes_of(const vec *v) {
     return PyBytes_FromStringAndSize(v->data ? v->data : "", (Py_ssize_t)(v->len * v->item));
 }
 
-
 /* ---- the timeline ------------------------------------------------------ */
 typedef struct {
     uint64_t t_ns;
@@ -350,7 +349,7 @@ static PyObject *timeline_columns(snap *s, uint32_t count, uint64_t origin_ns) {
         int32_t nd = tl_node(s, &t, rows[i].node), th = tl_thread(&t, key);
         if (nd < 0 || th < 0) goto nomem;
         int64_t us = floor_div((int64_t)(rows[i].t_ns - origin_ns), 1000), d = us - prev;
-        uint32_t w = (rows[i].weight_ns + 500) / 1000;
+        uint32_t w = (uint32_t)(((uint64_t)rows[i].weight_ns + 500) / 1000);
         prev = us;
         if (vec_push(&dt, &d) < 0 || vec_push(&node, &nd) < 0 || vec_push(&thread, &th) < 0 ||
             vec_push(&weight, &w) < 0)
