@@ -15,6 +15,7 @@ a memory timeline (--memory), it becomes a counter track ("C").
 Thread tracks are numbered 1..n per process (the trace format's tids are
 small integers); each is named after its thread, with the thread's id."""
 import json
+import math
 
 from .model import timeline as timeline_model
 from .stacks import frame_name
@@ -106,15 +107,27 @@ def _timeline_events(samples, names, frames, pid, tid, shift):
     return events, busy
 
 
+def _us(t_s):
+    """Seconds as integer microseconds (a time too large for a trace: 0)."""
+    d = t_s * 1e6
+    return int(round(d)) if math.isfinite(d) and abs(d) < 1e17 else 0
+
+
+def _offset_us(start_s, started):
+    """Microseconds from the profile's start to a part's (0 where the
+    profile's own start is not a usable time)."""
+    return _us(start_s - started)
+
+
 def _timeline_trace(profile, tl, frames, names, mem, metric):
     meta = profile.get("meta", {})
     started = meta.get("started", 0) or 0
     parts = tl.get("parts", [])
     # times from the profile's start; every part shifted alike so none is negative
-    offsets = [int(round((p.get("start_s", started) - started) * 1e6)) for p in parts]
+    offsets = [_offset_us(p.get("start_s", started), started) for p in parts]
     first = [off + p["t_us"][0] - p["weight_us"][0] * p.get("stride", 1)
              for off, p in zip(offsets, parts) if p["t_us"]]
-    shift = max(0, -min(first + [int(round(t * 1e6)) for t, _ in mem] + [0]))
+    shift = max(0, -min(first + [_us(t) for t, _ in mem] + [0]))
     argv = " ".join(str(a) for a in meta.get("argv", []))
     events, totals, pids = [], {}, []
     for part, off in zip(parts, offsets):
@@ -136,7 +149,7 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
     mem_pid = pids[0] if pids else PID
     for t_s, live in mem:
         events.append({"name": "live memory", "ph": "C", "pid": mem_pid, "tid": 0,
-                       "ts": int(round(t_s * 1e6)) + shift, "args": {"bytes": live}})
+                       "ts": _us(t_s) + shift, "args": {"bytes": live}})
     mode = (profile.get("sampling") or {}).get("mode", metric)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"exporter": "lprof", "metric": mode,
@@ -178,7 +191,7 @@ def trace(profile, metric="cpu"):
         totals[str(thread)] = total
     for t_s, live in mem:
         events.append({"name": "live memory", "ph": "C", "pid": PID, "tid": 0,
-                       "ts": int(round(t_s * 1e6)), "args": {"bytes": live}})
+                       "ts": _us(t_s), "args": {"bytes": live}})
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"exporter": "lprof", "metric": metric,
                           "layout": "per thread, stacks laid end to end (totals, not sample "

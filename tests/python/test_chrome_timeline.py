@@ -190,7 +190,8 @@ def test_timeline_section_in_file(cpu_run):
 BAD = [
     (("node", 0), 10 ** 6), (("node", 0), -1), (("node", 0), True), (("node", 0), "x"),
     (("thread", 0), 99), (("t_us", 1), -5), (("t_us", 0), 1.5), (("weight_us", 0), -1),
-    (("stride",), 0), (("stride",), None), (("start_s",), "x"), (("threads", 0), [1]),
+    (("stride",), 0), (("stride",), None), (("start_s",), "x"), (("start_s",), 1e300),
+    (("threads", 0), [1]),
     (("nodes", "frame", 0), 10 ** 6), (("nodes", "parent", 0), 5), (("node",), []),
     (("t_us",), None), (("nodes",), []), (("threads",), {}),
 ]

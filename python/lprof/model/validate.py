@@ -194,6 +194,8 @@ def _timeline(tl, frames):
         if part.get("pid") is not None:
             _count(part["pid"], "timeline pid")
         _num(part.get("start_s"), "timeline start_s")
+        if abs(part["start_s"]) > 1e11:  # unix seconds: within the next 3000 years
+            _fail("timeline start_s")
         stride = part.get("stride")
         if not (isinstance(stride, int) and not isinstance(stride, bool) and 1 <= stride <= 2 ** 32):
             _fail("timeline stride")
