@@ -96,7 +96,20 @@ def _spans(events, function):
     return sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["args"]["function"] == function)
 
 
+def _main_samples(prof):
+    """The main thread's samples [(end_us, covered_us, frame ids)]."""
+    from lprof.model import timeline
+    part = prof["timeline"]["parts"][0]
+    main = next(i for i, (_k, name) in enumerate(part["threads"]) if name == "MainThread")
+    return timeline.samples(part)[main]
+
+
 def _check_phases(prof, doc, marks, tolerance_s):
+    """The timeline against the phases' times as the program measured them.
+    Exact where sampling is (every sample in its phase, spans in order and
+    within the phase up to one sample's coverage); durations within
+    tolerance_s plus the longest gap between samples (a loaded machine
+    samples late: the timeline is as exact as its samples)."""
     validate_trace(doc)
     assert doc["otherData"]["layout"].startswith("timeline")
     tracks = _tracks(doc)
@@ -108,36 +121,56 @@ def _check_phases(prof, doc, marks, tolerance_s):
     assert not {"f", "g"} & {e["args"]["function"] for e in hasher}
     assert "h" not in {e["args"]["function"] for e in main}
     f, g = _spans(main, "f"), _spans(main, "g")
-    # f's spans all come before g's (one sample's time of slack at the border)
-    assert f[-1][1] <= g[0][0] + 10_000, (f[-1], g[0])
-    # the phases' times as the program measured them, in the trace's time
-    origin = prof["meta"]["started"] * 1e6 + doc["otherData"]["time_origin_us"]
+    assert f[-1][1] <= g[0][0], (f[-1], g[0])  # all of f before g
+    frames = prof["stacks"]["frames"]
+    samples = _main_samples(prof)
+    shift = -doc["otherData"]["time_origin_us"]
+    assert prof["timeline"]["parts"][0]["start_s"] == prof["meta"]["started"]
+    max_cover = max(c for _t, c, _ids in samples)
     for name, spans in (("f", f), ("g", g)):
-        begin, end = (t * 1e6 - origin for t in marks[name])
-        assert abs(spans[0][0] - begin) < tolerance_s * 1e6, (name, spans[0], begin)
-        assert abs(spans[-1][1] - end) < tolerance_s * 1e6, (name, spans[-1], end)
-        assert abs((spans[-1][1] - spans[0][0]) - (end - begin)) < tolerance_s * 1e6
+        begin, end = ((t - prof["meta"]["started"]) * 1e6 + shift for t in marks[name])
+        # a sample taken with the function on the stack was taken during it
+        # (2 ms: the program's clock read and the sampler's)
+        times = [t + shift for t, _c, ids in samples if any(frames[i][1] == name for i in ids)]
+        assert times and begin - 2000 <= min(times) and max(times) <= end + 2000, (name, begin, end)
+        # its spans: inside the phase, up to a sample's coverage and the gap
+        # merged before it
+        slack = 2 * max_cover + 10_000 + 2000
+        assert spans[0][0] >= begin - slack and spans[-1][1] <= end + 2000, (name, spans[0], spans[-1], begin, end)
+        inside = sorted(times)
+        gap = max([b - a for a, b in zip(inside, inside[1:])] + [inside[0] - begin, end - inside[-1]])
+        envelope = spans[-1][1] - spans[0][0]
+        assert abs(envelope - (end - begin)) < tolerance_s * 1e6 + gap + max_cover, (name, envelope, end - begin, gap)
     return f, g
 
 
 def test_cpu_timeline_phases_in_order(cpu_run):
     _tmp, prof, doc, marks = cpu_run
     f, g = _check_phases(prof, doc, marks, tolerance_s=0.05)
-    # CPU mode: the spans cover at least the thread's CPU time of each phase
-    # (0.3 s; more where short gaps between samples were merged)
-    for spans in (f, g):
-        covered = sum(b - a for a, b in spans) / 1e6
-        assert 0.25 < covered <= (spans[-1][1] - spans[0][0]) / 1e6, spans
+    # CPU mode: each phase's samples weigh its CPU time (0.3 s each)
+    frames = prof["stacks"]["frames"]
+    for name in ("f", "g"):
+        weight = sum(c for _t, c, ids in _main_samples(prof) if any(frames[i][1] == name for i in ids))
+        assert weight / 1e6 == pytest.approx(0.3, abs=0.05), name
+
+
+def _phase_samples(prof, name):
+    frames = prof["stacks"]["frames"]
+    return sum(1 for _t, _c, ids in _main_samples(prof) if any(frames[i][1] == name for i in ids))
 
 
 def test_wall_timeline_phases_in_order(tmp_path):
-    prof, doc, marks = _phases(tmp_path, "wall")
-    f, g = _check_phases(prof, doc, marks, tolerance_s=0.05)
-    # wall mode samples a sleeping thread too: g (asleep) is covered like f
-    # (not wholly on a loaded machine, where the sampler thread runs late)
-    for spans in (f, g):
-        covered = sum(b - a for a, b in spans) / 1e6
-        assert 0.15 < covered <= (spans[-1][1] - spans[0][0]) / 1e6 + 1e-6, spans
+    """Wall mode, where f burns 0.3 s and g sleeps 0.3 s (a sleeping thread
+    is sampled too). The wall sampler is a thread: on a machine loaded many
+    times over its cores it may not run for a whole phase, so the run is
+    tried twice for phases with samples (~300 each when it runs)."""
+    for attempt in range(2):
+        run = tmp_path / str(attempt)
+        run.mkdir()
+        prof, doc, marks = _phases(run, "wall")
+        if min(_phase_samples(prof, "f"), _phase_samples(prof, "g")) >= 10:
+            break
+    _check_phases(prof, doc, marks, tolerance_s=0.05)
 
 
 def test_trace_round_trip_of_samples(cpu_run):
