@@ -86,7 +86,7 @@ HEADER_SIZE = 24  # docs/formats.md
 
 
 def make_target(scratch):
-    from lprof import cli, stacks
+    from lprof import cli, export_chrome, stacks
     from lprof.commands import view
     from lprof.errors import LprofError
     from lprof.export_json import to_json
@@ -115,6 +115,10 @@ def make_target(scratch):
         view.render(prof, view_args)
         view.render(prof, all_args)
         to_json(prof)
+        try:  # the Chrome trace: the sample timeline's spans
+            export_chrome.trace(prof)
+        except ValueError:
+            pass  # no stacks with time: one line from the CLI
         try:
             cols = profile_file.decode(raw, "fuzz.lprof", rows=False)
             for fmt in stacks.FORMATS:

@@ -58,6 +58,7 @@ static void wall_read_detached(slot *t) {
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
     t->last_cpu_ns = cpu;
+    s->t_ns = clock_ns(CLOCK_MONOTONIC);
     if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
     lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
     __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
@@ -317,6 +318,7 @@ static void account_tail(slot *t) {
     s->native_depth = 0;
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu - covered;
+    s->t_ns = 0; /* not a moment: kept off the timeline */
     lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
 }
 

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t thread_key; /* PyThreadState.thread_id */
     uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one;
                           * LP_SF_TAIL: the unsampled CPU time at the thread's end */
+    uint64_t t_ns;       /* CLOCK_MONOTONIC when taken (the timeline); 0: not on it */
     lp_rawframe frames[]; /* leaf first; then native_depth uintptr_t, leaf first */
 } lp_sample;
 

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <signal.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -85,6 +86,9 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     s->depth = (uint32_t)n;
     s->thread_key = t->thread_key;
     s->cpu_ns = 0;
+    struct timespec now; /* vDSO, async-signal-safe (POSIX) */
+    s->t_ns = clock_gettime(CLOCK_MONOTONIC, &now) == 0
+                  ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec : 0;
     int nn = 0;
     if (h->native) {
         nn = h->native(uc, (uintptr_t *)(void *)(s->frames + n), LP_NATIVE_MAX_DEPTH);

@@ -10,8 +10,10 @@ set -eu
 CC=${CC:-gcc}
 UNITS="src/collect/sampler_handler.c src/collect/ring.c"
 # errno, the gettid syscall, compiler-emitted copies, the stack protector's
-# abort; aarch64 outline atomics (libgcc, lock-free). No TLS, no malloc, no stdio.
-ALLOW="__errno_location syscall memcpy memmove memset __stack_chk_fail"
+# abort; aarch64 outline atomics (libgcc, lock-free); clock_gettime (the
+# sample's time; async-signal-safe in POSIX, a vDSO call on Linux). No TLS,
+# no malloc, no stdio.
+ALLOW="__errno_location syscall memcpy memmove memset __stack_chk_fail clock_gettime"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -64,7 +64,7 @@ static lp_sampler_host fake_host(void) {
 
 typedef struct {
     uint32_t weight, flags, depth;
-    uint64_t key;
+    uint64_t key, t_ns;
     lp_rawframe frames[3];
 } got_sample;
 
@@ -80,6 +80,7 @@ static void keep(const lp_sample *s, int slot, void *arg) {
     g->flags = s->flags;
     g->depth = s->depth;
     g->key = s->thread_key;
+    g->t_ns = s->t_ns;
     for (uint32_t i = 0; i < s->depth && i < 3; i++) g->frames[i] = s->frames[i];
 }
 
@@ -103,6 +104,11 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* a sample's time (CLOCK_MONOTONIC, for the timeline) lies in [from, now] */
+static int timed_since(const got_sample *g, double from) {
+    return g->t_ns >= (uint64_t)(from * 1e9) - 1000 && g->t_ns <= (uint64_t)(now_s() * 1e9) + 1000;
 }
 
 static volatile uint64_t sink;
@@ -161,7 +167,7 @@ TEST(test_cpu_timer_samples_own_thread) {
             const got_sample *g = &got[i];
             weight += g->weight;
             if (g->key != KEY_A || g->weight < 1 || (g->flags & ~LP_SF_SYSCALL) != (LP_SF_GIL | LP_SF_IN_INTERP) ||
-                !frames_are(g, 1))
+                !frames_are(g, 1) || !timed_since(g, t0))
                 bad++;
         }
         total += n;
@@ -242,7 +248,9 @@ TEST(test_wall_mode_signals_holder_reads_detached) {
         int n = drain();
         for (int i = 0; i < n; i++) {
             const got_sample *g = &got[i];
-            if (g->key == KEY_A && g->weight == 1 &&
+            if (!timed_since(g, t0))
+                bad++;
+            else if (g->key == KEY_A && g->weight == 1 &&
                 (g->flags & ~LP_SF_SYSCALL) == (LP_SF_GIL | LP_SF_IN_INTERP) && frames_are(g, 1))
                 n_a++;
             else if (g->key == KEY_B && g->weight == 1 && g->flags == (LP_SF_DETACHED | LP_SF_TRUNCATED) &&

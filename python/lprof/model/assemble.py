@@ -5,6 +5,7 @@ import time
 
 from .. import _lprof, procinfo
 from . import stacks as stacks_model
+from . import timeline as timeline_model
 
 STARTED = time.time()
 
@@ -46,8 +47,10 @@ def _version():
     return __version__
 
 
-def sections(collectors):
-    """Each collector's section plus the one "stacks" section they share.
+def sections(collectors, started=None):
+    """Each collector's section plus the one "stacks" section they share,
+    and the sample "timeline" (times from `started`, unix s; default: when
+    lprof was imported).
 
     A collector has `name` (its section's key), optionally before_stacks()
     (finish its columns in the C table) and section(stacks) -> dict or None
@@ -56,7 +59,9 @@ def sections(collectors):
         if hasattr(c, "before_stacks"):
             c.before_stacks()
     out = {}
-    st = stacks_model.snapshot() if any(hasattr(c, "section") for c in collectors) else None
+    st = (stacks_model.snapshot(start_s=STARTED if started is None else started)
+          if any(hasattr(c, "section") for c in collectors) else None)
+    part = st.pop("timeline", None) if st is not None else None
     for c in collectors:
         if hasattr(c, "section"):
             sec = c.section(st)
@@ -66,6 +71,9 @@ def sections(collectors):
             out.update(c.snapshot())
     if st is not None and st["stacks"]:
         out["stacks"] = st
+        if part and "sampling" in out:
+            tl = out["timeline"] = timeline_model.section(part)
+            timeline_model.name_threads(tl, out["sampling"].get("threads", {}))
     return out
 
 
@@ -77,7 +85,7 @@ def profile(modes, collectors, argv=None, started=None, exit_code=None):
         prof["meta"]["started"] = started
         prof["meta"]["duration_s"] = time.time() - started
     prof["meta"]["exit_code"] = exit_code
-    prof.update(sections(collectors))
+    prof.update(sections(collectors, started=prof["meta"]["started"]))
     if "stacks" in prof:
         table = stacks_model.table_info()
         if table is not None:

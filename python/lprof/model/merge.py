@@ -17,6 +17,9 @@ What merges how:
 - "gpu": per-line rows rebuilt from the merged stacks; a backend is active
   where any process collected; counters add, the device memory peak is the
   largest of the processes';
+- "timeline": each process keeps its own part (its own threads and start
+  time; the Chrome trace shows each as its own process), frame ids mapped
+  to the merged frames;
 - the "ranks" section: one member per profile (pid, host, rank..., and its
   totals per column) and, per line and per stack, each column's sum over the
   members, its maximum and the member that holds it: the imbalance view
@@ -24,6 +27,7 @@ What merges how:
   summed) and, from lprof -l, `line_time_s` and `line_hits`.
 """
 from . import stacks as stacks_model
+from . import timeline as timeline_model
 
 _MEMBER_KEYS = ("pid", "ppid", "hostname", "rank", "local_rank", "world_size", "launcher",
                 "duration_s", "exit_code")
@@ -79,6 +83,7 @@ class Merger:
         self._lines = {}
         self._stack_acc = {}
         self._thread_ids = {}  # thread name -> the thread id the merge uses for it
+        self._timeline = []    # each process's timeline part
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
@@ -101,6 +106,7 @@ class Merger:
         if st:
             self._fold_stacks(st, member)
             stacks_model.merge(self._stacks, self._by_thread_name(st, samp))
+            self._add_timeline(prof.get("timeline"), st, meta)
         self._add_functions(prof.get("functions") or [], member)
         if samp:
             self._add_sampling(samp)
@@ -127,6 +133,19 @@ class Merger:
         return dict(st, stacks=rows)
 
     # -- sections ------------------------------------------------------
+    def _add_timeline(self, tl, st, meta):
+        """Each part kept apart, its frame ids mapped to the merged frames
+        (stacks_model.merge has added every frame of st)."""
+        if not tl:
+            return
+        index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
+        remap = [index[tuple(f)] for f in st.get("frames", [])]
+        for part in tl.get("parts", []):
+            part = timeline_model.remap_frames(part, remap)
+            if part.get("pid") is None and meta.get("pid") is not None:
+                part["pid"] = meta["pid"]
+            self._timeline.append(part)
+
     def _add_functions(self, functions, member):
         per_line = {}
         for fn in functions:
@@ -242,6 +261,8 @@ class Merger:
             prof["gpu"] = dict(self._gpu, lines=gpu_line_rows(st))
         if st["stacks"]:
             prof["stacks"] = st
+            if self._timeline:
+                prof["timeline"] = {"parts": self._timeline}
         prof["ranks"] = self._ranks_section()
         return prof
 

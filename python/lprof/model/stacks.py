@@ -29,14 +29,21 @@ def columns():
     return [tuple(c) for c in _lprof.metric_names()]
 
 
-def snapshot():
-    """The C stack table as a stacks section (launcher frames already cut)."""
-    frames, parent_b, frame_b, node_b, thread_b, values_b = _lprof.stacks_snapshot()
+def snapshot(start_s=None):
+    """The C stack table as a stacks section (launcher frames already cut).
+    With start_s (unix time): also its "timeline" (model/timeline.py), times
+    from start_s, under that key (assemble moves it to its own section)."""
+    from . import timeline as timeline_model
+    origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
+    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw = _lprof.stacks_snapshot(origin)
     cols = columns()
     rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b,
                               [name for name, _u, _m in cols],
                               [_SCALE.get(unit) for _n, unit, _m in cols])
-    return {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+    out = {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+    if start_s is not None:
+        out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
+    return out
 
 
 def reset():

@@ -177,6 +177,51 @@ def _stacks(st):
                 _num(v, "stack row metric")
 
 
+def _int_column(v, what, low, high):
+    """A list of ints (not bools) in [low, high]: checked at C speed, a
+    timeline holds up to a million entries per column."""
+    _list(v, what)
+    if v and (set(map(type, v)) != {int} or min(v) < low or max(v) > high):
+        _fail(what)
+    return v
+
+
+# a timeline's times: microseconds within +-100 years; weights: a uint32 of ns
+_MAX_US = 100 * 366 * 86400 * 10 ** 6
+
+
+def _timeline(tl, frames):
+    _dict(tl, "timeline")
+    for part in _list(tl.get("parts", []), "timeline parts"):
+        _dict(part, "timeline part")
+        if part.get("pid") is not None:
+            _count(part["pid"], "timeline pid")
+        _num(part.get("start_s"), "timeline start_s")
+        if abs(part["start_s"]) > 1e11:  # unix seconds: within the next 3000 years
+            _fail("timeline start_s")
+        stride = part.get("stride")
+        if not (isinstance(stride, int) and not isinstance(stride, bool) and 1 <= stride <= 2 ** 32):
+            _fail("timeline stride")
+        threads = _list(part.get("threads"), "timeline threads")
+        for th in threads:
+            if not (isinstance(th, list) and len(th) == 2 and isinstance(th[0], (int, str))
+                    and not isinstance(th[0], bool) and isinstance(th[1], str)):
+                _fail("timeline thread")
+        nodes = _dict(part.get("nodes"), "timeline nodes")
+        parent = _int_column(nodes.get("parent"), "timeline node parent", -1, MAX_LINE)
+        _int_column(nodes.get("frame"), "timeline node frame", 0, frames - 1)
+        if len(parent) != len(nodes["frame"]) or any(p >= i for i, p in enumerate(parent)):
+            _fail("timeline node parent")
+        t_us = _int_column(part.get("t_us"), "timeline t_us", -_MAX_US, _MAX_US)
+        if len(t_us) > 1 and min(t_us[1:]) < 0:
+            _fail("timeline t_us")  # sorted by time: deltas after the first are >= 0
+        n = len(t_us)
+        for key, high in (("node", len(parent) - 1), ("thread", len(threads) - 1),
+                          ("weight_us", 2 ** 32)):
+            if len(_int_column(part.get(key), f"timeline {key}", 0, high)) != n:
+                _fail(f"timeline {key}")
+
+
 def _count(v, what):
     if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
         _fail(what)
@@ -242,6 +287,9 @@ def check(profile, name):
             _gpu(profile["gpu"])
         if "stacks" in profile:
             _stacks(profile["stacks"])
+        if "timeline" in profile:
+            st = profile.get("stacks")
+            _timeline(profile["timeline"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
         if "ranks" in profile:
             st = profile.get("stacks")
             _ranks(profile["ranks"], len(st.get("frames", [])) if isinstance(st, dict) else 0)

@@ -6,6 +6,11 @@
  *       per node, parents before children, -1 for a root;
  *     row_node (int32), row_thread (uint64): one entry per row;
  *     values: int64, row-major, one column per metric (metric_names()).
+ *     timeline: None, or the sample timeline (aggregate/timeline.h) in
+ *       columns, sorted by time: (t_us int64 deltas from origin_ns, node
+ *       int32 into its own trie, thread int32 into threads, weight_us
+ *       uint32; trie parent int32, trie frame int32 (output frame ids);
+ *       threads uint64; stride). stacks_snapshot(origin_ns=0).
  *   stacks_reset(), metric_names(), set_launcher_dir(path).
  * Building it: every stack-table node is resolved (resolve.c) and interned
  * into a trie keyed by (parent, frame), so that two raw frames on the same
@@ -21,6 +26,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/cpython/resolve.h"
+#include "aggregate/timeline.h"
 #include "collect/cpython/sampler.h"
 #include "collect/sampler.h"
 
@@ -116,6 +122,14 @@ typedef struct {
     idmap rowmap;        /* (trie node, thread) -> output row */
     vec row_node, row_thread, values;
 } snap;
+
+/* The timeline's columns, built after the stacks (see timeline_columns). */
+typedef struct {
+    int32_t *tmap;       /* output trie node -> timeline trie node, -1 none */
+    vec parent, frame;   /* the timeline's trie: only the nodes it uses */
+    idmap threads;       /* thread key -> index */
+    vec thread_keys;
+} tl_snap;
 
 static int ensure_fmap(snap *s, size_t n) {
     if (n <= s->fmap_cap) return 0;
@@ -249,8 +263,124 @@ static PyObject *bytes_of(const vec *v) {
     return PyBytes_FromStringAndSize(v->data ? v->data : "", (Py_ssize_t)(v->len * v->item));
 }
 
-static PyObject *py_snapshot(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+/* ---- the timeline ------------------------------------------------------ */
+typedef struct {
+    uint64_t t_ns;
+    uint32_t seq; /* drain order: ties keep it */
+    int32_t node, thread;
+    uint32_t weight_ns;
+} tl_row;
+
+static int tl_row_cmp(const void *a, const void *b) {
+    const tl_row *x = a, *y = b;
+    if (x->t_ns != y->t_ns) return x->t_ns < y->t_ns ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Timeline trie node of output trie node n (its ancestors first); -1 on
+ * error. Depth is bounded as in map_node. */
+static int32_t tl_node(const snap *s, tl_snap *t, int32_t n) {
+    int32_t chain[1024];
+    int k = 0;
+    const int32_t *parent = (const int32_t *)(void *)s->parent.data, *frame = (const int32_t *)(void *)s->frame.data;
+    for (int32_t at = n; at >= 0 && t->tmap[at] < 0; at = parent[at]) {
+        if (k == (int)LP_ARRAY_LEN(chain)) return -1;
+        chain[k++] = at;
+    }
+    while (k-- > 0) {
+        int32_t at = chain[k], up = parent[at] >= 0 ? t->tmap[parent[at]] : -1;
+        int32_t id = (int32_t)t->parent.len;
+        if (vec_push(&t->parent, &up) < 0 || vec_push(&t->frame, &frame[at]) < 0) return -1;
+        t->tmap[at] = id;
+    }
+    return t->tmap[n];
+}
+
+static int32_t tl_thread(tl_snap *t, uint64_t key) {
+    if ((t->threads.used + 1) * 2 > t->threads.mask + 1 && idmap_grow(&t->threads) < 0) return -1;
+    size_t i = idmap_slot(&t->threads, key);
+    if (t->threads.keys[i]) return t->threads.vals[i];
+    int32_t id = (int32_t)t->thread_keys.len;
+    if (vec_push(&t->thread_keys, &key) < 0) return -1;
+    t->threads.keys[i] = key + 1;
+    t->threads.vals[i] = id;
+    t->threads.used++;
+    return id;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* The timeline as columns (see the header comment), Py_None when empty,
+ * NULL with an exception on error. Entries whose stack has no output node
+ * (lprof's own frames only, a thread without Python frames, a node not yet
+ * published) are left out. Call after the rows: it maps nodes with s. */
+static PyObject *timeline_columns(snap *s, uint32_t count, uint64_t origin_ns) {
+    lp_timeline *tl = lp_timeline_global();
+    uint32_t n = tl ? lp_timeline_count(tl) : 0;
+    if (n == 0) Py_RETURN_NONE;
+    const lp_timeline_entry *e = lp_timeline_entries(tl);
+    tl_snap t;
+    memset(&t, 0, sizeof t);
+    t.parent.item = t.frame.item = sizeof(int32_t);
+    t.thread_keys.item = sizeof(uint64_t);
+    PyObject *out = NULL;
+    tl_row *rows = malloc(sizeof *rows * n);
+    vec dt = {0, 0, 0, sizeof(int64_t)}, node = {0, 0, 0, sizeof(int32_t)}, thread = {0, 0, 0, sizeof(int32_t)},
+        weight = {0, 0, 0, sizeof(uint32_t)};
+    if (!rows || idmap_init(&t.threads, 64) < 0) goto nomem;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (e[i].stack >= count) continue;
+        int32_t o = map_node(s, e[i].stack, count);
+        if (o < 0) {
+            if (PyErr_Occurred()) goto error;
+            continue;
+        }
+        rows[kept++] = (tl_row){e[i].t_ns, i, o, 0, e[i].weight_ns};
+    }
+    /* the output trie is complete now: map its nodes into the timeline's */
+    t.tmap = malloc(sizeof(int32_t) * (s->parent.len + 1));
+    if (!t.tmap) goto nomem;
+    for (size_t i = 0; i <= s->parent.len; i++) t.tmap[i] = -1;
+    qsort(rows, kept, sizeof *rows, tl_row_cmp);
+    int64_t prev = 0;
+    for (uint32_t i = 0; i < kept; i++) {
+        uint64_t key = e[rows[i].seq].thread;
+        int32_t nd = tl_node(s, &t, rows[i].node), th = tl_thread(&t, key);
+        if (nd < 0 || th < 0) goto nomem;
+        int64_t us = floor_div((int64_t)(rows[i].t_ns - origin_ns), 1000), d = us - prev;
+        uint32_t w = (uint32_t)(((uint64_t)rows[i].weight_ns + 500) / 1000);
+        prev = us;
+        if (vec_push(&dt, &d) < 0 || vec_push(&node, &nd) < 0 || vec_push(&thread, &th) < 0 ||
+            vec_push(&weight, &w) < 0)
+            goto nomem;
+    }
+    out = Py_BuildValue("(NNNNNNNI)", bytes_of(&dt), bytes_of(&node), bytes_of(&thread), bytes_of(&weight),
+                        bytes_of(&t.parent), bytes_of(&t.frame), bytes_of(&t.thread_keys),
+                        (unsigned int)lp_timeline_stride(tl));
+    goto done;
+nomem:
+    if (!PyErr_Occurred()) PyErr_NoMemory();
+error:
+    out = NULL;
+done:
+    free(rows);
+    free(t.tmap);
+    free(t.parent.data);
+    free(t.frame.data);
+    free(t.thread_keys.data);
+    idmap_free(&t.threads);
+    free(dt.data);
+    free(node.data);
+    free(thread.data);
+    free(weight.data);
+    return out;
+}
+
+static PyObject *py_snapshot(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long origin_ns = 0;
+    if (!PyArg_ParseTuple(args, "|K", &origin_ns)) return NULL;
     if (lp_agg_init() < 0) return PyErr_NoMemory();
     lp_pysampler_drain_rings();
     lp_resolve_scan(NULL);
@@ -294,8 +424,10 @@ static PyObject *py_snapshot(PyObject *self, PyObject *unused) {
         }
         if (add_row(&s, node, lp_stacktab_thread(s.tab, sid), v) < 0) goto nomem;
     }
-    out = Py_BuildValue("(ONNNNN)", s.frames, bytes_of(&s.parent), bytes_of(&s.frame), bytes_of(&s.row_node),
-                        bytes_of(&s.row_thread), bytes_of(&s.values));
+    PyObject *timeline = timeline_columns(&s, count, origin_ns);
+    if (!timeline) goto error;
+    out = Py_BuildValue("(ONNNNNN)", s.frames, bytes_of(&s.parent), bytes_of(&s.frame), bytes_of(&s.row_node),
+                        bytes_of(&s.row_thread), bytes_of(&s.values), timeline);
     snap_free(&s);
     return out;
 nomem:
@@ -314,6 +446,8 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     }
     lp_pysampler_drain_rings();
     lp_resolve_reset();
+    lp_timeline *tl = lp_timeline_global();
+    if (tl) lp_timeline_clear(tl);
     Py_RETURN_NONE;
 }
 
@@ -466,8 +600,9 @@ static PyObject *py_set_launcher_dir(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"stacks_snapshot", py_snapshot, METH_NOARGS,
-     "(frames, parent, frame, row_node, row_thread, values): the stack model, arrays as bytes."},
+    {"stacks_snapshot", py_snapshot, METH_VARARGS,
+     "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline): "
+     "the stack model, arrays as bytes; timeline None or its columns, times from origin_ns (CLOCK_MONOTONIC)."},
     {"stacks_reset", py_reset, METH_NOARGS, "Forget all stacks, frames and code references."},
     {"stacks_rows", py_rows, METH_VARARGS,
      "stacks_rows(parent, frame, row_node, row_thread, values, names, scales) -> [[ids], thread, {metric: v}]"},

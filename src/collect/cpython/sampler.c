@@ -13,6 +13,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/splice.h"
 #include "aggregate/symbols.h"
+#include "aggregate/timeline.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -119,6 +120,8 @@ static void add_sample(const lp_sample *s, int slot, void *arg) {
         }
     }
     lp_agg_add(id, LP_M_SAMPLES, s->weight);
+    lp_timeline *tl = lp_timeline_global();
+    if (tl && s->t_ns) lp_timeline_add(tl, s->t_ns, s->thread_key, id, (uint64_t)w);
 }
 
 const lp_splice_rules *lp_pysampler_native_rules(uintptr_t *self_lo, uintptr_t *self_hi) {
