@@ -34,10 +34,12 @@ CHECKPOINT_COST_FACTOR = 50
 
 
 class Guard:
-    def __init__(self, finish, encode, path, checkpoints):
+    def __init__(self, finish, encode, path, checkpoints, wrap_os=True):
         """finish(how, exit_code): saves and prints the profile (the runner's
         end of run); encode(): the current profile, encoded; checkpoints:
-        False where -i's writer hands its own (see checkpoint())."""
+        False where -i's writer hands its own (see checkpoint()) or where
+        there is none to keep (a followed child); wrap_os: save before
+        os.exec*/os._exit (a followed child wraps os._exit itself)."""
         self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
         self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
         self._pid = os.getpid()
@@ -46,7 +48,7 @@ class Guard:
         self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
         _lprof.emergency_arm(self._wfd, path, tmp, 0o666 & ~_umask())
-        self._wrapped = _wrap_os(self)
+        self._wrapped = _wrap_os(self) if wrap_os else {}
         self._thread = OwnThread(self._watch)
         self._thread.start()
 
@@ -120,8 +122,8 @@ class Guard:
         _lprof.emergency_die(signum)
 
 
-def arm(finish, encode, path, checkpoints=True):
-    return Guard(finish, encode, path, checkpoints)
+def arm(finish, encode, path, checkpoints=True, wrap_os=True):
+    return Guard(finish, encode, path, checkpoints, wrap_os)
 
 
 def _high_pipe():

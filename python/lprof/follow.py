@@ -16,7 +16,11 @@ Children, two ways in:
 A child writes `<folder>/<host>.<pid>.lprof` (atomically) when it ends: at
 interpreter exit, in os._exit (multiprocessing's forked children end that
 way), or on SIGTERM where the program left SIGTERM to its default (pools
-terminate their workers so; the child then still dies by SIGTERM). A child
+terminate their workers so; the child then still dies by SIGTERM). SIGTERM
+is taken by lprof's C handler (faults.Guard), whose watcher thread saves:
+a Python-level handler runs only when the main thread next runs bytecode,
+and a worker blocked on a lock the pool holds for good never does (a
+SIGTERM landing just before its sem_wait left it hanging). A child
 killed by another signal loses its own profile, never the parent's. While a
 child runs, `<folder>/<pid>.running` exists; the parent waits for those
 markers whose process is alive, a few seconds at most."""
@@ -162,7 +166,10 @@ class _Child:
         self.collectors, self.modes = collectors, modes
         self.pid = os.getpid()
         self.started = time.time()
-        self.saved = self.saving = self.sigterm_pending = False
+        self.saved = False
+        self._guard = None
+        import _thread
+        self._save_lock = _thread.allocate_lock()
         from . import procinfo
         self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
                                            f"{self.pid}.lprof")
@@ -180,6 +187,7 @@ class _Child:
             return False
         for c in self.collectors:
             c.start()
+        self._arm_sigterm()
         if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
             import threading
 
@@ -189,6 +197,24 @@ class _Child:
             self._writer = OwnThread(self._checkpoints)
             self._writer.start()
         return True
+
+    def _arm_sigterm(self):
+        """SIGTERM left at its default: saved by a watcher thread, then the
+        child dies by it (faults.Guard, without checkpoints or os wrappers:
+        os._exit is wrapped below)."""
+        from . import _lprof, faults
+        try:
+            if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+                return  # the program's own handler: as without lprof
+            _lprof.emergency_disarm()  # a fork's copy of the parent's guard
+            self._guard = faults.arm(self._saved_by_sigterm, None, self.path,
+                                     checkpoints=False, wrap_os=False)
+        except (OSError, ValueError):
+            self._guard = None
+
+    def _saved_by_sigterm(self, how, exit_code):
+        """The guard's finish, on its watcher thread; it dies by SIGTERM after."""
+        self.save(exit_code=exit_code, by_signal=True)
 
     def _write(self, exit_code=None):
         from .model import assemble, profile_file
@@ -206,35 +232,49 @@ class _Child:
                 except Exception:  # a failed checkpoint must not end the child
                     pass
 
-    def save(self, exit_code=None):
-        if self.saved or os.getpid() != self.pid:
+    def save(self, exit_code=None, by_signal=False):
+        """Writes this child's part once. by_signal: the SIGTERM guard's
+        watcher thread, which then kills the child; a normal save holds
+        SIGTERM back on its thread meanwhile (a pool terminates a worker
+        that is already ending: it must finish writing, then die by it)."""
+        if os.getpid() != self.pid:
             return
-        self.saved = self.saving = True
-        try:
-            if self._writer is not None:
-                self._stop.set()
-                with self._lock:  # a checkpoint under way ends first
-                    pass
-            for c in reversed(self.collectors):
-                c.stop()
-            self._write(exit_code)
-        except Exception:  # never break the child program; its part is lost
-            if os.environ.get("LPROF_DEBUG_FOLLOW"):
-                import traceback
-                traceback.print_exc()
-        finally:
+        held = None
+        with self._save_lock:  # the guard's save waits for a normal one, and finds it done
+            if self.saved:
+                return
+            self.saved = True
+            if not by_signal:
+                held = _hold_sigterm()
             try:
-                os.unlink(self.marker)
-            except OSError:
-                pass
-            self.saving = False
-            if self.sigterm_pending:  # SIGTERM came while saving: die by it now
-                _die_by_sigterm()
+                if self._writer is not None:
+                    self._stop.set()
+                    with self._lock:  # a checkpoint under way ends first
+                        pass
+                for c in reversed(self.collectors):
+                    c.stop()
+                self._write(exit_code)
+            except Exception:  # never break the child program; its part is lost
+                if os.environ.get("LPROF_DEBUG_FOLLOW"):
+                    import traceback
+                    traceback.print_exc()
+            finally:
+                try:
+                    os.unlink(self.marker)
+                except OSError:
+                    pass
+        if not by_signal:
+            if self._guard is not None:
+                self._guard.end()  # SIGTERM has its default action from here on
+            if held is not None:  # one held back meanwhile ends the child now, as it would have
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def abandon(self):
         """Stops profiling without saving (the child turned out to be an
         lprof command of its own)."""
         self.saved = True
+        if self._guard is not None:
+            self._guard.end()
         if self._writer is not None:
             self._stop.set()
         for c in reversed(self.collectors):
@@ -248,14 +288,19 @@ class _Child:
             pass
 
 
+def _hold_sigterm():
+    """Blocks SIGTERM on this thread; the previous mask, or None."""
+    try:
+        return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def _start_child(config, forked):
     """Starts this child's collectors; SIGTERM is held back meanwhile, so a
     pool terminating a worker that is still starting gets its (short)
     profile too, once the handler is in place."""
-    try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    except (AttributeError, OSError, ValueError):
-        held = None
+    held = _hold_sigterm()
     try:
         _start_child_collectors(config, forked)
     finally:
@@ -361,29 +406,9 @@ def _exit_saving(code):
     _real_exit(code)
 
 
-def _on_sigterm(signum, frame):
-    child = _child
-    if child is not None and child.saving:  # the save under way finishes first
-        child.sigterm_pending = True
-        return
-    if child is not None:
-        child.save()
-    _die_by_sigterm()
-
-
-def _die_by_sigterm():
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
 def _install_exit_hooks():
     global _exit_hooks_done
     if not _exit_hooks_done:  # inherited across fork with the atexit list itself
         atexit.register(_save_at_exit)
         os._exit = _exit_saving
         _exit_hooks_done = True
-    try:
-        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):  # not the main thread: SIGTERM stays as it was
-        pass

@@ -292,6 +292,50 @@ def test_checkpoints_keep_a_killed_childs_part(run_lprof, write_script, load_pro
     assert any(row[2] == "child_busy" for row in prof["sampling"]["lines"])
 
 
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_sigterm_ends_a_child_stuck_in_an_uninterruptible_wait(method, run_lprof, run_python,
+                                                              write_script, load_profile,
+                                                              tmp_path):
+    """A followed child took SIGTERM with a Python-level handler, which runs
+    only when its main thread next runs bytecode: a child blocked in a wait
+    that signals do not interrupt (here a mutex it already holds; in CI a
+    pool worker whose sem_wait began just after the signal) never died, and
+    its parent hung in join(). lprof's C handler now has a watcher thread
+    save the child's part, then the child dies by SIGTERM as without lprof."""
+    script = write_script("stuck.py", """
+        import ctypes, multiprocessing as mp, sys, time
+
+        def stuck(ready):
+            s = 0
+            for i in range(300_000):
+                s += i
+            libc = ctypes.CDLL(None)
+            mutex = ctypes.create_string_buffer(64)  # zeroed: a default glibc mutex
+            libc.pthread_mutex_lock(mutex)
+            ready.set()
+            libc.pthread_mutex_lock(mutex)  # never returns, whatever signal comes
+
+        if __name__ == "__main__":
+            ctx = mp.get_context(sys.argv[1])
+            ready = ctx.Event()
+            p = ctx.Process(target=stuck, args=(ready,))
+            p.start()
+            ready.wait(60)
+            time.sleep(0.2)
+            p.terminate()
+            p.join(30)
+            print("exitcode", p.exitcode)
+    """)
+    plain = run_python(script, method, timeout=90)
+    assert plain.stdout == "exitcode -15\n", plain.stderr
+    r = run_lprof("-q", "-o", "s.lprof", script, method, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout, r.stderr
+    prof = load_profile(str(tmp_path / "s.lprof"))
+    assert prof["meta"]["processes"] == 2  # the child's part, saved before it died
+    assert any(row[2] == "stuck" for row in prof["sampling"]["lines"]), prof["sampling"]["lines"]
+
+
 def test_no_children_no_folder(run_lprof, write_script, tmp_path):
     """A run without children leaves nothing in the temporary folder, even one
     that ends by os._exit (nothing of lprof runs then)."""
