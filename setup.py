@@ -7,12 +7,21 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The same rule as python/lprof/support.py, before anything is compiled: one
+# line, not a page of compiler errors.
+if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    sys.exit("lprof: free-threaded CPython (%d.%dt) is not supported yet: build lprof with the "
+             "default (GIL) interpreter" % sys.version_info[:2])
+if sys.version_info[:2] < (3, 10):
+    sys.exit("lprof: needs CPython 3.10 or newer, this is %d.%d" % sys.version_info[:2])
 
 # Every C file under src/ belongs to the extension, except src/collect/shim/
 # (the LD_PRELOAD allocator, a separately built binary with its own Makefile).
@@ -102,6 +111,14 @@ setup(
     license="MIT",
     classifiers=["Programming Language :: C",
                  "Programming Language :: Python :: 3",
+                 "Programming Language :: Python :: 3 :: Only",
+                 "Programming Language :: Python :: 3.10",
+                 "Programming Language :: Python :: 3.11",
+                 "Programming Language :: Python :: 3.12",
+                 "Programming Language :: Python :: 3.13",
+                 "Programming Language :: Python :: 3.14",
+                 "Programming Language :: Python :: 3.15",
+                 "Programming Language :: Python :: Implementation :: CPython",
                  "Operating System :: POSIX :: Linux",
                  "Topic :: Software Development :: Debuggers"],
     # pyproject.toml's [tool.lprof] table on Pythons without tomllib
@@ -113,5 +130,5 @@ setup(
     ext_modules=[ext],
     cmdclass={"build_ext": BuildExtWithShim},
     entry_points={"console_scripts": ["lprof=lprof.cli:entry"]},
-    python_requires=">=3.9",
+    python_requires=">=3.10",
 )

@@ -321,6 +321,11 @@ def _check_run_args(args):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    from .support import unsupported_reason
+    reason = unsupported_reason()
+    if reason:
+        print(f"lprof: error: {reason}", file=sys.stderr)
+        return 2
     if os.environ.get("LPROF_FOLLOW"):  # an lprof command run by a followed program
         from . import follow
         follow.leave_inherited()

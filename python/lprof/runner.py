@@ -88,8 +88,21 @@ def _check_encoding(path, source):
         line += 1  # what 3.10's tokenizer reports
     url = ("https://peps.python.org/pep-0263/" if sys.version_info >= (3, 11)
            else "https://python.org/dev/peps/pep-0263/")
-    raise SourceError(f"SyntaxError: Non-UTF-8 code starting with '\\x{source[bad]:02x}' in file "
-                      f"{os.path.abspath(path)} on line {line}, but no encoding declared; see {url} for details")
+    where = os.path.abspath(path)
+    message = (f"Non-UTF-8 code starting with '\\x{source[bad]:02x}' in file {where} on line "
+               f"{line}, but no encoding declared; see {url} for details")
+    if sys.version_info < (3, 14):
+        raise SourceError(f"SyntaxError: {message}")
+    # 3.14 shows the place as for any syntax error: compile() finds it (its
+    # own message leaves out the file), the wording is the interpreter's
+    try:
+        compile(source, where, "exec", dont_inherit=True)
+        raise SourceError(f"SyntaxError: {message}")
+    except SyntaxError as exc:
+        shown = SyntaxError(message, (where, exc.lineno, exc.offset, exc.text,
+                                      exc.end_lineno, exc.end_offset))
+    import traceback
+    raise SourceError("".join(traceback.format_exception_only(SyntaxError, shown)).rstrip("\n"))
 
 
 def check_module(name):

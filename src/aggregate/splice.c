@@ -20,7 +20,7 @@ static int fallback(const lp_rawframe *py, int npy, const uintptr_t *ips, int ni
     int n = 0;
     for (int i = 0; i < nips; i++) {
         uintptr_t a = i == 0 ? ips[0] : ips[i] - 1;
-        if (in(a, r->eval_lo, r->eval_hi)) break;
+        if (lp_ranges_has(&r->eval, a)) break;
         if (!r->show_all && in(a, r->hide_lo, r->hide_hi)) continue;
         n = push(out, n, max, native_frame(a));
     }
@@ -34,7 +34,7 @@ int lp_splice(const lp_rawframe *py, int npy, const uintptr_t *ips, int nips, in
     *mismatch = 0;
     for (int i = 0; i < nips; i++) {
         uintptr_t a = i == 0 ? ips[0] : ips[i] - 1;
-        if (in(a, r->eval_lo, r->eval_hi)) {
+        if (lp_ranges_has(&r->eval, a)) {
             if (p == npy) { /* more eval calls than Python entry frames */
                 *mismatch = 1;
                 break;

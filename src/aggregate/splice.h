@@ -16,9 +16,10 @@
 
 #include "common/base.h"
 #include "aggregate/stacktab.h"
+#include "common/ranges.h"
 
 typedef struct {
-    uintptr_t eval_lo, eval_hi; /* _PyEval_EvalFrameDefault */
+    lp_ranges eval;             /* _PyEval_EvalFrameDefault, each of its parts */
     uintptr_t hide_lo, hide_hi; /* the interpreter's text (libpython or the executable) */
     int show_all;               /* lprof --native=all: keep every native frame */
 } lp_splice_rules;

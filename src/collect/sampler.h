@@ -15,6 +15,7 @@
 #include "common/base.h"
 #include "aggregate/stacktab.h" /* lp_rawframe */
 #include "collect/reader.h"
+#include "common/ranges.h"
 
 #define LP_SAMPLER_MAX_THREADS 128
 #define LP_SAMPLER_MAX_DEPTH 256          /* frames kept per sample (leaf side) */
@@ -80,7 +81,7 @@ typedef struct {
     lp_reader interrupted_read; /* the handler walking its own, interrupted thread */
     lp_reader safe_read;        /* fault-safe reads of another or an unowned thread */
     uintptr_t interp_lo, interp_hi; /* interpreter's executable segment: LP_SF_IN_INTERP */
-    uintptr_t eval_lo, eval_hi;     /* the eval loop function: LP_SF_IN_EVAL */
+    lp_ranges eval;                 /* the eval loop function's parts: LP_SF_IN_EVAL */
     uintptr_t self_lo, self_hi;     /* lprof's own code: signals there are not counted */
     /* around stop's wait for the wall thread; both NULL: nothing to release */
     void *(*release_gil)(void);

@@ -72,7 +72,7 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     if (h->holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
     if (pc >= h->interp_lo && pc < h->interp_hi) flags |= LP_SF_IN_INTERP;
     if (after_syscall(pc)) flags |= LP_SF_SYSCALL;
-    if (pc >= h->eval_lo && pc < h->eval_hi) flags |= LP_SF_IN_EVAL;
+    if (lp_ranges_has(&h->eval, pc)) flags |= LP_SF_IN_EVAL;
     int truncated = 0;
     int n = h->capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, rd);
     if (n < 0) n = 0;

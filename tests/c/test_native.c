@@ -22,7 +22,7 @@
 #define EXT_LEAF 0x9010u
 #define EXT_CALLER 0x9210u
 #define LIBC 0xa000u
-static const lp_splice_rules RULES = {0x1000, 0x2000, 0x1000, 0x8000, 0};
+static const lp_splice_rules RULES = {{1, {0x1000}, {0x2000}}, 0x1000, 0x8000, 0};
 
 static lp_rawframe py(uintptr_t code, int entry) {
     lp_rawframe f = {(void *)code, 2, entry ? LP_RAWFRAME_ENTRY : 0};
@@ -64,6 +64,37 @@ TEST(python_callback_under_the_c_function_that_called_it) {
     CHECK(out[0].code == p[0].code);
     CHECK(is_native_at(out[1], EXT_CALLER));
     CHECK(out[2].code == p[1].code);
+}
+
+TEST(eval_loop_split_in_two_parts_splices_at_either) {
+    /* a PGO build's eval loop: the exported entry at [0x1000, 0x2000) and
+     * its body, where the calls happen, at [0x3000, 0x4000) */
+    lp_splice_rules split = RULES;
+    REQUIRE(lp_ranges_add(&split.eval, 0x3000, 0x4000) == 1);
+    CHECK_EQ_INT(lp_ranges_add(&split.eval, 0x3000, 0x4000), 0); /* held once */
+    CHECK_EQ_INT(lp_ranges_add(&split.eval, 0x5000, 0x5000), 0); /* empty */
+    lp_rawframe p[2] = {py(0x800, 1), py(0x600, 1)};
+    uintptr_t ips[4] = {0x3100, RET(EXT_CALLER), RET(0x3200), RET(LIBC)};
+    lp_rawframe out[16];
+    int mismatch = -1;
+    int n = lp_splice(p, 2, ips, 4, 0, &split, out, 16, &mismatch);
+    CHECK_EQ_INT(mismatch, 0);
+    REQUIRE(n == 3);
+    CHECK(out[0].code == p[0].code);
+    CHECK(is_native_at(out[1], EXT_CALLER));
+    CHECK(out[2].code == p[1].code);
+    /* with the entry range alone, the body is just more interpreter code:
+     * the Python frames then cannot be placed */
+    n = lp_splice(p, 2, ips, 4, 0, &RULES, out, 16, &mismatch);
+    CHECK_EQ_INT(mismatch, 1);
+}
+
+TEST(ranges_hold_at_most_their_limit) {
+    lp_ranges r = {0};
+    for (uintptr_t i = 0; i < LP_RANGES_MAX + 2; i++) lp_ranges_add(&r, i * 16, i * 16 + 8);
+    CHECK_EQ_INT(r.n, LP_RANGES_MAX);
+    CHECK(lp_ranges_has(&r, 4) && !lp_ranges_has(&r, 12));
+    CHECK(!lp_ranges_has(&r, (LP_RANGES_MAX + 1) * 16 + 1));
 }
 
 TEST(show_all_keeps_interpreter_and_start_up_frames) {
@@ -241,6 +272,7 @@ TEST(unwinds_from_an_ordinary_call_as_the_allocation_hooks_do) {
 }
 
 RUN_TESTS(c_function_under_its_python_line, python_callback_under_the_c_function_that_called_it,
+          eval_loop_split_in_two_parts_splices_at_either, ranges_hold_at_most_their_limit,
           show_all_keeps_interpreter_and_start_up_frames, disagreement_keeps_the_native_leaf_and_every_python_frame,
           truncated_native_walk_puts_the_rest_of_python_rootward, output_is_bounded, own_and_static_functions_by_name, library_function_and_unknown_address,
           demangles_cxx_names_and_copies_c_names, unwinds_the_interrupted_thread_from_its_handler,

@@ -1,5 +1,6 @@
 """Shared fixtures: run lprof in a subprocess, load its profile."""
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -12,6 +13,13 @@ if PKGDIR not in sys.path:
     sys.path.insert(0, PKGDIR)
 
 SANITIZED = os.environ.get("LPROF_SANITIZED") == "1"
+
+# A suite started from a background job (`make test &`, nohup) inherits SIGINT
+# ignored, and so would every lprof it starts: Python then installs no
+# KeyboardInterrupt handler and the Ctrl-C tests would wait forever. The
+# tests stand in for a user at a terminal, where SIGINT is live.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def lprof_env(extra=None):

@@ -261,3 +261,34 @@ def test_lprof_threads_never_take_process_signals(run_lprof, write_script):
     mask = int(p.stdout.strip())
     for sig in (signal.SIGUSR1, signal.SIGINT, signal.SIGTERM, signal.SIGPROF):
         assert mask & (1 << (sig - 1)), (sig, hex(mask))
+
+
+def test_free_threaded_interpreter_is_refused_in_one_line(monkeypatch, capsys):
+    # no free-threaded CPython can be installed here: the check reads the
+    # build's config, so pretend this build is one
+    import sysconfig
+    from lprof import cli
+    real = sysconfig.get_config_var
+    monkeypatch.setattr(sysconfig, "get_config_var",
+                        lambda name: 1 if name == "Py_GIL_DISABLED" else real(name))
+    assert cli.main(["-l", "whatever.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "free-threaded CPython" in err and "not supported yet" in err
+
+
+def test_setup_py_refuses_a_free_threaded_build(tmp_path):
+    # setup.py must stop before compiling anything, with the same one line
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys, sysconfig, runpy\n"
+            "real = sysconfig.get_config_var\n"
+            "sysconfig.get_config_var = lambda n: 1 if n == 'Py_GIL_DISABLED' else real(n)\n"
+            "sys.argv = ['setup.py', 'build_ext', '--build-temp', sys.argv[1]]\n"
+            "runpy.run_path('setup.py', run_name='__main__')\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tmp")], cwd=root,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines() == [
+        "lprof: free-threaded CPython (%d.%dt) is not supported yet: build lprof with the "
+        "default (GIL) interpreter" % sys.version_info[:2]]
+    assert not (tmp_path / "tmp").exists()

@@ -10,7 +10,14 @@
 #include <frameobject.h>
 #endif
 #define Py_BUILD_CORE 1
-#if PY_VERSION_HEX >= 0x030B0000
+#if PY_VERSION_HEX >= 0x030E0000
+/* 3.14 moved the frame struct out of pycore_frame.h; pycore_interpframe.h
+ * brings it with the _PyStackRef tags (Py_TAG_BITS) of this version */
+#pragma GCC diagnostic push /* its inline helpers leave parameters unused */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include "internal/pycore_interpframe.h"
+#pragma GCC diagnostic pop
+#elif PY_VERSION_HEX >= 0x030B0000
 #undef _PyGC_FINALIZED /* pycore headers redefine it on 3.11 (-Werror) */
 #include "internal/pycore_frame.h"
 #endif
@@ -26,7 +33,7 @@
 #include "collect/cpython/frames.h"
 
 #ifdef Py_GIL_DISABLED
-#error "lprof's sampler does not support free-threaded builds"
+#error "lprof: free-threaded CPython is not supported yet (see docs/design.md, free-threading)"
 #endif
 
 int lp_pyframes_safe_read(void *dst, const void *src, size_t n) {
@@ -98,7 +105,12 @@ long lp_pyframes_native_tid(const void *tstate) {
 }
 
 int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) {
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14 moved the flag out of _status into its own int */
+    int holds = 0;
+    if (RD(reader, holds, AT(tstate, PyThreadState, holds_gil)) < 0) return -1;
+    return holds != 0;
+#elif PY_VERSION_HEX >= 0x030C0000
     __typeof__(((PyThreadState *)0)->_status) st;
     if (RD(reader, st, &((const PyThreadState *)tstate)->_status) < 0) return -1;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -131,6 +143,23 @@ const void *lp_pyframes_top(const void *tstate, lp_reader reader) {
 #endif
 }
 
+int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max) {
+    int n = 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    const _PyInterpreterFrame *f = lp_pyframes_top(tstate, NULL);
+    for (int hops = 0; f != NULL && n < max && hops < 100000; hops++, f = f->previous) {
+#if PY_VERSION_HEX >= 0x030E0000
+        if (f->owner >= FRAME_OWNED_BY_INTERPRETER) out[n++] = (uintptr_t)f;
+#else
+        if (f->owner == FRAME_OWNED_BY_CSTACK) out[n++] = (uintptr_t)f;
+#endif
+    }
+#else
+    (void)tstate; (void)out; (void)max;
+#endif
+    return n;
+}
+
 #if PY_VERSION_HEX >= 0x030B0000
 /* 3.11+: _PyInterpreterFrame chain. Copy the fixed part of the frame once. */
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
@@ -143,7 +172,12 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         _PyInterpreterFrame fr;
         lp_reader r = hop_reader(&w);
         if (rd(r, &fr, f, offsetof(_PyInterpreterFrame, localsplus)) < 0) break;
-#if PY_VERSION_HEX >= 0x030D0000
+#if PY_VERSION_HEX >= 0x030E0000
+        /* a tagged _PyStackRef: the low Py_TAG_BITS say how it is owned
+         * (deferred, borrowed), the rest is the object's address */
+        PyCodeObject *co = (PyCodeObject *)(fr.f_executable.bits & ~(uintptr_t)Py_TAG_BITS);
+        _Py_CODEUNIT *instr = fr.instr_ptr;
+#elif PY_VERSION_HEX >= 0x030D0000
         PyCodeObject *co = (PyCodeObject *)fr.f_executable;
         _Py_CODEUNIT *instr = fr.instr_ptr;
 #else
@@ -151,7 +185,17 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         _Py_CODEUNIT *instr = fr.prev_instr;
 #endif
         const _PyInterpreterFrame *next = fr.previous;
-#if PY_VERSION_HEX >= 0x030C0000
+#if PY_VERSION_HEX >= 0x030E0000
+        /* 3.14+: the eval loop's entry frame and the thread's base frame are
+         * owned by the interpreter (3.14 also kept FRAME_OWNED_BY_CSTACK,
+         * 3.15 dropped it): every owner from there up is a C entry shim */
+        if (fr.owner >= FRAME_OWNED_BY_INTERPRETER) {
+            if (n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
+            f = next;
+            continue;
+        }
+        const uint32_t entry = 0;
+#elif PY_VERSION_HEX >= 0x030C0000
         if (fr.owner == FRAME_OWNED_BY_CSTACK) { /* C entry shim: the frame below it was entered from C */
             if (n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
             f = next;

@@ -40,6 +40,14 @@ LP_INTERNAL int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) LP_S
  * re-check after a remote read; NULL if none or unreadable. */
 LP_INTERNAL const void *lp_pyframes_top(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
 
+/* The addresses of the frames each running eval loop keeps on its own C
+ * stack (3.12+: the entry frame an eval call links in before it runs code),
+ * leaf first, at most max; on 3.14+ the thread's base frame comes too (it
+ * lives in the thread state and so matches no native frame). Returns how
+ * many; 0 before 3.12, where no such frame exists. GIL held, direct reads:
+ * for finding the eval loop's native frames once at start. */
+LP_INTERNAL int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max);
+
 /* Thread key used by the stack table: PyThreadState.thread_id
  * (== threading.get_ident() of that thread). */
 LP_INTERNAL uint64_t lp_pyframes_thread_key(const void *tstate) LP_SIGNAL_SAFE;

@@ -159,6 +159,33 @@ static PyObject *py_drain(PyObject *self, PyObject *unused) {
 static void *save_thread(void) { return PyEval_SaveThread(); }
 static void restore_thread(void *ts) { PyEval_RestoreThread(ts); }
 
+/* The eval loop's parts: the exported symbol's range, and every function
+ * whose native frame holds an entry frame of the running eval calls. Each
+ * eval call keeps that frame in its own C stack frame, so the function
+ * around it is the eval loop whatever the build did to it: GCC's hot/cold
+ * partitioning under PGO (Debian's 3.14) moves the body, where the calls
+ * happen, out of the exported _PyEval_EvalFrameDefault into an unnamed
+ * part. Called from Python (the stack holds an eval call) before sampling
+ * starts; without libunwind only the symbol's range is known. */
+static void find_eval_loop(lp_ranges *eval) {
+    uintptr_t lo = 0, hi = 0;
+    if (lp_sampler_symbol_range("_PyEval_EvalFrameDefault", &lo, &hi) == 0) lp_ranges_add(eval, lo, hi);
+    const char *why = NULL;
+    if (lp_native_unwind_load(&why) < 0) return;
+    uintptr_t entries[64];
+    int ne = lp_pyframes_c_stack_frames(PyThreadState_Get(), entries, (int)LP_ARRAY_LEN(entries));
+    static lp_native_frame_info frames[LP_NATIVE_MAX_DEPTH];
+    int nf = lp_native_frames_here(frames, LP_NATIVE_MAX_DEPTH);
+    /* frame i spans [sp_i, sp_{i+1}): its locals sit above its own stack
+     * pointer and below its caller's */
+    for (int i = 0; i + 1 < nf; i++) {
+        if (frames[i].start == 0) continue;
+        for (int e = 0; e < ne; e++)
+            if (entries[e] >= frames[i].sp && entries[e] < frames[i + 1].sp)
+                lp_ranges_add(eval, frames[i].start, frames[i].end);
+    }
+}
+
 /* The interpreter as the sampler sees it; ranges found once. */
 static const lp_sampler_host *interpreter_host(void) {
     static lp_sampler_host host;
@@ -172,9 +199,22 @@ static const lp_sampler_host *interpreter_host(void) {
     lp_sampler_text_range((uintptr_t)(void *)&PyEval_EvalCode, &host.interp_lo, &host.interp_hi);
     /* this extension's own code: the -l tracer's callbacks */
     lp_sampler_text_range((uintptr_t)(void *)&interpreter_host, &host.self_lo, &host.self_hi);
-    lp_sampler_symbol_range("_PyEval_EvalFrameDefault", &host.eval_lo, &host.eval_hi);
+    find_eval_loop(&host.eval);
     host.capture = lp_pyframes_capture;
     return &host;
+}
+
+/* [(lo, hi), ...]: the eval loop's parts as found (tests, diagnostics) */
+static PyObject *py_eval_loop_ranges(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    const lp_sampler_host *h = interpreter_host();
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < h->eval.n; i++) {
+        PyObject *t = Py_BuildValue("(KK)", (unsigned long long)h->eval.lo[i], (unsigned long long)h->eval.hi[i]);
+        if (!t || PyList_Append(list, t) < 0) Py_CLEAR(list);
+        Py_XDECREF(t);
+    }
+    return list;
 }
 
 static PyObject *py_start(PyObject *self, PyObject *args) {
@@ -210,7 +250,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
             return NULL;
         }
         host.native = lp_native_unwind;
-        splice_rules = (lp_splice_rules){host.eval_lo, host.eval_hi, host.interp_lo, host.interp_hi, native == 2};
+        splice_rules = (lp_splice_rules){host.eval, host.interp_lo, host.interp_hi, native == 2};
         native_self_lo = host.self_lo;
         native_self_hi = host.self_hi;
     }
@@ -305,6 +345,7 @@ static PyObject *py_native_unwind_check(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"native_unwind_check", py_native_unwind_check, METH_NOARGS, "None if --native can run, else why not."},
+    {"eval_loop_ranges", py_eval_loop_ranges, METH_NOARGS, "[(lo, hi), ...]: the interpreter's eval loop code as found."},
     {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0): native 1 = native frames, 2 = all of them"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},

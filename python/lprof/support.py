@@ -1,0 +1,23 @@
+"""Which interpreters lprof runs on, said in one line where it does not.
+
+setup.py refuses to build on the same interpreters (it cannot import this
+package before the build, so it states the rule again)."""
+import sys
+import sysconfig
+
+MIN_VERSION = (3, 10)
+
+
+def unsupported_reason():
+    """None on a supported interpreter, else one line saying why not."""
+    if sys.implementation.name != "cpython":
+        return f"lprof supports CPython only, not {sys.implementation.name}"
+    if sys.version_info[:2] < MIN_VERSION:
+        return ("lprof needs CPython %d.%d or newer, this is %d.%d"
+                % (MIN_VERSION + sys.version_info[:2]))
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        # the frame walker reads other threads' stacks and the tracer keeps
+        # per-thread state on the GIL's word: docs/design.md, free-threading
+        return ("free-threaded CPython (%d.%dt) is not supported yet by lprof: "
+                "run it with the default build (python%d.%d)" % (sys.version_info[:2] * 2))
+    return None

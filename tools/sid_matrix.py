@@ -1,0 +1,215 @@
+"""Builds and tests lprof on CPython releases newer than this Debian carries
+(3.14, 3.15), inside a Debian unstable chroot under build/sid-chroot.
+
+usage: sid_matrix.py [--shell] 3.14 3.15
+  Creates the chroot once (debootstrap --variant=minbase from the Debian
+  mirror the host's apt uses), installs pythonX.Y-dev, -venv, gcc,
+  libunwind-dev and libjemalloc-dev there, and reuses it afterwards. Each run
+  copies the repository's files (tracked and untracked-not-ignored) to
+  /lprof inside, gives each version a venv (/venv-X.Y with pytest, numpy,
+  IPython), builds the extension, runs the pytest suite and the sdist check.
+  --shell opens a shell in the prepared chroot instead (for debugging).
+
+Needs root and debootstrap. Where either is missing the versions are skipped
+with one line, except under CI (CI=true), where that is a failure: CI runs as
+root and `make deps` installs debootstrap.
+
+The chroot's /proc, /dev/shm and /dev/pts are mounted for the run and always
+unmounted after it (`make clean` unmounts too before removing build/): a
+recursive delete must never walk into a mounted host file system."""
+import glob
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHROOT = os.path.join(ROOT, "build", "sid-chroot")
+SUITE = "sid"
+BASE_PACKAGES = ["gcc", "g++", "libc6-dev", "make", "libunwind-dev", "libjemalloc-dev", "binutils"]
+VENV_PACKAGES = ["pytest", "setuptools", "wheel", "numpy", "ipython"]
+# Debian unstable's Release files can outlive their Valid-Until on a mirror
+# snapshot; the packages are still signed, only freshness is waived.
+APT_OPTS = ["-o", "Acquire::Check-Valid-Until=false", "-o", "APT::Install-Recommends=false"]
+MOUNTS = [("proc", "proc", "proc"), ("tmpfs", "dev/shm", "tmpfs"), ("devpts", "dev/pts", "devpts")]
+
+
+def say(msg):
+    print(msg, flush=True)
+
+
+def host_mirror():
+    """The Debian mirror the host's apt uses, so the chroot comes from the
+    same place (a newcomer behind a local mirror keeps using it)."""
+    for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
+        try:
+            text = open(path, encoding="utf-8", errors="replace").read()
+        except OSError:
+            continue
+        for m in re.finditer(r"^(?:URIs:\s*|deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", text, re.M):
+            uri = m.group(1)
+            if "security" not in uri and uri.startswith(("http://", "https://", "file:")):
+                return uri.rstrip("/")
+    return "http://deb.debian.org/debian"
+
+
+def mounted_under(path):
+    path = os.path.realpath(path)
+    found = []
+    with open("/proc/self/mounts") as fh:
+        for line in fh:
+            point = line.split()[1].replace("\\040", " ")
+            if point == path or point.startswith(path + "/"):
+                found.append(point)
+    return sorted(found, key=len, reverse=True)
+
+
+def unmount_all():
+    for point in mounted_under(CHROOT):
+        subprocess.run(["umount", "-l", point], check=False)
+    left = mounted_under(CHROOT)
+    if left:
+        sys.exit(f"sid-matrix: could not unmount {', '.join(left)}")
+
+
+def mount_all():
+    for source, target, fstype in MOUNTS:
+        where = os.path.join(CHROOT, target)
+        os.makedirs(where, exist_ok=True)
+        if not os.path.ismount(where):
+            subprocess.run(["mount", "-t", fstype, source, where], check=True)
+
+
+def in_chroot(command, check=True, **kw):
+    """Runs a bash command inside the chroot with a plain environment."""
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+           "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_DEFAULT_TIMEOUT", "CI",
+                "http_proxy", "https_proxy", "no_proxy"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    r = subprocess.run(["chroot", CHROOT, "bash", "-c", command], env=env,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"in chroot ({r.returncode}): {command}")
+    return r
+
+
+def packages_for(versions):
+    pkgs = list(BASE_PACKAGES)
+    for v in versions:
+        pkgs += [f"python{v}-dev", f"python{v}-venv"]
+    return pkgs
+
+
+def ensure_chroot(versions):
+    if not os.path.exists(os.path.join(CHROOT, "usr", "bin", "apt-get")):
+        shutil.rmtree(CHROOT, ignore_errors=True)
+        mirror = host_mirror()
+        say(f"sid-matrix: creating the Debian {SUITE} chroot from {mirror} (a few minutes)")
+        r = subprocess.run(["debootstrap", "--variant=minbase", "--include=ca-certificates",
+                            SUITE, CHROOT, mirror], stdout=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise RuntimeError("debootstrap failed")
+    # pip inside reaches PyPI with the host's CA bundle (and its proxies' roots)
+    for bundle in ("/etc/ssl/certs/ca-certificates.crt",):
+        if os.path.exists(bundle):
+            shutil.copy2(bundle, os.path.join(CHROOT, bundle.lstrip("/")))
+    shutil.copy2("/etc/resolv.conf", os.path.join(CHROOT, "etc", "resolv.conf"))
+    pkgs = packages_for(versions)
+    stamp = os.path.join(CHROOT, ".lprof-packages")
+    want = hashlib.sha256(" ".join(pkgs).encode()).hexdigest()
+    if not (os.path.exists(stamp) and open(stamp).read().strip() == want):
+        opts = " ".join(APT_OPTS)
+        say(f"sid-matrix: installing {' '.join(pkgs)} in the chroot")
+        in_chroot(f"apt-get {opts} update -qq && apt-get {opts} install -y -qq {' '.join(pkgs)}"
+                  " >/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 1; }")
+        with open(stamp, "w") as fh:
+            fh.write(want + "\n")
+
+
+def copy_tree():
+    """The repository's own files (what a fresh clone plus uncommitted work
+    holds) into /lprof; build outputs stay there between runs."""
+    dest = os.path.join(CHROOT, "lprof")
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    for top in ("python", "src", "include", "tests", "tools", "examples", "docs"):
+        # a file deleted in the repo must not linger; compiled .so files go too
+        shutil.rmtree(os.path.join(dest, top), ignore_errors=True)
+    for rel in files:
+        if not rel:
+            continue
+        rel = rel.decode()
+        src = os.path.join(ROOT, rel)
+        if not os.path.isfile(src):
+            continue
+        out = os.path.join(dest, rel)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        shutil.copy2(src, out)
+
+
+def test_version(version):
+    venv = f"/venv-{version}"
+    py = f"{venv}/bin/python"
+    if in_chroot(f"{py} -c 'import pytest, numpy, IPython'", check=False,
+                 capture_output=True).returncode != 0:
+        in_chroot(f"rm -rf {venv} && python{version} -m venv {venv} && "
+                  f"{py} -m pip install -q {' '.join(VENV_PACKAGES)}")
+    say(f"== {version}: build and test in the {SUITE} chroot "
+        f"({in_chroot(f'{py} -VV', capture_output=True, text=True).stdout.strip()})")
+    steps = [f"rm -rf src/collect/shim/build && {py} setup.py -q build_ext --inplace",
+             f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider tests/python",
+             f"{py} tools/sdist_check.py"]
+    for step in steps:
+        if in_chroot(f"cd /lprof && {step}", check=False).returncode != 0:
+            say(f"== {version}: FAILED: {step}")
+            return False
+    return True
+
+
+def main(argv):
+    shell = "--shell" in argv
+    versions = [a for a in argv if a != "--shell"]
+    ci = os.environ.get("CI") == "true"
+    why = None
+    if os.geteuid() != 0:
+        why = "it needs root (chroot)"
+    elif shutil.which("debootstrap") is None and not os.path.exists(
+            os.path.join(CHROOT, "usr", "bin", "apt-get")):
+        why = "debootstrap is not installed (make deps installs it)"
+    if why:
+        say(f"sid-matrix: CPython {' '.join(versions)} skipped: {why}")
+        return 1 if ci else 0
+    failed = []
+    try:
+        ensure_chroot(versions)
+        mount_all()
+        copy_tree()
+        if shell:
+            return in_chroot("cd /lprof && exec bash -i", check=False).returncode
+        for version in versions:
+            if not test_version(version):
+                failed.append(version)
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+        say(f"sid-matrix: {exc}")
+        return 1
+    finally:
+        unmount_all()
+    if failed:
+        say(f"sid-matrix: FAILED on {' '.join(failed)}")
+        return 1
+    say(f"sid-matrix: passed on {' '.join(versions)}")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--unmount"]:  # make clean, before removing build/
+        if os.path.isdir(CHROOT):
+            unmount_all()
+        sys.exit(0)
+    sys.exit(main(sys.argv[1:]))
