@@ -3,10 +3,13 @@
 # setup.py (one list shared with `pip install .`); this file calls it.
 
 PYTHON ?= python3
-PYVERSIONS ?= 3.9 3.10 3.11 3.12 3.13
+PYVERSIONS ?= 3.10 3.11 3.12 3.13
+# newer than Debian 12 carries: built and tested in a Debian unstable chroot
+SID_VERSIONS ?= 3.14 3.15
 export PYTHONDONTWRITEBYTECODE := 1
 
-APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium
+APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium debootstrap
+# debootstrap: the chroot `make matrix` tests CPython $(SID_VERSIONS) in
 # mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
 PIP_PACKAGES := pytest numpy ipython mpi4py atheris
 # optional, from local wheels only (a CPU torch build, where the machine has one)
@@ -30,7 +33,8 @@ help:
 	@echo "make build    build the C extension in place (PYTHON=$(PYTHON))"
 	@echo "make example  deps + build + profile examples/primes.py end to end"
 	@echo "make test     deps + build + C unit tests + pytest + version matrix + ASan/UBSan run"
-	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine"
+	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine, and"
+	@echo "              on SID_VERSIONS in a Debian unstable chroot (build/sid-chroot, needs root)"
 	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
 	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
@@ -70,6 +74,7 @@ pytest: build
 
 matrix:
 	@$(PYTHON) tools/matrix.py $(PYVERSIONS)
+	@$(PYTHON) tools/sid_matrix.py $(SID_VERSIONS)
 
 asan:
 	@$(PYTHON) tools/asan.py
@@ -121,4 +126,6 @@ example: deps build
 	PYTHONPATH=python $(PYTHON) -m lprof -l -v examples/primes.py 2000
 
 clean:
+	@# the chroot's /proc and /dev/shm must be unmounted before build/ goes
+	@$(PYTHON) tools/sid_matrix.py --unmount
 	rm -rf build tests/c/bin tests/c/bin-tsan python/lprof/*.so src/collect/shim/build .venv-*

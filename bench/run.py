@@ -1,7 +1,7 @@
 """`make bench`: lprof side by side with peer profilers; writes a markdown table.
 
 usage: python3 bench/run.py [--out docs/benchmarks.md] [--quick] [--repeats N]
-                            [--only line,sampling,memory,export,processes]
+                            [--only line,sampling,memory,export,processes,gpu,versions]
 Peers are installed on first use into build/bench-venv (pip, quietly).
 Every number in the output comes from this run; nothing is hand-edited.
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu"]
+SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu", "versions"]
 
 
 def log(msg):
@@ -80,6 +80,30 @@ def export_section(repeats, log):
                         f"{m:.2f} s" if m is not None else "n/a"))
     log("  export: " + ", ".join(f"{r[0]}={r[1]}" for r in rows))
     return (["format", "seconds (median)", "under 0.5 s"], rows), targets
+
+
+def versions_section(rounds, log):
+    """Section 7: overhead on CPython 3.14 and 3.15, measured in the chroot."""
+    outdir = os.path.join(common.SCRATCH, "versions")
+    r = subprocess.run([sys.executable, os.path.join(common.ROOT, "tools", "sid_matrix.py"),
+                        "--bench", outdir, "--rounds", str(rounds), "3.14", "3.15"])
+    header = ["CPython", "workload", "tool", "plain s", "ratio (range)"]
+    rows = []
+    for v in ("3.14", "3.15"):
+        path = os.path.join(outdir, f"version-bench-{v}.json")
+        if r.returncode != 0 or not os.path.exists(path):
+            rows.append([v, "-", "-", "-", "n/a (tools/sid_matrix.py --bench failed)"])
+            continue
+        with open(path) as fh:
+            data = json.load(fh)
+        label = f"{data['python']} ({data['build']})"
+        for row in data["rows"]:
+            tool = row["tool"] + (f" {data['line_profiler']}" if row["tool"] == "kernprof" else "")
+            ratio = ("n/a (" + row["error"] + ")" if row["ratio"] is None else
+                     f"{row['ratio']:.3f}x ({row['lo']:.3f}-{row['hi']:.3f}, {row['rounds']} rounds)")
+            rows.append([label, row["workload"], tool, f"{row['plain_s']:.3f}", ratio])
+        log(f"  versions/{v}: " + ", ".join(f"{row['tool']}={row['ratio']}" for row in data["rows"]))
+    return header, rows
 
 
 def main():
@@ -230,6 +254,21 @@ def main():
                "median over serpentine rounds of (loop - plain loop of the same round) / "
                "launches. On a GPU, `make gpu-check` measures the whole-program overhead "
                "(docs/gpu-check.md).", "", table(h, rows), ""]
+
+    if "versions" in only:
+        log("bench: CPython 3.14 and 3.15 (Debian unstable chroot)")
+        h, rows = versions_section(max(repeats, 9), log)
+        md += ["## 7. CPython 3.14 and 3.15", "",
+               "Debian 12 has neither, so `tools/sid_matrix.py --bench` runs "
+               "`bench/version_bench.py` with Debian unstable's interpreters in the chroot "
+               "`make test` uses (their builds are named below). Each interpreter gets its own "
+               "plain runs; ratio = median over serpentine rounds of (tool run / plain run of "
+               "the same round), range beside it. `lprof -l` beside `kernprof -l` (line_profiler "
+               "from PyPI for that version) on the cheap-lines loop (section 1's worst case); "
+               "lprof's sampling at its defaults beside the standard library's "
+               "`python -m profiling.sampling run --collapsed` (3.15+, its default 1 kHz, "
+               "reading the process from outside) on section 2's mixed simulation.", "",
+               table(h, rows), ""]
 
     elapsed = time.time() - t_start
     met = sum(1 for _, m, _ in targets if m is True)

@@ -1,7 +1,7 @@
 """Builds and tests lprof on CPython releases newer than this Debian carries
 (3.14, 3.15), inside a Debian unstable chroot under build/sid-chroot.
 
-usage: sid_matrix.py [--shell] 3.14 3.15
+usage: sid_matrix.py [--shell | --bench DIR [--rounds N]] 3.14 3.15
   Creates the chroot once (debootstrap --variant=minbase from the Debian
   mirror the host's apt uses), installs pythonX.Y-dev, -venv, gcc,
   libunwind-dev and libjemalloc-dev there, and reuses it afterwards. Each run
@@ -9,6 +9,9 @@ usage: sid_matrix.py [--shell] 3.14 3.15
   /lprof inside, gives each version a venv (/venv-X.Y with pytest, numpy,
   IPython), builds the extension, runs the pytest suite and the sdist check.
   --shell opens a shell in the prepared chroot instead (for debugging).
+  --bench DIR runs bench/version_bench.py on each version instead of the
+  tests (kernprof installed in the venv for it) and leaves its JSON in
+  DIR/version-bench-X.Y.json (make bench's section 7).
 
 Needs root and debootstrap. Where either is missing the versions are skipped
 with one line, except under CI (CI=true), where that is a failure: CI runs as
@@ -153,16 +156,24 @@ def copy_tree():
         shutil.copy2(src, out)
 
 
-def test_version(version):
+def prepare_venv(version):
     venv = f"/venv-{version}"
     py = f"{venv}/bin/python"
     if in_chroot(f"{py} -c 'import pytest, numpy, IPython'", check=False,
                  capture_output=True).returncode != 0:
         in_chroot(f"rm -rf {venv} && python{version} -m venv {venv} && "
                   f"{py} -m pip install -q {' '.join(VENV_PACKAGES)}")
+    return py
+
+
+BUILD = "rm -rf src/collect/shim/build && {py} setup.py -q build_ext --inplace"
+
+
+def test_version(version):
+    py = prepare_venv(version)
     say(f"== {version}: build and test in the {SUITE} chroot "
         f"({in_chroot(f'{py} -VV', capture_output=True, text=True).stdout.strip()})")
-    steps = [f"rm -rf src/collect/shim/build && {py} setup.py -q build_ext --inplace",
+    steps = [BUILD.format(py=py),
              f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider tests/python",
              f"{py} tools/sdist_check.py"]
     for step in steps:
@@ -172,8 +183,34 @@ def test_version(version):
     return True
 
 
+def bench_version(version, outdir, rounds):
+    py = prepare_venv(version)
+    # kernprof beside lprof -l; where line_profiler cannot be installed for
+    # this version, its column says n/a
+    in_chroot(f"{py} -c 'import kernprof' 2>/dev/null || {py} -m pip install -q line_profiler",
+              check=False)
+    say(f"== {version}: benchmark in the {SUITE} chroot")
+    inside = f"/lprof/build/version-bench-{version}.json"
+    if in_chroot(f"cd /lprof && {BUILD.format(py=py)} && nice {py} bench/version_bench.py "
+                 f"--rounds {rounds} --json {inside}", check=False).returncode != 0:
+        return False
+    os.makedirs(outdir, exist_ok=True)
+    shutil.copy2(os.path.join(CHROOT, inside.lstrip("/")),
+                 os.path.join(outdir, f"version-bench-{version}.json"))
+    return True
+
+
 def main(argv):
     shell = "--shell" in argv
+    bench = rounds = None
+    if "--bench" in argv:
+        i = argv.index("--bench")
+        bench = os.path.abspath(argv[i + 1])
+        del argv[i:i + 2]
+    if "--rounds" in argv:
+        i = argv.index("--rounds")
+        rounds = int(argv[i + 1])
+        del argv[i:i + 2]
     versions = [a for a in argv if a != "--shell"]
     ci = os.environ.get("CI") == "true"
     why = None
@@ -193,7 +230,8 @@ def main(argv):
         if shell:
             return in_chroot("cd /lprof && exec bash -i", check=False).returncode
         for version in versions:
-            if not test_version(version):
+            ok = (bench_version(version, bench, rounds or 9) if bench else test_version(version))
+            if not ok:
                 failed.append(version)
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         say(f"sid-matrix: {exc}")

@@ -10,6 +10,7 @@ import signal as _signal
 import sys
 import threading
 import time
+import types
 
 from . import _lprof
 
@@ -88,6 +89,20 @@ _patched = False
 _orig_bootstrap_inner = None
 
 
+def _code_run_by(thread):
+    """The code object a thread runs (its target, or its own run()), read
+    before run() deletes the target; None for C callables."""
+    try:
+        if type(thread).run is threading.Thread.run:
+            target = getattr(thread, "_target", None)
+        else:
+            target = type(thread).run
+        code = getattr(target, "__code__", None)
+        return code if isinstance(code, types.CodeType) else None
+    except Exception:  # a property or __getattr__ of the program's: never break its thread
+        return None
+
+
 def _install_thread_hook():
     """Threads started while sampling register themselves (and unregister)."""
     global _patched, _orig_bootstrap_inner
@@ -98,13 +113,15 @@ def _install_thread_hook():
     def _bootstrap_inner(self):
         col = _active
         registered = False
+        ran = None
         if col is not None:
             registered = col._register_current(self)
+            ran = _code_run_by(self)
         try:
             _orig_bootstrap_inner(self)
         finally:
             if registered:
-                _lprof.sampler_unregister_current()
+                _lprof.sampler_unregister_current(ran)
 
     threading.Thread._bootstrap_inner = _bootstrap_inner
     _patched = True
@@ -237,6 +254,7 @@ class SamplingCollector:
             "stack_overflows": stats["stack_overflows"],
             "native": self.native,
             "native_mismatch": stats.get("native_mismatch", 0),
+            "threads_unsampled": stats.get("threads_unsampled", 0),
             "duration_s": duration,
             "cpu_total_s": cpu_s,
             "wall_total_s": totals[3],

@@ -28,7 +28,7 @@ typedef struct {
  * rest return addresses: they are stored as address - 1, inside the call).
  * ips_truncated: the native walk stopped at its limit before the stack's
  * root, so Python frames left over belong rootward of it and are appended
- * in order (deep recursion on 3.9/3.10 takes ~3 native frames per Python
+ * in order (deep recursion on 3.10 takes ~3 native frames per Python
  * frame). Writes at most max frames to out, leaf first; returns how many. */
 LP_INTERNAL int lp_splice(const lp_rawframe *py, int npy, const uintptr_t *ips, int nips, int ips_truncated,
                           const lp_splice_rules *rules, lp_rawframe *out, int max, int *mismatch);

@@ -299,7 +299,7 @@ void lp_sampler_unregister(uint64_t thread_key) {
  * so it is the ring's only producer; the slot is still ACTIVE, so no drain
  * frees it meanwhile. A thread that was never sampled carries its own stack
  * (where it is ending); otherwise the drain charges its last sample's. */
-static void account_tail(slot *t) {
+static void account_tail(slot *t, const lp_rawframe *ran) {
     uint64_t cpu = clock_ns(t->cpu_clock);
     uint64_t covered = t->start_cpu_ns +
                        __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns;
@@ -308,9 +308,14 @@ static void account_tail(slot *t) {
     if (s == NULL) return;
     int n = 0, truncated = 0;
     if (__atomic_load_n(&t->samples_taken, __ATOMIC_RELAXED) == 0) {
-        n = S.host.capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, NULL);
+        int skip = ran != NULL; /* frames[0] is the target's */
+        n = S.host.capture(t->tstate, s->frames + skip, LP_SAMPLER_MAX_DEPTH - skip, &truncated, NULL);
         if (n < 0) n = 0;
-        if (n > LP_SAMPLER_MAX_DEPTH) n = LP_SAMPLER_MAX_DEPTH;
+        if (n > LP_SAMPLER_MAX_DEPTH - skip) n = LP_SAMPLER_MAX_DEPTH - skip;
+        if (skip) {
+            s->frames[0] = *ran;
+            n++;
+        }
     }
     s->weight = 0;
     s->flags = LP_SF_TAIL | (truncated ? LP_SF_TRUNCATED : 0);
@@ -322,7 +327,7 @@ static void account_tail(slot *t) {
     lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
 }
 
-void lp_sampler_unregister_self(uint64_t thread_key) {
+void lp_sampler_unregister_self(uint64_t thread_key, const lp_rawframe *ran) {
     pid_t me = (pid_t)syscall(SYS_gettid);
     sigset_t block, old;
     sigemptyset(&block);
@@ -333,7 +338,7 @@ void lp_sampler_unregister_self(uint64_t thread_key) {
         if (t->state != LP_SLOT_ACTIVE || t->thread_key != thread_key) continue;
         if (S.running && S.cfg.mode == LP_MODE_CPU && t->has_timer &&
             __atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me)
-            account_tail(t);
+            account_tail(t, ran);
         __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
         disarm(t);
     }

@@ -103,8 +103,11 @@ LP_INTERNAL int lp_sampler_register(const void *tstate, uint64_t thread_key, pid
 LP_INTERNAL void lp_sampler_unregister(uint64_t thread_key);
 /* The same, called by that thread itself as it ends: in CPU mode the CPU
  * time it spent after its last timer expiry (up to a kernel tick, most of a
- * short thread's time) goes into its ring as an LP_SF_TAIL sample. */
-LP_INTERNAL void lp_sampler_unregister_self(uint64_t thread_key);
+ * short thread's time) goes into its ring as an LP_SF_TAIL sample.
+ * ran (may be NULL): the frame of what the thread ran (its target), the
+ * leaf of a never-sampled thread's tail: where it ends, the target has
+ * returned, and only the thread's start-up frames are left. */
+LP_INTERNAL void lp_sampler_unregister_self(uint64_t thread_key, const lp_rawframe *ran);
 /* Is a thread key registered (ACTIVE)? */
 LP_INTERNAL int lp_sampler_is_registered(uint64_t thread_key);
 /* The tstate of an ACTIVE slot, NULL otherwise (for liveness checks). */

@@ -32,7 +32,7 @@ from . import timeline as timeline_model
 _MEMBER_KEYS = ("pid", "ppid", "hostname", "rank", "local_rank", "world_size", "launcher",
                 "duration_s", "exit_code")
 _SAMPLING_SUMS = ("samples", "signals", "dropped", "in_profiler", "truncated",
-                  "stack_overflows", "native_mismatch", "cpu_total_s", "wall_total_s",
+                  "stack_overflows", "native_mismatch", "threads_unsampled", "cpu_total_s", "wall_total_s",
                   "process_cpu_s")
 # exact line timing (lprof -l) joins the imbalance view under these names
 LINE_TIME, LINE_HITS = "line_time_s", "line_hits"

@@ -111,7 +111,7 @@ def _sampling(s):
         _fail("sampling mode")
     _optional_nums(s, ("rate_hz_requested", "rate_hz_effective", "samples", "signals",
                        "dropped", "in_profiler", "truncated", "stack_overflows",
-                       "native_mismatch", "duration_s", "cpu_total_s", "wall_total_s",
+                       "native_mismatch", "threads_unsampled", "duration_s", "cpu_total_s", "wall_total_s",
                        "process_cpu_s"), "sampling")
     if "threads" in s:
         for k, v in _dict(s["threads"], "sampling threads").items():

@@ -211,6 +211,8 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
         extra.append(f"{samp['dropped']} samples dropped")
     if samp.get("truncated"):
         extra.append(f"{samp['truncated']} stacks truncated")
+    if samp.get("threads_unsampled"):  # the thread table stayed full (128 threads at once)
+        extra.append(f"{samp['threads_unsampled']} threads not sampled")
     if samp.get("in_profiler"):  # the tracer's or --memory hooks' own time: on no line
         extra.append(f"{samp['in_profiler']} samples in lprof's own code, on no line")
     out = [head + (" [" + ", ".join(extra) + "]" if extra else ""), legend(profile)]

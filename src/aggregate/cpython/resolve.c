@@ -121,7 +121,7 @@ static uint32_t marker_frame(const char *name) {
  * path. */
 static int offset_line(PyCodeObject *co, int offset) {
     if (offset < 0) return co->co_firstlineno;
-    for (int o = offset; o >= 0; o -= 2) { /* a code unit: 2 bytes on 3.9-3.13 */
+    for (int o = offset; o >= 0; o -= 2) { /* a code unit: 2 bytes on 3.10-3.15 */
         int line = PyCode_Addr2Line(co, o);
         if (line >= 0) return line;
     }

@@ -5,7 +5,7 @@
  *   (may be NULL) is a code object being destroyed: its nodes are resolved
  *   now and retired instead.
  * - lp_resolve_install_hook: code-destruction hook (PyCode_AddWatcher on
- *   3.12+, a PyCode_Type.tp_dealloc wrapper on 3.9-3.11) that drains the
+ *   3.12+, a PyCode_Type.tp_dealloc wrapper on 3.10-3.11) that drains the
  *   sampler rings and scans before an unscanned code object dies.
  * - lp_resolve_node_frame: the frame id of a stack-table node; frames are
  *   (file, function, first line, line) tuples in lp_resolve_frames(). Marker

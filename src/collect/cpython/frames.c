@@ -236,7 +236,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
     return n;
 }
 #else
-/* 3.9 / 3.10: PyFrameObject chain through f_back. */
+/* 3.10: PyFrameObject chain through f_back. */
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
     const PyFrameObject *f = lp_pyframes_top(tstate, reader);
     walk_reads w = {reader, 0};
@@ -253,11 +253,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
             if (n == max) { *truncated = 1; break; }
             out[n].code = fr.f_code;
             out[n].flags = LP_RAWFRAME_ENTRY; /* one eval-loop call per frame before 3.11 */
-#if PY_VERSION_HEX >= 0x030A0000
             out[n].offset = fr.f_lasti < 0 ? -1 : fr.f_lasti * 2; /* code units -> bytes */
-#else
-            out[n].offset = fr.f_lasti; /* already bytes */
-#endif
             n++;
         }
         f = fr.f_back;

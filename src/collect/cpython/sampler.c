@@ -21,6 +21,7 @@
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
+static uint64_t threads_unsampled; /* started while sampling, never registered */
 static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
 
 /* lprof --native: how the drain splices (aggregate/splice.h); 0 = off */
@@ -256,6 +257,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     }
     __atomic_store_n(&native_mode, native, __ATOMIC_RELEASE); /* after the rules: hooks read them */
     native_mismatch = 0;
+    threads_unsampled = 0;
     config = cfg;
     lp_sampler_reset_stats();
     if (lp_sampler_start(&cfg, &host, &why) < 0) { PyErr_SetString(PyExc_RuntimeError, why); return NULL; }
@@ -272,13 +274,31 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
 static PyObject *py_register_current(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     PyThreadState *ts = PyThreadState_Get();
-    int slot = lp_sampler_register(ts, lp_pyframes_thread_key(ts), (pid_t)syscall(SYS_gettid), 0);
+    uint64_t key = lp_pyframes_thread_key(ts);
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    int slot = lp_sampler_register(ts, key, tid, 0);
+    if (slot < 0 && lp_sampler_running() && !lp_sampler_is_registered(key)) {
+        /* The table is full of ended threads whose samples the drain thread
+         * has not taken yet: it needs the GIL, which a busy machine gives it
+         * late while short threads keep starting (300 threads of 5 ms lost
+         * half their CPU time so). Drain here, GIL held: that frees them. */
+        lp_pysampler_drain_rings();
+        slot = lp_sampler_register(ts, key, tid, 0);
+    }
+    if (slot < 0 && lp_sampler_running()) threads_unsampled++;
     return PyBool_FromLong(slot >= 0);
 }
 
-static PyObject *py_unregister_current(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
-    lp_sampler_unregister_self(lp_pyframes_thread_key(PyThreadState_Get()));
+/* sampler_unregister_current(code=None): code is what the thread ran (its
+ * target's code object), charged at its first line with the CPU time of a
+ * thread no sample saw (one that ran between kernel ticks: many do on a
+ * busy machine). The drain reads it later; a code object's death drains
+ * the rings first, so the pointer stays good. */
+static PyObject *py_unregister_current(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    lp_rawframe ran = {NULL, -1, 0};
+    if (nargs > 0 && args[0] != Py_None && PyCode_Check(args[0])) ran.code = args[0];
+    lp_sampler_unregister_self(lp_pyframes_thread_key(PyThreadState_Get()), ran.code ? &ran : NULL);
     Py_RETURN_NONE;
 }
 
@@ -320,14 +340,15 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
     lp_stacktab *t = lp_agg_stacks();
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisK}", "signals", (unsigned long long)st.signals,
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsK}", "signals", (unsigned long long)st.signals,
                          "in_profiler", (unsigned long long)st.in_profiler, "dropped",
                          (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
                          "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",
                          (unsigned long long)config.period_ns, "stack_overflows",
                          (unsigned long long)(t ? lp_stacktab_overflows(t) : 0), "stack_nodes",
                          (unsigned long long)(t ? lp_stacktab_node_count(t) : 0), "native", native_mode,
-                         "native_mismatch", (unsigned long long)native_mismatch);
+                         "native_mismatch", (unsigned long long)native_mismatch, "threads_unsampled",
+                         (unsigned long long)threads_unsampled);
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
@@ -350,7 +371,8 @@ static PyMethodDef methods[] = {
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
     {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},
-    {"sampler_unregister_current", py_unregister_current, METH_NOARGS, "Stop sampling the calling thread."},
+    {"sampler_unregister_current", (PyCFunction)(void (*)(void))py_unregister_current, METH_FASTCALL,
+     "Stop sampling the calling thread; optional code object of what it ran."},
     {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
     {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
     {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},

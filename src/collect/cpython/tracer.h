@@ -1,5 +1,5 @@
 /* binding: what collect/cpython/tracer.c shares with the per-version event sources
- * (tracer_monitoring.c on 3.12+, tracer_settrace.c on 3.9-3.11).
+ * (tracer_monitoring.c on 3.12+, tracer_settrace.c on 3.10, 3.11).
  * All of it runs with the GIL held (the tracer core's locking rule). */
 #ifndef LPROF_PYTRACER_H
 #define LPROF_PYTRACER_H

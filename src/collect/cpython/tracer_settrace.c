@@ -1,4 +1,4 @@
-/* binding: line-tracer events from a C trace function (CPython 3.9-3.11).
+/* binding: line-tracer events from a C trace function (CPython 3.10, 3.11).
  *
  * The trace function is installed on every existing thread state
  * (_PyEval_SetTrace) and, through threading.settrace() with a tiny C
@@ -35,7 +35,7 @@ static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
     if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) return -1;
 #if PY_VERSION_HEX < 0x030B0000
     if (frame->f_lasti < 0) return -1;
-    return PyCode_Addr2Line(co, frame->f_lasti * (PY_VERSION_HEX >= 0x030A0000 ? 2 : 1));
+    return PyCode_Addr2Line(co, frame->f_lasti * 2);
 #else
     /* 3.11 reports a new call on the def line (co_firstlineno). A one-line
      * generator resuming there loses only its first open interval. */
