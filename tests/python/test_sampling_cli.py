@@ -476,10 +476,13 @@ def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_
         while time.process_time() - t < 1.5:
             pass
     """)
-    r = run_lprof("--threshold", "2", "main.py")
+    # 5%: on a busy machine the CPU timer's ticks land while the thread runs
+    # only now and then, and one signal can carry tens of ms of CPU to
+    # whatever line runs then (37 ms, 2.3%, once landed in a 4 ms work())
+    r = run_lprof("--threshold", "5", "main.py")
     assert r.returncode == 0, r.stderr
     headers = [ln for ln in r.stdout.splitlines() if ln.startswith("File:")]
     assert len(headers) == 1 and "main.py" in headers[0], r.stdout
-    assert "more files with no line at or above 2%" in r.stdout, r.stdout
-    r = run_lprof("view", "main.py.sample.lprof", "--all", "--threshold", "2")
+    assert "more files with no line at or above 5%" in r.stdout, r.stdout
+    r = run_lprof("view", "main.py.sample.lprof", "--all", "--threshold", "5")
     assert sum(ln.startswith("File:") for ln in r.stdout.splitlines()) > 10
