@@ -44,10 +44,12 @@ def say(msg):
     print(msg, flush=True)
 
 
-def host_mirror():
+def host_mirror(paths=None):
     """The Debian mirror the host's apt uses, so the chroot comes from the
     same place (a newcomer behind a local mirror keeps using it)."""
-    for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
+    if paths is None:
+        paths = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*"))
+    for path in paths:
         try:
             text = open(path, encoding="utf-8", errors="replace").read()
         except OSError:
