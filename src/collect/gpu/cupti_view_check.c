@@ -46,6 +46,20 @@ AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_param
     AT(T, name, LP_CUPTI_KERNEL_NAME)
 KERNEL_FIELDS(CUpti_ActivityKernel10);
 KERNEL_FIELDS(CUpti_ActivityKernel9);
+/* later CUDA 13 releases (LP_CUPTI_LAYOUTS), checked where such headers are */
+#if CUPTI_API_VERSION >= 130100
+KERNEL_FIELDS(CUpti_ActivityKernel11);
+#endif
+#if CUPTI_API_VERSION >= 130400
+KERNEL_FIELDS(CUpti_ActivityKernel12);
+KERNEL_FIELDS(CUpti_ActivityKernel13);
+#endif
+/* a header newer than lprof's newest known layout: its records must be
+ * read and added to LP_CUPTI_LAYOUTS before lprof claims to read them */
+#if CUPTI_API_VERSION > LP_CUPTI_NEWEST_API
+#warning "CUPTI headers newer than lprof's newest known record layout: lprof refuses this CUPTI at run time"
+#endif
+_Static_assert(CUPTI_API_VERSION >= 130000, "lprof's view is checked against CUDA 13 headers or newer");
 #define MEMCPY_FIELDS(T)                                     \
     AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);              \
     AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
@@ -63,9 +77,9 @@ MEMSET_FIELDS(CUpti_ActivityMemset4);
 MEMSET_FIELDS(CUpti_ActivityMemset3);
 
 /* every callback id by its name in the real headers */
-#define CBID_RUNTIME(name) CUPTI_RUNTIME_TRACE_CBID_##name
-#define CBID_DRIVER(name) CUPTI_DRIVER_TRACE_CBID_##name
-#define CHECK_CBID(name, domain, id, role) SAME(id, CBID_##domain(name));
+/* pasted in one step: cuda.h defines some API names as macros
+ * (cuMemcpyBatchAsync -> cuMemcpyBatchAsync_v2), which must not expand */
+#define CHECK_CBID(name, domain, id, role) SAME(id, CUPTI_##domain##_TRACE_CBID_##name);
 LP_CUPTI_CBIDS(CHECK_CBID)
 
 /* alloc params: where the pointer is written (first field), size second;
@@ -76,6 +90,12 @@ ALLOC_PARAMS(cudaMallocManaged_v6000_params, devPtr, size);
 ALLOC_PARAMS(cudaMallocAsync_v11020_params, devPtr, size);
 ALLOC_PARAMS(cuMemAlloc_v2_params, dptr, bytesize);
 ALLOC_PARAMS(cuMemAllocAsync_params, dptr, bytesize);
+ALLOC_PARAMS(cudaMallocFromPoolAsync_v11020_params, ptr, size);
+ALLOC_PARAMS(cuMemAllocFromPoolAsync_params, dptr, bytesize);
+/* map: the address by value first, the size second; unmap: the address */
+AT(cuMemMap_params, ptr, 0);
+AT(cuMemMap_params, size, sizeof(CUdeviceptr));
+AT(cuMemUnmap_params, ptr, 0);
 AT(cudaFree_v3020_params, devPtr, 0);
 AT(cudaFreeAsync_v11020_params, devPtr, 0);
 AT(cuMemFree_v2_params, dptr, 0);

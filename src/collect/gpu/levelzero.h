@@ -32,6 +32,7 @@ typedef struct {
     uint64_t records;   /* of them, timed and joined */
     uint64_t pending;   /* waiting for their device times */
     uint64_t lost;      /* never finished, or no slot to track them */
+    uint64_t retried;   /* appends that found lprof's event pool full: swept and retried */
 } lp_levelzero_info;
 
 LP_INTERNAL void lp_levelzero_get_info(lp_levelzero_info *out);
