@@ -282,7 +282,9 @@ def _warnings(stats):
                    f"client (torch.profiler, Nsight) took the activity records")
     lz = stats.get("levelzero", {})
     if lz.get("lost"):
-        out.append(f"{lz['lost']} Level Zero launches could not be timed")
+        reused = (f" ({lz['reused']} because the program signalled or reset their event again while they "
+                  f"ran)") if lz.get("reused") else ""
+        out.append(f"{lz['lost']} Level Zero launches could not be timed{reused}")
     return out
 
 
