@@ -180,6 +180,14 @@ def watch_torch_profiler(on_start):
         sys.meta_path.insert(0, _PatchOnImport(name, patch))
 
 
+def watch_torch_import(on_import):
+    """on_import(torch) once the program's `import torch` finished."""
+    if "torch" in sys.modules:
+        on_import(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _PatchOnImport("torch", on_import))
+
+
 class GPUCollector:
     """Collector for the runner: start(), stop(), section(stacks); section "gpu"."""
 
@@ -210,10 +218,16 @@ class GPUCollector:
             if self.status["cuda"] == "active":
                 self._started = time.time()
                 watch_torch_profiler(self._yield_cupti)
+                watch_torch_import(self._torch_imported)
         self._running = True
         if not self.active() and not self.quiet:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
             sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
+
+    def _torch_imported(self, _torch):
+        """Tensor memory per line: PyTorch's allocator history, read at the end."""
+        from . import torch_memory
+        self._tensor_history = torch_memory.start_recording()
 
     def _yield_cupti(self):
         """The program starts torch.profiler on a device: CUPTI takes one
@@ -239,6 +253,11 @@ class GPUCollector:
         self._running = False
         if "cuda" in self.active():
             _synchronize_torch()
+        self.tensor_memory = None
+        if getattr(self, "_tensor_history", False):
+            from . import torch_memory
+            self.tensor_memory = torch_memory.take_snapshot()
+            self._tensor_history = False
         _lprof.gpu_stop(flush_timeout_ms())
         self._stats = _lprof.gpu_stats()
         if not self.quiet:
@@ -251,8 +270,11 @@ class GPUCollector:
 
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
-        return {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
-                "lines": line_rows(stacks or {})}
+        out = {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
+               "lines": line_rows(stacks or {})}
+        if getattr(self, "tensor_memory", None):
+            out["tensor_memory"] = self.tensor_memory
+        return out
 
 
 _BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
@@ -336,7 +358,21 @@ def line_columns(profile, functions=None):
     for k, vals in out.items():
         d = dict(zip(keys, vals))
         d["gpu_s"] = d["kernel_s"] + d["copy_s"]
+        d["live_bytes"] = 0
         result[k] = d
+    tensors = gpu.get("tensor_memory")
+    if tensors:
+        # PyTorch's allocator history is per tensor: it replaces the
+        # per-segment cudaMalloc bytes on every line
+        for d in result.values():
+            d["alloc_bytes"] = d["peak_bytes"] = 0
+        for path, line, _func, alloc, peak, live in tensors.get("lines", []):
+            d = result.get((path, line))
+            if d is None:
+                d = result[(path, line)] = dict.fromkeys(keys + ("gpu_s", "live_bytes"), 0)
+            d["alloc_bytes"] += alloc
+            d["peak_bytes"] += peak
+            d["live_bytes"] += live
     return result
 
 
@@ -364,6 +400,14 @@ def summary(profile):
     if join.get("aged_out"):
         out.append(f"  {join['aged_out']} launches aged out before their records arrived")
     out.extend(f"  {note}" for note in gpu.get("notes", []))
+    tensors = gpu.get("tensor_memory")
+    if tensors:
+        from .render.memory_report import fmt_bytes
+        ts = tensors.get("stats", {})
+        out.append(f"  tensor memory (PyTorch's allocator history): peak {fmt_bytes(ts.get('peak_bytes', 0)) or '0 B'}, "
+                   f"{fmt_bytes(ts.get('live_bytes', 0)) or '0 B'} live at exit"
+                   + ("; the history's window was full, older allocations are not counted"
+                      if ts.get("window_full") else ""))
     mem = stats.get("memory", {})
     if mem.get("allocs"):
         from .render.memory_report import fmt_bytes
