@@ -1,6 +1,7 @@
 /* aggregate: the launch/activity join (see gpu_join.h). */
 #include "aggregate/gpu_join.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "aggregate/agg.h"
@@ -36,7 +37,14 @@ static int wait_lock;
 
 #define ADD(field, v) __atomic_fetch_add(&stats.field, (v), __ATOMIC_RELAXED)
 
+/* A fork while another thread holds the kept table's lock must not leave
+ * the child's copy locked (a child may launch through Level Zero). */
+static void lock_for_fork(void) { lp_spin_lock(&wait_lock); }
+static void unlock_after_fork(void) { lp_spin_unlock(&wait_lock); }
+
 void lp_gpu_join_reset(void) {
+    static int atfork_set;
+    if (!atfork_set && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0) atfork_set = 1;
     memset(ring, 0, sizeof ring);
     memset(&stats, 0, sizeof stats);
     memset(wait_tab, 0, sizeof wait_tab);

@@ -96,6 +96,7 @@ static zel_tracer_handle_t tracer;
 static int active;
 static uint32_t next_correlation = 1;
 static pending pend[MAX_PENDING];
+static size_t pend_high; /* no used entry at or above this index: scans stop there */
 static list_info lists[MAX_LISTS];
 static size_t nlists;
 static device_info devices[MAX_DEVICES];
@@ -175,7 +176,7 @@ static void release(pending *e) {
 
 /* Joins every finished launch; with `final`, the rest are lost. Lock held. */
 static void sweep(int final) {
-    for (size_t i = 0; i < MAX_PENDING && info.pending; i++) {
+    for (size_t i = 0; i < pend_high && info.pending; i++) {
         pending *e = &pend[i];
         if (!e->used) continue;
         if (fn.query_status(e->event) != ZE_RESULT_SUCCESS) {
@@ -199,6 +200,10 @@ static void sweep(int final) {
         }
         release(e);
     }
+    size_t high = 0;
+    for (size_t i = 0; i < pend_high; i++)
+        if (pend[i].used) high = i + 1;
+    pend_high = high;
 }
 
 /* The program signals or resets `ev` again (a runtime reusing its events):
@@ -208,10 +213,10 @@ static void sweep(int final) {
 static void event_reused(ze_event_handle_t ev) {
     if (!ev || !info.pending) return;
     int waiting = 0;
-    for (size_t i = 0; i < MAX_PENDING && !waiting; i++) waiting = pend[i].used && pend[i].event == ev;
+    for (size_t i = 0; i < pend_high && !waiting; i++) waiting = pend[i].used && pend[i].event == ev;
     if (!waiting) return;
     sweep(0);
-    for (size_t i = 0; i < MAX_PENDING; i++)
+    for (size_t i = 0; i < pend_high; i++)
         if (pend[i].used && pend[i].event == ev) {
             info.reused++;
             info.lost++;
@@ -250,6 +255,7 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
         *instance = NULL;
     } else {
         pend[i] = e;
+        if (i + 1 > pend_high) pend_high = i + 1;
         *signal = e.event;
         info.pending++;
         *instance = (void *)(uintptr_t)(i + 1);
