@@ -44,8 +44,10 @@ AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_param
     AT(T, end, LP_CUPTI_KERNEL_END);                         \
     AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION);       \
     AT(T, name, LP_CUPTI_KERNEL_NAME)
-KERNEL_FIELDS(CUpti_ActivityKernel10);
 KERNEL_FIELDS(CUpti_ActivityKernel9);
+#if CUPTI_API_VERSION >= 130000 /* CUDA 12's headers lack CUDA 13's records and ids */
+KERNEL_FIELDS(CUpti_ActivityKernel10);
+#endif
 /* later CUDA 13 releases (LP_CUPTI_LAYOUTS), checked where such headers are */
 #if CUPTI_API_VERSION >= 130100
 KERNEL_FIELDS(CUpti_ActivityKernel11);
@@ -54,33 +56,36 @@ KERNEL_FIELDS(CUpti_ActivityKernel11);
 KERNEL_FIELDS(CUpti_ActivityKernel12);
 KERNEL_FIELDS(CUpti_ActivityKernel13);
 #endif
-/* a header newer than lprof's newest known layout: its records must be
- * read and added to LP_CUPTI_LAYOUTS before lprof claims to read them */
-#if CUPTI_API_VERSION > LP_CUPTI_NEWEST_API
-#warning "CUPTI headers newer than lprof's newest known record layout: lprof refuses this CUPTI at run time"
-#endif
-_Static_assert(CUPTI_API_VERSION >= 130000, "lprof's view is checked against CUDA 13 headers or newer");
+/* headers newer than LP_CUPTI_NEWEST_API: their record versions are not
+ * asserted here, and lprof refuses such a CUPTI at run time until they are
+ * read and added to LP_CUPTI_LAYOUTS */
 #define MEMCPY_FIELDS(T)                                     \
     AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);              \
     AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMCPY_START);                     \
     AT(T, end, LP_CUPTI_MEMCPY_END);                         \
     AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
-MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
 MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
+#if CUPTI_API_VERSION >= 130000
+MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
+#endif
 #define MEMSET_FIELDS(T)                                     \
     AT(T, bytes, LP_CUPTI_MEMSET_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMSET_START);                     \
     AT(T, end, LP_CUPTI_MEMSET_END);                         \
     AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
-MEMSET_FIELDS(CUpti_ActivityMemset4);
 MEMSET_FIELDS(CUpti_ActivityMemset3);
+#if CUPTI_API_VERSION >= 130000
+MEMSET_FIELDS(CUpti_ActivityMemset4);
+#endif
 
 /* every callback id by its name in the real headers */
 /* pasted in one step: cuda.h defines some API names as macros
  * (cuMemcpyBatchAsync -> cuMemcpyBatchAsync_v2), which must not expand */
 #define CHECK_CBID(name, domain, id, role) SAME(id, CUPTI_##domain##_TRACE_CBID_##name);
+#if CUPTI_API_VERSION >= 130000 /* the list holds CUDA 13's ids (505, 509, ...) */
 LP_CUPTI_CBIDS(CHECK_CBID)
+#endif
 
 /* alloc params: where the pointer is written (first field), size second;
  * free params: the pointer first */
