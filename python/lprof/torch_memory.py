@@ -141,8 +141,9 @@ def read_snapshot(snap, accept=None):
                 continue
             size = int(blk.get("requested_size") or blk.get("size") or 0)
             frames = blk.get("frames")
-            if frames is None and blk.get("history"):  # torch 2.0's layout
-                frames = blk["history"][-1].get("frames")
+            if frames is None and blk.get("history"):  # torch 2.0's layout, as _memory_viz reads it
+                frames = blk["history"][0].get("frames")
+                size = int(blk["history"][0].get("real_size", size))
             table.add(table.stack_of(frames), "gpu_live_bytes", size)
             live_total += size
     lines = {}

@@ -70,6 +70,14 @@ def test_reader_two_devices_and_frameless_allocations():
     assert got["stats"]["peak_bytes"] == 4000 + 7000  # each device's own peak
 
 
+def test_reader_takes_torch_2_0_blocks():
+    from lprof import torch_memory
+    snap = {"segments": [{"blocks": [{"size": 1024, "state": "active_allocated",
+                                      "history": [{"real_size": 1000, "frames": frames((10, "step"))}]}]}]}
+    got = torch_memory.read_snapshot(snap, accept=accept)
+    assert got["lines"] == [[APP, 10, "step", 0, 0, 1000]]
+
+
 def test_reader_refuses_what_is_not_a_snapshot(tmp_path):
     from lprof import torch_memory
     bad = tmp_path / "bad.pickle"
