@@ -2,20 +2,31 @@
 with CUDA are present, e.g. the device machine).
 
 1. tests/scripts/gpu_torch_workload.py under `lprof --gpu`: per line, the
-   device time of the kernels and copies it launched.
+   device time of the kernels and copies it launched. The workload covers a
+   matmul, an elementwise op, a pinned host-to-device copy, CPU-only work,
+   torch.compile (Triton kernels through cuLaunchKernelEx), a CUDA graph
+   replay, a DataLoader with worker processes and a training step (its
+   backward runs on autograd's device thread).
 2. The same program, in a separate process (CUPTI takes one client), under
    torch.profiler(activities=[CPU, CUDA], with_stack=True): per function
    (torch.profiler names Python frames by their function's first line; the
    workload's measured functions are one line long), the self device time of
    the operators it called.
-3. Checks: the matmul, elementwise and copy lines agree within 5%; the copy
-   line's bytes are exactly the tensors copied; the CPU-only line has no GPU
-   time; no GPU work is left without a launch record; the kernels are the
-   leaves of the GPU stacks.
-4. Overhead: wall time of the whole program, plain vs lprof --gpu, median of
-   alternating runs.
-Writes docs/gpu-check.md (and copies it to $OUT when set); exit status 1 if
-a check failed, 2 if there is no CUDA device."""
+3. Checks: every measured line agrees within 5% (the training line: the
+   work launched from Python threads, and the backward's, which lprof marks
+   "other thread" and torch.profiler leaves without a Python frame); the
+   copy lines' bytes are exactly the tensors copied; the CPU-only line has
+   no GPU time; no GPU work is left without a launch record and no launch
+   aged out; the kernels are the leaves of the GPU stacks; starting lprof
+   leaves the driver uninitialised (cuDeviceGetCount answers 3 before the
+   program's first CUDA call); torch.profiler started inside the program
+   gets CUDA events and lprof says it handed CUPTI over.
+4. Overhead: wall time of the whole program, plain vs lprof --gpu vs
+   torch.profiler, median of alternating runs.
+Writes docs/gpu-check.md (and copies it to $OUT when set), naming the
+device, the driver and the torch build; exit status 1 if a check failed, 2
+if there is no CUDA device. The parsing and comparison below are plain
+functions, unit-tested without a GPU (tests/python/test_gpu_check.py)."""
 import json
 import os
 import re
@@ -28,11 +39,18 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "tests", "scripts", "gpu_torch_workload.py")
 STEPS = int(os.environ.get("GPU_CHECK_STEPS", "200"))
+WARMUP = 5
 COPY_BYTES = 2048 * 2048 * 4
+BATCH_BYTES = 64 * 1024 * 4
 TOLERANCE = 0.05
+COMPARED = ("matmul", "elementwise", "h2d", "compiled", "graph replay", "loader", "train")
+# bytes each copying line moves per step
+COPIES = {"h2d": COPY_BYTES, "loader": BATCH_BYTES}
 
 TORCH_PROFILE = r"""
-import json, os, re, runpy, sys
+import json, os, runpy, sys
+sys.path.insert(0, sys.argv[4])
+import gpu_check
 import torch
 from torch.profiler import ProfilerActivity, profile
 workload, steps, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -40,37 +58,143 @@ sys.argv = [workload, steps]
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
     runpy.run_path(workload, run_name="__main__")
 name = os.path.basename(workload)
-per_line = {}
+events = []
 for e in prof.events():
     us = getattr(e, "self_device_time_total", None)
     if us is None:
         us = getattr(e, "self_cuda_time_total", 0)
     if not us:
         continue
-    # the innermost Python frame of the workload: an ancestor event named
-    # "file(first line of the function): function" (or, in older versions,
-    # an entry of e.stack "file(line): function")
-    line, q = None, e
-    frames = list(e.stack or [])
+    frames, q = list(e.stack or []), e
     while q is not None:
         frames.append(q.name)
         q = q.cpu_parent
-    for frame in frames:
-        m = re.match(r"(.*)\((\d+)\): ", frame)
-        if m and os.path.basename(m.group(1)) == name:
-            line = int(m.group(2))
-            break
-    per_line[line] = per_line.get(line, 0.0) + us * 1e-6
-json.dump({str(k): v for k, v in per_line.items()}, open(out, "w"))
+    events.append((frames, us))
+json.dump(gpu_check.torch_per_line(events, name), open(out, "w"))
+"""
+
+UNINITIALISED = r"""
+import ctypes
+n = ctypes.c_int()
+print("cuDeviceGetCount", ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(n)))
 """
 
 
-def marker_line(marker):
-    for i, text in enumerate(open(WORKLOAD).read().splitlines(), 1):
-        if text.rstrip().endswith("# marker: " + marker):
-            return i
-    raise SystemExit(f"gpu-check: marker {marker} missing in {WORKLOAD}")
+# ---- pure functions (unit-tested without a GPU) ----
 
+def torch_line_of(frames, workload_name):
+    """The workload line of the innermost workload frame among torch.profiler
+    frame names ("file(line): function"), or None."""
+    for frame in frames:
+        m = re.match(r"(.*)\((\d+)\): ", frame)
+        if m and os.path.basename(m.group(1)) == workload_name:
+            return int(m.group(2))
+    return None
+
+
+def torch_per_line(events, workload_name):
+    """{str(line) or "None": seconds} from [(frames, self device us), ...]."""
+    out = {}
+    for frames, us in events:
+        key = str(torch_line_of(frames, workload_name))
+        out[key] = out.get(key, 0.0) + us * 1e-6
+    return out
+
+
+def marker_lines(source):
+    """{marker: line} of the `# marker: name` comments in source text."""
+    out = {}
+    for i, text in enumerate(source.splitlines(), 1):
+        m = re.search(r"# marker: (.+?)\s*$", text)
+        if m:
+            out[m.group(1)] = i
+    return out
+
+
+def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERANCE):
+    """Rows (line, name, lprof s, torch.profiler s, ratio, kernels, launches)
+    and checks [(text, passed)]. The training line's backward runs on
+    autograd's device thread: torch.profiler has no Python frame for it
+    (key "None"), lprof charges it to the line with the "other thread" part
+    (other_thread_s); both parts are compared."""
+    rows, checks = [], []
+    for name in names:
+        ln = markers[name]
+        ours = lprof_lines.get(ln, {})
+        ours_s = ours.get("kernel_s", 0.0) + ours.get("copy_s", 0.0)
+        theirs = torch_lines.get(str(ln), 0.0)
+        if name == "train":
+            other = ours.get("other_thread_s", 0.0)
+            unframed = torch_lines.get("None", 0.0)
+            r2 = other / unframed if unframed else float("nan")
+            checks.append((f"line {ln} (train), backward on autograd's thread: lprof {other * 1e3:.2f} ms "
+                           f"vs torch.profiler without a Python frame {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
+                           bool(unframed) and abs(r2 - 1) <= tolerance))
+            ours_s -= other
+        ratio = ours_s / theirs if theirs else float("nan")
+        checks.append((f"line {ln} ({name}): lprof {ours_s * 1e3:.2f} ms vs torch.profiler {theirs * 1e3:.2f} ms "
+                       f"(ratio {ratio:.3f}, within {tolerance:.0%})", bool(theirs) and abs(ratio - 1) <= tolerance))
+        rows.append((ln, name, ours_s, theirs, ratio, ours.get("kernels", 0), ours.get("launches", 0)))
+    return rows, checks
+
+
+def copy_checks(lprof_lines, markers, steps, warmup=WARMUP, copies=COPIES):
+    """The copy lines moved exactly the bytes of the tensors copied."""
+    out = []
+    for name, per_step in copies.items():
+        got = lprof_lines.get(markers[name], {}).get("h2d_bytes", 0)
+        want = (warmup + steps) * per_step
+        out.append((f"{name} line copied {got:.0f} bytes host to device, the tensors hold {want}", got == want))
+    return out
+
+
+def join_checks(stats):
+    join = stats.get("join", {})
+    return [(f"GPU work without a launch record: {join.get('unattributed', 0)} of {join.get('records', 0)} records",
+             join.get("unattributed", 0) == 0),
+            (f"launches aged out before their records arrived: {join.get('aged_out', 0)}",
+             join.get("aged_out", 0) == 0),
+            (f"incomplete records: {join.get('incomplete', 0)}", join.get("incomplete", 0) == 0)]
+
+
+def leaf_check(folded_text, caller="matmul"):
+    leaves = [l.rsplit(" ", 1)[0].rsplit(";", 1)[-1] for l in folded_text.splitlines() if f";{caller} (" in l]
+    return (f"kernels are the leaves of the GPU stacks under {caller}()",
+            any(re.search(r"gemm|sgemm|cutlass|Kernel", leaf) for leaf in leaves))
+
+
+def inner_profiler_checks(stdout, stderr):
+    """torch.profiler started inside the program: it saw CUDA kernels, and
+    lprof said it handed CUPTI over."""
+    m = re.search(r"inner profiler kernels (\d+)", stdout)
+    kernels = int(m.group(1)) if m else 0
+    return [(f"torch.profiler started inside the program saw {kernels} CUDA kernels", kernels > 0),
+            ("lprof said it handed CUPTI to torch.profiler", "handed CUPTI" in stderr)]
+
+
+def report(meta, rows, checks, overhead, listing):
+    """docs/gpu-check.md's text."""
+    lines = ["# make gpu-check", "",
+             f"Measured by tools/gpu_check.py on {meta['date']}: {meta['device']}, driver {meta['driver']}, "
+             f"PyTorch {meta['torch']} (CUDA {meta['cuda']}, git {meta['git']}), CUPTI API {meta['cupti']} "
+             f"({meta['library']}); {meta['steps']} steps + {WARMUP} warm-up.", "",
+             "| line | what | lprof GPU ms | torch.profiler ms | ratio | kernels | launches |",
+             "|---|---|---|---|---|---|---|"]
+    for ln, name, ours, theirs, ratio, k, n in rows:
+        lines.append(f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |")
+    lines += ["", "| check | result |", "|---|---|"]
+    lines += [f"| {text} | {'pass' if good else 'FAIL'} |" for text, good in checks]
+    lines += ["", "Whole-program wall time, median of alternating runs (ratio to the plain run):", "",
+              "| run | seconds | ratio |", "|---|---|---|"]
+    plain = overhead.get("plain")
+    for tool, secs in overhead.items():
+        ratio = f"{secs / plain:.3f}" if plain and secs == secs else "n/a"
+        lines.append(f"| {tool} | {secs:.2f} | {ratio} |")
+    lines += ["", "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
+    return "\n".join(lines)
+
+
+# ---- the run (needs a GPU) ----
 
 def env():
     e = dict(os.environ)
@@ -82,6 +206,26 @@ def run(cmd, **kw):
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT, **kw)
     return r, time.perf_counter() - t0
+
+
+def export(py, prof_path, tmp, name):
+    out = os.path.join(tmp, name)
+    run([py, "-m", "lprof", "export", prof_path, "--format", "json", "-o", out])
+    doc = json.load(open(out))
+    return {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == WORKLOAD}, doc["gpu"]["stats"]
+
+
+def driver_version():
+    import ctypes
+    try:
+        v = ctypes.c_int()
+        ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v))
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        name = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 and smi.stdout.strip() else "?"
+        return f"{name} (CUDA {v.value // 1000}.{v.value % 1000 // 10})"
+    except Exception as exc:  # noqa: BLE001 (a report line, not a check)
+        return f"unknown ({exc})"
 
 
 def main():
@@ -96,6 +240,7 @@ def main():
         return 2
     tmp = tempfile.mkdtemp(prefix="gpu-check-")
     py = sys.executable
+    markers = marker_lines(open(WORKLOAD).read())
     prof_path, folded = os.path.join(tmp, "p.lprof"), os.path.join(tmp, "gpu.folded")
     r, _ = run([py, "-m", "lprof", "--gpu", "-o", prof_path, "--stacks", folded, "--stacks-metric", "gpu",
                 WORKLOAD, str(STEPS)])
@@ -103,66 +248,58 @@ def main():
         print(r.stdout[-3000:], r.stderr[-3000:])
         return 1
     listing = r.stdout
-    r2, _ = run([py, "-m", "lprof", "export", prof_path, "--format", "json", "-o", os.path.join(tmp, "p.json")])
-    doc = json.load(open(os.path.join(tmp, "p.json")))
-    lprof_lines = {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == WORKLOAD}
-    stats = doc["gpu"]["stats"]
+    lprof_lines, stats = export(py, prof_path, tmp, "p.json")
     torch_out = os.path.join(tmp, "torch.json")
-    r3, _ = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), torch_out])
+    r3, _ = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), torch_out, os.path.join(ROOT, "tools")])
     if r3.returncode != 0:
         print(r3.stdout[-3000:], r3.stderr[-3000:])
         return 1
-    torch_lines = {int(k) if k != "None" else None: v for k, v in json.load(open(torch_out)).items()}
+    torch_lines = json.load(open(torch_out))
 
-    checks, rows = [], []
-    for name in ("matmul", "elementwise", "h2d"):
-        ln = marker_line(name)
-        ours = lprof_lines.get(ln, {})
-        ours_s = ours.get("kernel_s", 0.0) + ours.get("copy_s", 0.0)
-        theirs = torch_lines.get(ln, 0.0)
-        ratio = ours_s / theirs if theirs else float("nan")
-        good = bool(theirs) and abs(ratio - 1) <= TOLERANCE
-        checks.append((f"line {ln} ({name}): lprof {ours_s * 1e3:.2f} ms vs torch.profiler "
-                       f"{theirs * 1e3:.2f} ms (ratio {ratio:.3f}, within 5%)", good))
-        rows.append((ln, name, ours_s, theirs, ratio, ours.get("kernels", 0), ours.get("launches", 0)))
-    h2d = lprof_lines.get(marker_line("h2d"), {})
-    want = (5 + STEPS) * COPY_BYTES
-    checks.append((f"h2d line copied {h2d.get('h2d_bytes', 0)} bytes, the tensors hold {want}",
-                   h2d.get("h2d_bytes", 0) == want))
-    cpu = lprof_lines.get(marker_line("cpu"), {})
+    rows, checks = compare(lprof_lines, torch_lines, markers)
+    checks += copy_checks(lprof_lines, markers, STEPS)
+    cpu = lprof_lines.get(markers["cpu"], {})
     checks.append(("the CPU-only line has no GPU time", not cpu.get("kernel_s") and not cpu.get("copy_s")))
-    join = stats.get("join", {})
-    checks.append((f"GPU work without a launch record: {join.get('unattributed', 0)} of "
-                   f"{join.get('records', 0)} records", join.get("unattributed", 0) <= 0.01 * max(1, join.get("records", 0))))
-    leaves = [l for l in open(folded).read().splitlines() if ";matmul (" in l]
-    checks.append(("kernels are the leaves of the GPU stacks under matmul()",
-                   any(re.search(r"gemm|sgemm|cutlass|Kernel", l.rsplit(" ", 1)[0].rsplit(";", 1)[-1]) for l in leaves)))
+    checks += join_checks(stats)
+    checks.append(leaf_check(open(folded).read()))
 
-    plain, prof = [], []
+    script = os.path.join(tmp, "uninitialised.py")
+    with open(script, "w") as fh:
+        fh.write(UNINITIALISED)
+    ru, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "u.lprof"), script])
+    checks.append((f"starting lprof leaves the driver uninitialised: {ru.stdout.strip()} (3: not initialised)",
+                   ru.stdout.strip() == "cuDeviceGetCount 3"))
+
+    inner_prof = os.path.join(tmp, "inner.lprof")
+    ri, _ = run([py, "-m", "lprof", "--gpu", "-o", inner_prof, WORKLOAD, str(STEPS), "--profile-inside",
+                 str(STEPS // 2)])
+    inner_lines = export(py, inner_prof, tmp, "inner.json")[0] if ri.returncode == 0 else {}
+    checks += inner_profiler_checks(ri.stdout, ri.stderr)
+    if inner_lines:
+        per_step = lprof_lines.get(markers["matmul"], {}).get("kernels", 0) / (STEPS + WARMUP)
+        got = inner_lines.get(markers["matmul"], {}).get("kernels", 0)
+        want = per_step * (STEPS // 2 + WARMUP)
+        checks.append((f"after the hand-over lprof charged no more matmul kernels ({got:.0f}, "
+                       f"{want:.0f} launched before it)", abs(got - want) <= 0.01 * want))
+
+    runs = {"plain": [], "lprof --gpu": [], "torch.profiler": []}
     for _ in range(3):
         rp, tp = run([py, WORKLOAD, str(STEPS)])
         rl, tl = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "o.lprof"), WORKLOAD, str(STEPS)])
-        if rp.returncode == 0 and rl.returncode == 0:
-            plain.append(tp)
-            prof.append(tl)
-    overhead = statistics.median(p / q for p, q in zip(prof, plain)) if plain else float("nan")
+        rt, tt = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), os.path.join(tmp, "t.json"),
+                      os.path.join(ROOT, "tools")])
+        if rp.returncode == rl.returncode == rt.returncode == 0:
+            runs["plain"].append(tp)
+            runs["lprof --gpu"].append(tl)
+            runs["torch.profiler"].append(tt)
+    overhead = {k: statistics.median(v) if v else float("nan") for k, v in runs.items()}
 
-    dev = torch.cuda.get_device_name(0)
-    lines = ["# make gpu-check", "",
-             f"Measured by tools/gpu_check.py on {dev}, PyTorch {torch.__version__}, CUDA "
-             f"{torch.version.cuda}, CUPTI API {stats.get('cupti', {}).get('version')} "
-             f"({stats.get('cupti', {}).get('library')}); {STEPS} steps + 5 warm-up.", "",
-             "| line | what | lprof GPU ms | torch.profiler ms | ratio | kernels | launches |",
-             "|---|---|---|---|---|---|---|"]
-    for ln, name, ours, theirs, ratio, k, n in rows:
-        lines.append(f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |")
-    lines += ["", "| check | result |", "|---|---|"]
-    lines += [f"| {text} | {'pass' if good else 'FAIL'} |" for text, good in checks]
-    lines += ["", f"Overhead of `lprof --gpu` (sampling + GPU) on the whole program: median "
-              f"{overhead:.3f}x of the plain run over {len(plain)} alternating pairs "
-              f"(plain {statistics.median(plain) if plain else float('nan'):.2f} s).", "",
-              "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
-    text = "\n".join(lines)
+    import datetime
+    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0),
+            "driver": driver_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "git": getattr(torch.version, "git_version", "?")[:12], "steps": STEPS,
+            "cupti": stats.get("cupti", {}).get("version"), "library": stats.get("cupti", {}).get("library")}
+    text = report(meta, rows, checks, overhead, listing)
     path = os.path.join(ROOT, "docs", "gpu-check.md")
     with open(path, "w") as fh:
         fh.write(text)

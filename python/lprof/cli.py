@@ -9,6 +9,8 @@ import sys
 from . import __version__
 from .errors import LprofError
 
+# stack export metrics (lprof.stacks.METRICS; gpu-mem/gpu-peak: device memory per stack)
+STACK_METRICS = ["cpu", "wall", "alloc", "peak", "leak", "gpu", "gpu-mem", "gpu-peak"]
 VERBS = ("view", "export", "diff", "merge")
 
 
@@ -94,7 +96,7 @@ def _run_parser():
                    help="rewrite the profile file every SECONDS while the program runs "
                         "(bare -i: every second)")
     g.add_argument("--stacks", metavar="PATH", help="write folded stacks (flamegraph.pl input)")
-    g.add_argument("--stacks-metric", choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
+    g.add_argument("--stacks-metric", choices=STACK_METRICS,
                    help="metric of --stacks/--flamegraph (default: the profile's main one)")
     g.add_argument("--flamegraph", metavar="PATH", help="write a self-contained SVG flamegraph")
     g.add_argument("--html", metavar="PATH",
@@ -209,7 +211,7 @@ def _export_parser():
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
                    choices=["json", "folded", "speedscope", "svg", "html", "chrome", "pstats"])
-    p.add_argument("--metric", default=None, choices=["cpu", "wall", "alloc", "peak", "leak", "gpu"],
+    p.add_argument("--metric", default=None, choices=STACK_METRICS,
                    help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
                         "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
     p.add_argument("--full-imports", action="store_true",
@@ -291,8 +293,8 @@ def _check_run_args(args):
                          "stacks; add --sample", 2)
     if args.stacks_metric == "wall" and not args.wall:
         raise LprofError("--stacks-metric wall needs --wall (CPU sampling records no wall time)", 2)
-    if args.stacks_metric == "gpu" and not args.gpu:
-        raise LprofError("--stacks-metric gpu needs --gpu", 2)
+    if args.stacks_metric in ("gpu", "gpu-mem", "gpu-peak") and not args.gpu:
+        raise LprofError(f"--stacks-metric {args.stacks_metric} needs --gpu", 2)
     if (args.stacks or args.flamegraph) and not (sampling or args.memory or args.gpu):
         raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample, "
                          "--memory or --gpu", 2)

@@ -15,6 +15,7 @@ LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
 GPU_LINE_FIELDS = ("file", "line", "function", "kernel_s", "copy_s", "kernels", "launches",
                    "h2d_bytes", "d2h_bytes", "d2d_bytes", "alloc_bytes", "peak_bytes",
                    "other_thread_s")
+TENSOR_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "peak_bytes", "live_bytes")
 
 
 def _rows(rows, fields):
@@ -40,6 +41,10 @@ def export_dict(prof):
     if "gpu" in prof:
         g = dict(prof["gpu"])
         g["lines"] = _rows(g.get("lines", []), GPU_LINE_FIELDS)
+        if "tensor_memory" in g:  # PyTorch's allocator history (lprof.torch_memory)
+            t = dict(g["tensor_memory"])
+            t["lines"] = _rows(t.get("lines", []), TENSOR_LINE_FIELDS)
+            g["tensor_memory"] = t
         out["gpu"] = g
     if "stacks" in prof:
         st = prof["stacks"]

@@ -7,6 +7,7 @@ it. Design: docs/design-gpu.md."""
 import functools
 import glob
 import os
+import re
 import shutil
 import sys
 import time
@@ -17,25 +18,67 @@ from . import _lprof
 GPU_COLUMNS = ("gpu_kernel_s", "gpu_copy_s", "gpu_kernels", "gpu_launches", "gpu_h2d_bytes",
                "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_alloc_bytes", "gpu_peak_bytes")
 ORPHAN_MARKER = "[GPU work from a thread without Python]"
+LAUNCHES_KEPT = 65536  # LP_GPU_WAIT_SLOTS (src/aggregate/gpu_join.h)
 BACKENDS = ("cuda", "levelzero")
-FLUSH_TIMEOUT_MS = 5000
+
+
+def flush_timeout_ms():
+    """How long each CUPTI call of the stop may take (flush, disable,
+    unsubscribe): 5 s, or LPROF_GPU_FLUSH_TIMEOUT_MS."""
+    try:
+        return max(1, int(os.environ.get("LPROF_GPU_FLUSH_TIMEOUT_MS", "5000")))
+    except ValueError:
+        return 5000
+
+
+def torch_cuda_major():
+    """The CUDA major version the installed torch was built for, read from
+    its torch/version.py (`cuda = '13.0'`) without importing torch (under
+    `lprof --gpu script.py` torch is not loaded yet, and importing it here
+    would run the program's imports ahead of it). None: no torch, a CPU
+    build, or a file lprof cannot read."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, "version.py"), encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"](\d+)\.", text, re.MULTILINE)
+        return int(m.group(1)) if m else None
+    return None
 
 
 def cupti_candidates():
     """Files libcupti may be in, in the order lprof tries them (after any
     copy the process already loaded, and before the plain sonames):
     LPROF_CUPTI_PATH, the folders pip-installed CUDA wheels use (what torch
-    loads), then the CUDA toolkit of CUDA_HOME, of nvcc on PATH, and of the
-    installer's default prefix."""
+    loads) and conda's $CONDA_PREFIX/lib, then the CUDA toolkit of
+    CUDA_HOME, of nvcc on PATH, and of the installer's default prefix.
+    Where the installed torch names its CUDA major (torch/version.py), that
+    major's libcupti comes first, so lprof loads the copy torch will load
+    (two CUPTIs in one process do not work); the sonames of the other major
+    are then not tried at all."""
+    major = torch_cuda_major()
     out = []
     explicit = os.environ.get("LPROF_CUPTI_PATH")
     if explicit:
         out.append(explicit)
+    wheels = []
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):
             continue
-        out.append(os.path.join(entry, "nvidia", "cu13", "lib", "libcupti.so.13"))
-        out.append(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so.12"))
+        wheels.append(os.path.join(entry, "nvidia", "cu13", "lib", "libcupti.so.13"))
+        wheels.append(os.path.join(entry, "nvidia", "cuda_cupti", "lib", "libcupti.so.12"))
+    conda = os.environ.get("CONDA_PREFIX")
+    if conda:
+        wheels.extend(sorted(glob.glob(os.path.join(conda, "lib", "libcupti.so.1[23]")), reverse=True))
+    out.extend(wheels)
     roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
     nvcc = shutil.which("nvcc")
     if nvcc:
@@ -47,7 +90,18 @@ def cupti_candidates():
         for sub in ("lib64", "lib", os.path.join("extras", "CUPTI", "lib64")):
             out.extend(sorted(glob.glob(os.path.join(root, sub, "libcupti.so.1[23]")), reverse=True))
     seen = set()
-    return [p for p in out if os.path.exists(p) and not (p in seen or seen.add(p))]
+    out = [p for p in out if os.path.exists(p) and not (p in seen or seen.add(p))]
+    if major is not None:
+        suffix = f".so.{major}"
+        out = [p for p in out if p == explicit or p.endswith(suffix)]
+    return out
+
+
+def cupti_sonames():
+    """The sonames lprof may load after the candidates (and look for in the
+    process first): the torch's CUDA major only, when it is known."""
+    major = torch_cuda_major()
+    return [f"libcupti.so.{major}"] if major is not None else ["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
 
 
 def enable_level_zero_tracing():
@@ -126,6 +180,14 @@ def watch_torch_profiler(on_start):
         sys.meta_path.insert(0, _PatchOnImport(name, patch))
 
 
+def watch_torch_import(on_import):
+    """on_import(torch) once the program's `import torch` finished."""
+    if "torch" in sys.modules:
+        on_import(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _PatchOnImport("torch", on_import))
+
+
 class GPUCollector:
     """Collector for the runner: start(), stop(), section(stacks); section "gpu"."""
 
@@ -149,14 +211,23 @@ class GPUCollector:
             self.status["levelzero"] = _lprof.gpu_levelzero_start(
                 os.environ.get("LPROF_ZE_LOADER_PATH")) or "active"
         if "cuda" in self.backends:
-            self.status["cuda"] = _lprof.gpu_cupti_start(cupti_candidates()) or "active"
+            self.status["cuda"] = _lprof.gpu_cupti_start(cupti_candidates(), cupti_sonames()) or "active"
+            major = torch_cuda_major()
+            if self.status["cuda"].startswith("libcupti not found") and major is not None:
+                self.status["cuda"] += f"; the installed torch is built for CUDA {major}: lprof loads only its libcupti.so.{major}"
             if self.status["cuda"] == "active":
                 self._started = time.time()
                 watch_torch_profiler(self._yield_cupti)
+                watch_torch_import(self._torch_imported)
         self._running = True
         if not self.active() and not self.quiet:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
             sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
+
+    def _torch_imported(self, _torch):
+        """Tensor memory per line: PyTorch's allocator history, read at the end."""
+        from . import torch_memory
+        self._tensor_history = torch_memory.start_recording()
 
     def _yield_cupti(self):
         """The program starts torch.profiler on a device: CUPTI takes one
@@ -164,7 +235,7 @@ class GPUCollector:
         if self.status.get("cuda") != "active" or self.yielded:
             return
         _synchronize_torch()
-        _lprof.gpu_cupti_yield(FLUSH_TIMEOUT_MS)
+        _lprof.gpu_cupti_yield(flush_timeout_ms())
         self.yielded = True
         at = time.time() - getattr(self, "_started", time.time())
         note = (f"torch.profiler started after {at:.1f} s: lprof handed CUPTI to it; the CUDA "
@@ -182,7 +253,12 @@ class GPUCollector:
         self._running = False
         if "cuda" in self.active():
             _synchronize_torch()
-        _lprof.gpu_stop(FLUSH_TIMEOUT_MS)
+        self.tensor_memory = None
+        if getattr(self, "_tensor_history", False):
+            from . import torch_memory
+            self.tensor_memory = torch_memory.take_snapshot()
+            self._tensor_history = False
+        _lprof.gpu_stop(flush_timeout_ms())
         self._stats = _lprof.gpu_stats()
         if not self.quiet:
             for line in _warnings(self._stats):
@@ -194,8 +270,11 @@ class GPUCollector:
 
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
-        return {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
-                "lines": line_rows(stacks or {})}
+        out = {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
+               "lines": line_rows(stacks or {})}
+        if getattr(self, "tensor_memory", None):
+            out["tensor_memory"] = self.tensor_memory
+        return out
 
 
 _BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
@@ -206,6 +285,17 @@ def _warnings(stats):
     cupti = stats.get("cupti", {})
     if cupti.get("flush_timed_out"):
         out.append("CUPTI's final flush did not return; GPU work still buffered there is missing")
+    if cupti.get("unsubscribe_timed_out"):
+        out.append("CUPTI did not let lprof unsubscribe in time: another CUPTI client started later in "
+                   "this process may get no CUDA events")
+    if cupti.get("after_stop"):
+        out.append(f"{cupti['after_stop']} activity records arrived after lprof stopped; they are not "
+                   f"in the profile")
+    join = stats.get("join", {})
+    if join.get("aged_out"):
+        out.append(f"{join['aged_out']} launches waited longer than lprof keeps them (their slots were "
+                   f"reused and {LAUNCHES_KEPT} later launches waited too); work that arrived for them "
+                   f"is under '[GPU work without a launch record]'")
     if cupti.get("dropped"):
         out.append(f"CUPTI dropped {cupti['dropped']} activity records")
     launches = stats.get("join", {}).get("launches", 0)
@@ -214,7 +304,9 @@ def _warnings(stats):
                    f"client (torch.profiler, Nsight) took the activity records")
     lz = stats.get("levelzero", {})
     if lz.get("lost"):
-        out.append(f"{lz['lost']} Level Zero launches could not be timed")
+        reused = (f" ({lz['reused']} because the program signalled or reset their event again while they "
+                  f"ran)") if lz.get("reused") else ""
+        out.append(f"{lz['lost']} Level Zero launches could not be timed{reused}")
     return out
 
 
@@ -266,7 +358,21 @@ def line_columns(profile, functions=None):
     for k, vals in out.items():
         d = dict(zip(keys, vals))
         d["gpu_s"] = d["kernel_s"] + d["copy_s"]
+        d["live_bytes"] = 0
         result[k] = d
+    tensors = gpu.get("tensor_memory")
+    if tensors:
+        # PyTorch's allocator history is per tensor: it replaces the
+        # per-segment cudaMalloc bytes on every line
+        for d in result.values():
+            d["alloc_bytes"] = d["peak_bytes"] = 0
+        for path, line, _func, alloc, peak, live in tensors.get("lines", []):
+            d = result.get((path, line))
+            if d is None:
+                d = result[(path, line)] = dict.fromkeys(keys + ("gpu_s", "live_bytes"), 0)
+            d["alloc_bytes"] += alloc
+            d["peak_bytes"] += peak
+            d["live_bytes"] += live
     return result
 
 
@@ -288,7 +394,20 @@ def summary(profile):
     if join.get("unattributed"):
         out.append(f"  {join['unattributed']} records had no launch record (stack "
                    f"'[GPU work without a launch record]')")
+    if join.get("late"):
+        out.append(f"  {join['late']} records arrived after their launch's slot was reused; "
+                   f"charged to their launch all the same")
+    if join.get("aged_out"):
+        out.append(f"  {join['aged_out']} launches aged out before their records arrived")
     out.extend(f"  {note}" for note in gpu.get("notes", []))
+    tensors = gpu.get("tensor_memory")
+    if tensors:
+        from .render.memory_report import fmt_bytes
+        ts = tensors.get("stats", {})
+        out.append(f"  tensor memory (PyTorch's allocator history): peak {fmt_bytes(ts.get('peak_bytes', 0)) or '0 B'}, "
+                   f"{fmt_bytes(ts.get('live_bytes', 0)) or '0 B'} live at exit"
+                   + ("; the history's window was full, older allocations are not counted"
+                      if ts.get("window_full") else ""))
     mem = stats.get("memory", {})
     if mem.get("allocs"):
         from .render.memory_report import fmt_bytes

@@ -17,6 +17,11 @@ METRICS = {
     "peak": (("peak_bytes",), "bytes"),
     "leak": (("live_bytes",), "bytes"),
     "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
+    # device memory allocated / live at the device's peak: per tensor from
+    # PyTorch's allocator history when it ran (lprof.torch_memory), else
+    # what cudaMalloc and friends handed out
+    "gpu-mem": (("gpu_alloc_bytes",), "bytes"),
+    "gpu-peak": (("gpu_peak_bytes",), "bytes"),
 }
 FORMATS = ("folded", "speedscope", "svg")
 
@@ -64,6 +69,9 @@ def export(profile, fmt, metric, out_path, fold_imports=True):
     if fmt not in FORMATS:
         raise ValueError(f"unknown stack format {fmt!r} (choose from {', '.join(FORMATS)})")
     cols, unit, scale = _metric(metric)
+    tensors = (profile.get("gpu") or {}).get("tensor_memory")
+    if metric in ("gpu-mem", "gpu-peak") and tensors:
+        profile = dict(profile, stacks=tensors["stacks"])
     st = profile.get("stacks") or {}
     if fmt == "svg":
         if fold_imports and import_fold.has_imports(st.get("frames", [])):

@@ -1,33 +1,171 @@
 /* aggregate: the launch/activity join (see gpu_join.h). */
 #include "aggregate/gpu_join.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_names.h"
+#include "common/spinlock.h"
 
-static uint64_t ring[LP_GPU_CORR_SLOTS]; /* corr << 32 | stack; 0 = empty */
+/* A ring slot: bit 63 valid, 62 a record joined it, 61 nested (no record
+ * expected), bits 32..45 the correlation id's bits above the slot index,
+ * bits 0..31 the stack id. 0 = empty. */
+#define SLOT_BITS 18
+_Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "slot index width");
+#define F_VALID (1ull << 63)
+#define F_JOINED (1ull << 62)
+#define F_NESTED (1ull << 61)
+#define TAG_MASK (((1ull << (32 - SLOT_BITS)) - 1) << 32)
+#define TAG(corr) ((uint64_t)((corr) >> SLOT_BITS) << 32)
+
+static uint64_t ring[LP_GPU_CORR_SLOTS];
 static lp_gpu_join_stats stats;
+
+/* Launches kept past their ring slot: open addressing (twice the capacity,
+ * backward-shift deletion) plus a FIFO of their ids for the age-out. */
+#define WAIT_HASH (LP_GPU_WAIT_SLOTS * 2)
+typedef struct {
+    uint32_t corr; /* 0 = empty */
+    uint32_t stack;
+    uint32_t joined;
+} waiter;
+static waiter wait_tab[WAIT_HASH];
+static uint32_t wait_fifo[LP_GPU_WAIT_SLOTS];
+static uint32_t wait_head, wait_count;
+static int wait_lock;
 
 #define ADD(field, v) __atomic_fetch_add(&stats.field, (v), __ATOMIC_RELAXED)
 
+/* A fork while another thread holds the kept table's lock must not leave
+ * the child's copy locked (a child may launch through Level Zero). */
+static void lock_for_fork(void) { lp_spin_lock(&wait_lock); }
+static void unlock_after_fork(void) { lp_spin_unlock(&wait_lock); }
+
 void lp_gpu_join_reset(void) {
+    static int atfork_set;
+    if (!atfork_set && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0) atfork_set = 1;
     memset(ring, 0, sizeof ring);
     memset(&stats, 0, sizeof stats);
+    memset(wait_tab, 0, sizeof wait_tab);
+    wait_head = wait_count = 0;
 }
 
-void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack) {
+static size_t wait_home(uint32_t corr) { return (size_t)((corr * 2654435761u) & (WAIT_HASH - 1)); }
+
+/* Lock held. The entry of corr, or NULL. */
+static waiter *wait_find(uint32_t corr) {
+    for (size_t i = wait_home(corr);; i = (i + 1) & (WAIT_HASH - 1)) {
+        if (wait_tab[i].corr == corr) return &wait_tab[i];
+        if (wait_tab[i].corr == 0) return NULL;
+    }
+}
+
+/* Lock held. Removes e (backward-shift: later probes stay reachable). */
+static void wait_remove(waiter *e) {
+    size_t hole = (size_t)(e - wait_tab);
+    wait_tab[hole].corr = 0;
+    for (size_t i = (hole + 1) & (WAIT_HASH - 1); wait_tab[i].corr; i = (i + 1) & (WAIT_HASH - 1)) {
+        size_t home = wait_home(wait_tab[i].corr);
+        /* the entry at i may move to the hole if its home is not in (hole, i] */
+        int between = hole < i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (between) continue;
+        wait_tab[hole] = wait_tab[i];
+        wait_tab[i].corr = 0;
+        hole = i;
+    }
+}
+
+/* Lock held. Keeps a launch whose slot was reused; the oldest kept one
+ * ages out when the table is full. */
+static void wait_keep(uint32_t corr, uint32_t stack) {
+    if (wait_count == LP_GPU_WAIT_SLOTS) {
+        waiter *old = wait_find(wait_fifo[wait_head]);
+        if (old) {
+            if (!old->joined) ADD(aged_out, 1);
+            wait_remove(old);
+        }
+        wait_head = (wait_head + 1) & (LP_GPU_WAIT_SLOTS - 1);
+        wait_count--;
+    }
+    waiter *e = wait_find(corr);
+    if (!e) {
+        size_t i = wait_home(corr);
+        while (wait_tab[i].corr) i = (i + 1) & (WAIT_HASH - 1);
+        e = &wait_tab[i];
+    }
+    *e = (waiter){corr, stack, 0};
+    wait_fifo[(wait_head + wait_count) & (LP_GPU_WAIT_SLOTS - 1)] = corr;
+    wait_count++;
+    ADD(kept, 1);
+}
+
+static int waiting(uint64_t v) { return (v & F_VALID) && !(v & (F_JOINED | F_NESTED)); }
+
+static uint32_t corr_of(uint64_t v, size_t slot) {
+    return (uint32_t)((v & TAG_MASK) >> 32) << SLOT_BITS | (uint32_t)slot;
+}
+
+static void note(uint32_t corr, uint32_t stack, uint64_t flags) {
     /* correlation id 0 is never issued by CUPTI; keep it as "empty" */
     if (corr == 0) return;
-    __atomic_store_n(&ring[corr & (LP_GPU_CORR_SLOTS - 1)], (uint64_t)corr << 32 | stack, __ATOMIC_RELEASE);
+    size_t slot = corr & (LP_GPU_CORR_SLOTS - 1);
+    uint64_t v = F_VALID | flags | TAG(corr) | stack;
+    if (waiting(__atomic_load_n(&ring[slot], __ATOMIC_ACQUIRE))) {
+        /* the rare path: the slot's launch still waits for its records.
+         * Exchange under the lock, so a join that misses the ring finds it
+         * in the table (joins take the lock on a miss). */
+        lp_spin_lock(&wait_lock);
+        uint64_t old = __atomic_exchange_n(&ring[slot], v, __ATOMIC_ACQ_REL);
+        if (waiting(old)) wait_keep(corr_of(old, slot), (uint32_t)old);
+        lp_spin_unlock(&wait_lock);
+    } else {
+        uint64_t old = __atomic_exchange_n(&ring[slot], v, __ATOMIC_ACQ_REL);
+        if (waiting(old)) { /* a launch noted between the load and here */
+            lp_spin_lock(&wait_lock);
+            wait_keep(corr_of(old, slot), (uint32_t)old);
+            lp_spin_unlock(&wait_lock);
+        }
+    }
     ADD(launches, 1);
 }
 
-uint32_t lp_gpu_join_lookup(uint32_t corr) {
-    if (corr == 0) return LP_STACK_NONE;
-    uint64_t v = __atomic_load_n(&ring[corr & (LP_GPU_CORR_SLOTS - 1)], __ATOMIC_ACQUIRE);
-    return (uint32_t)(v >> 32) == corr ? (uint32_t)v : LP_STACK_NONE;
+void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack) { note(corr, stack, 0); }
+void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack) { note(corr, stack, F_NESTED); }
+
+static int slot_holds(uint64_t v, uint32_t corr) { return (v & F_VALID) && (v & TAG_MASK) == TAG(corr); }
+
+void lp_gpu_join_forget(uint32_t corr) {
+    if (corr == 0) return;
+    uint64_t *p = &ring[corr & (LP_GPU_CORR_SLOTS - 1)];
+    uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (slot_holds(v, corr) && !__atomic_compare_exchange_n(p, &v, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
 }
+
+/* The stack of corr; with `join`, marks it as having received a record. */
+static uint32_t find(uint32_t corr, int join, int *late) {
+    if (corr == 0) return LP_STACK_NONE;
+    uint64_t *p = &ring[corr & (LP_GPU_CORR_SLOTS - 1)];
+    uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (slot_holds(v, corr)) {
+        if (!join || (v & F_JOINED)) return (uint32_t)v;
+        if (__atomic_compare_exchange_n(p, &v, v | F_JOINED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return (uint32_t)v;
+        /* the slot changed: reused (then the launch is in the table) or joined by another record */
+    }
+    lp_spin_lock(&wait_lock);
+    waiter *e = wait_find(corr);
+    uint32_t s = e ? e->stack : LP_STACK_NONE;
+    if (e && join) {
+        *late = 1;
+        e->joined = 1;
+    }
+    lp_spin_unlock(&wait_lock);
+    return s;
+}
+
+uint32_t lp_gpu_join_lookup(uint32_t corr) { return find(corr, 0, NULL); }
 
 static const char *op_name(const lp_gpu_activity *a) {
     static const char *const copies[] = {"[memcpy]", "[memcpy HtoD]", "[memcpy DtoH]", "[memcpy DtoD]"};
@@ -72,7 +210,9 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
         ADD(incomplete, 1);
         return LP_STACK_NONE;
     }
-    uint32_t launch = lp_gpu_join_lookup(a->correlation);
+    int late = 0;
+    uint32_t launch = find(a->correlation, 1, &late);
+    if (late) ADD(late, 1);
     if (launch == LP_STACK_NONE) {
         ADD(unattributed, 1);
         launch = unattributed_stack();
@@ -102,6 +242,9 @@ void lp_gpu_join_get_stats(lp_gpu_join_stats *out) {
     out->unattributed = __atomic_load_n(&stats.unattributed, __ATOMIC_RELAXED);
     out->incomplete = __atomic_load_n(&stats.incomplete, __ATOMIC_RELAXED);
     out->launches = __atomic_load_n(&stats.launches, __ATOMIC_RELAXED);
+    out->kept = __atomic_load_n(&stats.kept, __ATOMIC_RELAXED);
+    out->late = __atomic_load_n(&stats.late, __ATOMIC_RELAXED);
+    out->aged_out = __atomic_load_n(&stats.aged_out, __ATOMIC_RELAXED);
     out->device_ns = __atomic_load_n(&stats.device_ns, __ATOMIC_RELAXED);
     out->first_start_ns = __atomic_load_n(&stats.first_start_ns, __ATOMIC_RELAXED);
     out->last_end_ns = __atomic_load_n(&stats.last_end_ns, __ATOMIC_RELAXED);

@@ -9,9 +9,19 @@
  * and Level Zero (collect/gpu/levelzero.c) both feed it.
  *
  * Context: note/lookup from any thread, lock-free, no malloc (a fixed ring
- * of 64-bit slots: correlation id << 32 | stack id, one atomic store each).
- * join: any thread (the runtimes' buffer threads), no malloc. A slot
- * overwritten before its records arrived makes those records "evicted". */
+ * of 64-bit slots: the correlation id's high bits, flags and the stack id,
+ * one atomic exchange each). join: any thread (the runtimes' buffer
+ * threads), no malloc.
+ *
+ * Late records: CUDA 13 keeps one activity buffer per thread, so a thread
+ * that launches little may hand its records back long after 2^18 later
+ * launches reused its slots. A launch whose slot is reused before any of
+ * its records arrived is therefore kept in a second, fixed table (a hash of
+ * LP_GPU_WAIT_SLOTS launches under a spin lock, touched only on that rare
+ * path and on ring misses) until its records come. That table ages out its
+ * oldest launch when full: counted ("aged_out"), never silent. Nested calls
+ * (the driver call under a runtime call: its records carry the outer id)
+ * and failed calls are not kept: no record is expected for them. */
 #ifndef LPROF_AGGREGATE_GPU_JOIN_H
 #define LPROF_AGGREGATE_GPU_JOIN_H
 
@@ -38,9 +48,18 @@ typedef struct {
 
 /* Forget every launch and counter (no join running). */
 LP_INTERNAL void lp_gpu_join_reset(void);
-/* Records that GPU work of correlation id `corr` was launched from `stack`. */
+/* Launches kept past their ring slot until a record arrives (power of two). */
+#define LP_GPU_WAIT_SLOTS (1u << 16)
+
+/* Records that GPU work of correlation id `corr` was launched from `stack`;
+ * its records are expected (kept until one arrives, within bounds). */
 LP_INTERNAL void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack);
-/* The launch stack of `corr`, LP_STACK_NONE if unknown or evicted. */
+/* The same for a call nested in a noted launch (a driver call under a
+ * runtime call): joined if records carry its id, never kept waiting. */
+LP_INTERNAL void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack);
+/* The call of `corr` failed: it queued nothing, expect no records. */
+LP_INTERNAL void lp_gpu_join_forget(uint32_t corr);
+/* The launch stack of `corr`, LP_STACK_NONE if unknown or aged out. */
 LP_INTERNAL uint32_t lp_gpu_join_lookup(uint32_t corr);
 /* Charges one record; returns the leaf stack it was added to, or
  * LP_STACK_NONE for an incomplete record (counted, not added). A record
@@ -53,6 +72,9 @@ typedef struct {
     uint64_t unattributed; /* of them, without a launch stack */
     uint64_t incomplete;   /* records with no valid time span */
     uint64_t launches;     /* launches noted */
+    uint64_t kept;         /* launches kept waiting past their ring slot */
+    uint64_t late;         /* records joined to such a kept launch */
+    uint64_t aged_out;     /* kept launches dropped, no record arrived */
     uint64_t device_ns;    /* device time of all complete records */
     uint64_t first_start_ns, last_end_ns;
 } lp_gpu_join_stats;

@@ -84,14 +84,11 @@ TEST(kernel_and_copies_join_their_launch) {
     CHECK_EQ_INT(st.last_end_ns, 5500);
 }
 
-TEST(unknown_evicted_and_incomplete_records) {
+TEST(unknown_and_incomplete_records) {
     fresh();
-    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(2, 0x3000);
+    uint32_t s1 = launch_stack(1, 0x1000);
     lp_gpu_join_note_launch(5, s1);
-    lp_gpu_join_note_launch(5 + LP_GPU_CORR_SLOTS, s2); /* same slot: evicts 5 */
-    CHECK(lp_gpu_join_lookup(5) == LP_STACK_NONE);
-    CHECK(lp_gpu_join_lookup(5 + LP_GPU_CORR_SLOTS) == s2);
-    lp_gpu_activity k = {LP_GPU_KERNEL, 5, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+    lp_gpu_activity k = {LP_GPU_KERNEL, 77, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0}; /* never launched */
     uint32_t leaf = lp_gpu_join_add(&k);
     REQUIRE(leaf != LP_STACK_NONE);
     lp_stacknode n = lp_stacktab_node(lp_agg_stacks(), leaf);
@@ -100,7 +97,7 @@ TEST(unknown_evicted_and_incomplete_records) {
     CHECK(strcmp((const char *)marker.code, "[GPU work without a launch record]") == 0);
     CHECK_EQ_INT(lp_stacktab_thread(lp_agg_stacks(), leaf), 0);
     CHECK_EQ_INT(col(leaf, LP_M_GPU_KERNEL), 10);
-    lp_gpu_activity bad = {LP_GPU_KERNEL, 5 + LP_GPU_CORR_SLOTS, 0, 0, 0, LP_GPU_DIR_OTHER, "k", 0};
+    lp_gpu_activity bad = {LP_GPU_KERNEL, 5, 0, 0, 0, LP_GPU_DIR_OTHER, "k", 0};
     CHECK(lp_gpu_join_add(&bad) == LP_STACK_NONE);
     bad.start_ns = 50;
     bad.end_ns = 40;
@@ -110,6 +107,67 @@ TEST(unknown_evicted_and_incomplete_records) {
     CHECK_EQ_INT(st.records, 1);
     CHECK_EQ_INT(st.unattributed, 1);
     CHECK_EQ_INT(st.incomplete, 2);
+}
+
+/* CUDA 13's per-thread buffers: a record may come back after its ring slot
+ * was reused by 2^18 later launches; the launch waits for it. */
+TEST(late_records_keep_their_launch) {
+    fresh();
+    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(2, 0x3000);
+    lp_gpu_join_note_launch(5, s1);
+    lp_gpu_join_note_launch(5 + LP_GPU_CORR_SLOTS, s2); /* same slot */
+    CHECK(lp_gpu_join_lookup(5) == s1);
+    CHECK(lp_gpu_join_lookup(5 + LP_GPU_CORR_SLOTS) == s2);
+    lp_gpu_activity k = {LP_GPU_KERNEL, 5, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+    uint32_t leaf = lp_gpu_join_add(&k);
+    REQUIRE(leaf != LP_STACK_NONE);
+    CHECK(lp_stacktab_node(lp_agg_stacks(), leaf).parent == s1);
+    CHECK(lp_gpu_join_add(&k) == leaf); /* a second record of the same launch (a graph) */
+    /* a launch whose record arrived is not kept once its slot is reused */
+    lp_gpu_join_note_launch(6, s1);
+    k.correlation = 6;
+    lp_gpu_join_add(&k);
+    lp_gpu_join_note_launch(6 + LP_GPU_CORR_SLOTS, s2);
+    CHECK(lp_gpu_join_lookup(6) == LP_STACK_NONE);
+    /* nested and failed calls expect no record: not kept either */
+    lp_gpu_join_note_nested(7, s1);
+    lp_gpu_join_note_launch(7 + LP_GPU_CORR_SLOTS, s2);
+    CHECK(lp_gpu_join_lookup(7) == LP_STACK_NONE);
+    lp_gpu_join_note_launch(8, s1);
+    lp_gpu_join_forget(8);
+    CHECK(lp_gpu_join_lookup(8) == LP_STACK_NONE);
+    lp_gpu_join_note_launch(8 + LP_GPU_CORR_SLOTS, s2);
+    CHECK(lp_gpu_join_lookup(8) == LP_STACK_NONE);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.unattributed, 0);
+    CHECK_EQ_INT(st.kept, 1);
+    CHECK_EQ_INT(st.late, 2);
+    CHECK_EQ_INT(st.aged_out, 0);
+}
+
+/* The kept launches are bounded: past LP_GPU_WAIT_SLOTS the oldest ages
+ * out, counted; every other one still finds its records. */
+TEST(kept_launches_age_out_counted) {
+    fresh();
+    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(2, 0x3000);
+    const uint32_t n = LP_GPU_WAIT_SLOTS + 10;
+    for (uint32_t i = 1; i <= n; i++) lp_gpu_join_note_launch(i, s1);
+    for (uint32_t i = 1; i <= n; i++) lp_gpu_join_note_launch(i + LP_GPU_CORR_SLOTS, s2);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.kept, n);
+    CHECK_EQ_INT(st.aged_out, 10);
+    CHECK(lp_gpu_join_lookup(10) == LP_STACK_NONE);
+    CHECK(lp_gpu_join_lookup(11) == s1);
+    uint32_t found = 0;
+    for (uint32_t i = 11; i <= n; i++) {
+        lp_gpu_activity k = {LP_GPU_KERNEL, i, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+        found += lp_stacktab_node(lp_agg_stacks(), lp_gpu_join_add(&k)).parent == s1;
+    }
+    CHECK_EQ_INT(found, n - 10);
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.unattributed, 0);
 }
 
 #define THREADS 4
@@ -191,6 +249,7 @@ TEST(device_memory_table_survives_churn) {
     CHECK_EQ_INT(st.peak_bytes, 50000);
 }
 
-RUN_TESTS(names_are_interned_once, kernel_and_copies_join_their_launch, unknown_evicted_and_incomplete_records,
+RUN_TESTS(names_are_interned_once, kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
+          late_records_keep_their_launch, kept_launches_age_out_counted,
           concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
           device_memory_table_survives_churn)

@@ -3,14 +3,32 @@
  * the test program "launches" through fake_cupti_* helpers (called with
  * ctypes from Python lines), which call lprof's subscribed callback on the
  * calling thread exactly as CUPTI does (ENTER, EXIT, correlation ids,
- * params) and queue activity records of the CUDA 13 layouts
- * (CUpti_ActivityKernel10, Memcpy6, Memset4), delivered through lprof's
- * buffer callbacks on flush. FAKE_CUPTI_BUSY=name makes subscribing fail
- * as when another CUPTI client holds it. */
+ * params) and write activity records of the CUDA 13 layouts
+ * (CUpti_ActivityKernel10, Memcpy6, Memset4) into lprof's buffers.
+ *
+ * Delivery as CUDA 13 does it (cupti_activity.h):
+ * - one activity buffer per thread (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
+ *   is the default), taken from lprof's request callback on the thread's
+ *   first record;
+ * - a full buffer is handed back by CUPTI on its own (here: at once, on the
+ *   launching thread) once its records are complete; the periodic flush
+ *   (cuptiActivityFlushPeriod) returns nothing more;
+ * - cuptiActivityFlushAll(0) returns every buffer whose records are all
+ *   complete, full or not; with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED every
+ *   buffer, records of work still running incomplete (zero timestamps) and
+ *   never delivered again;
+ * - every API call takes the next correlation id, traced or not (a launch
+ *   through the runtime takes two: its own and the nested driver call's;
+ *   records carry the outer one).
+ * Work is "running" from fake_cupti_launch_kernel_async until
+ * fake_cupti_synchronize. FAKE_CUPTI_BUSY=name makes subscribing fail as
+ * when another CUPTI client holds it; fake_cupti_hang_flushes(1) makes
+ * every later flush block, as a stuck CUPTI flush does. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static CUpti_CallbackFunc callback;
 static void *callback_data;
@@ -20,19 +38,41 @@ static CUpti_BuffersCallbackRequestFunc request;
 static CUpti_BuffersCallbackCompleteFunc complete;
 static int kinds_enabled[64];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t clock_ns = 1000000;
+static uint32_t next_corr = 100;
+static int hang_flushes;
+static uint64_t flushes[2]; /* [0]: flag 0, [1]: forced */
+static uint64_t forced_incomplete;
 
 typedef union {
     CUpti_ActivityKernel10 kernel;
     CUpti_ActivityMemcpy6 memcpy;
     CUpti_ActivityMemset4 memset;
 } record;
-static record queued[4096];
-static size_t nqueued;
-static uint64_t clock_ns = 1000000;
-static uint32_t next_corr = 100;
+
+/* A thread's activity buffer (lprof's memory) and the records in it whose
+ * work is still running (their times are written at synchronize). */
+#define MAX_BUFFERS 256
+#define MAX_RUNNING 256
+typedef struct {
+    int used_slot;
+    int thread;        /* the owner's index (fake_thread) */
+    int full;          /* no further record fits: the thread has a new one */
+    uint8_t *buf;
+    size_t size, used;
+    int nrunning;
+    struct {
+        size_t at;
+        uint64_t start, end;
+    } running[MAX_RUNNING];
+} buffer;
+static buffer buffers[MAX_BUFFERS];
+static int nthreads;
+static __thread int thread_index; /* 0: not numbered yet */
 
 CUptiResult cuptiGetVersion(uint32_t *version) {
-    *version = CUPTI_API_VERSION;
+    const char *v = getenv("FAKE_CUPTI_VERSION"); /* a CUPTI of another release */
+    *version = v && *v ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
     return CUPTI_SUCCESS;
 }
 
@@ -52,7 +92,7 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, 
     }
     callback = cb;
     callback_data = ud;
-    subscribed = 1;
+    __atomic_store_n(&subscribed, 1, __ATOMIC_RELEASE);
     *s = (CUpti_SubscriberHandle)&subscribed;
     return CUPTI_SUCCESS;
 }
@@ -63,7 +103,7 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, voi
 
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
     (void)s;
-    subscribed = 0;
+    __atomic_store_n(&subscribed, 0, __ATOMIC_RELEASE);
     return CUPTI_SUCCESS;
 }
 
@@ -90,6 +130,8 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
     return CUPTI_SUCCESS;
 }
 
+/* CUPTI's own periodic flush returns only full buffers: here full buffers
+ * are handed back as soon as they are complete anyway. */
 CUptiResult cuptiActivityFlushPeriod(uint32_t ms) {
     (void)ms;
     return CUPTI_SUCCESS;
@@ -116,33 +158,52 @@ CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, si
     return CUPTI_SUCCESS;
 }
 
-/* Delivers the queued records through lprof's buffer callbacks. */
+/* Lock held: moves the buffers `take` selects into out[] (at most MAX_BUFFERS). */
+typedef struct {
+    uint8_t *buf;
+    size_t size, used;
+} handed;
+
+static int take(handed *out, int forced) {
+    int n = 0;
+    for (int i = 0; i < MAX_BUFFERS; i++) {
+        buffer *b = &buffers[i];
+        if (!b->used_slot || !b->used) continue;
+        if (b->nrunning && !forced) continue; /* flag 0: only buffers whose records are complete */
+        if (b->nrunning) forced_incomplete += (uint64_t)b->nrunning; /* gone for good */
+        out[n++] = (handed){b->buf, b->size, b->used};
+        memset(b, 0, sizeof *b);
+    }
+    return n;
+}
+
+static void hand_back(handed *h, int n) {
+    for (int i = 0; i < n; i++) complete(NULL, 0, h[i].buf, h[i].size, h[i].used);
+}
+
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
-    (void)flag;
+    while (__atomic_load_n(&hang_flushes, __ATOMIC_ACQUIRE)) { /* a stuck flush */
+        struct timespec t = {0, 10000000L};
+        nanosleep(&t, NULL);
+    }
+    int forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+    static handed h[MAX_BUFFERS];
+    static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER; /* one flush at a time */
+    pthread_mutex_lock(&flush_lock);
     pthread_mutex_lock(&lock);
-    if (!nqueued || !request || !complete) {
-        pthread_mutex_unlock(&lock);
-        return CUPTI_SUCCESS;
-    }
-    uint8_t *buf = NULL;
-    size_t size = 0, max = 0;
-    request(&buf, &size, &max);
-    size_t used = 0;
-    for (size_t i = 0; i < nqueued && buf; i++) {
-        size_t n = record_size((CUpti_Activity *)&queued[i]);
-        if (used + n > size) break;
-        memcpy(buf + used, &queued[i], n);
-        used += n;
-    }
-    nqueued = 0;
+    flushes[forced]++;
+    int n = complete ? take(h, forced) : 0;
     pthread_mutex_unlock(&lock);
-    complete(NULL, 0, buf, size, used);
+    hand_back(h, n);
+    pthread_mutex_unlock(&flush_lock);
     return CUPTI_SUCCESS;
 }
 
+static uint32_t take_corr(void) { return __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED); }
+
 static void api(CUpti_CallbackDomain d, CUpti_CallbackId id, CUpti_ApiCallbackSite site, uint32_t corr,
                 const void *params, void *ret) {
-    if (!subscribed || !callback || !enabled[d][id]) return;
+    if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !callback || !enabled[d][id]) return;
     CUpti_CallbackData data;
     memset(&data, 0, sizeof data);
     data.callbackSite = site;
@@ -153,44 +214,174 @@ static void api(CUpti_CallbackDomain d, CUpti_CallbackId id, CUpti_ApiCallbackSi
     callback(callback_data, d, id, &data);
 }
 
-static void queue(record r) {
-    pthread_mutex_lock(&lock);
-    if (nqueued < sizeof queued / sizeof queued[0]) queued[nqueued++] = r;
-    pthread_mutex_unlock(&lock);
+/* `n` API calls that queue no work (cudaGetDevice, stream queries...):
+ * correlation ids advance all the same. */
+void fake_cupti_other_calls(int n) {
+    for (int i = 0; i < n; i++) {
+        uint32_t corr = take_corr();
+        int status = 0;
+        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_ENTER, corr, NULL, &status);
+        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_EXIT, corr, NULL, &status);
+    }
 }
 
-/* A runtime kernel launch (cudaLaunchKernel, with the driver call
- * cuLaunchKernel nested in it, as the runtime does) running dur_ns. */
-void fake_cupti_launch_kernel(const char *name, uint64_t dur_ns) {
+static int fake_thread(void) {
+    if (!thread_index) thread_index = __atomic_add_fetch(&nthreads, 1, __ATOMIC_RELAXED);
+    return thread_index;
+}
+
+/* Writes one record into the calling thread's buffer; `running`: its work
+ * has not finished (zero timestamps until fake_cupti_synchronize). */
+static void emit(record r, int running) {
+    if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !request) return;
+    size_t n = record_size((CUpti_Activity *)&r);
+    int me = fake_thread();
+    handed full[1];
+    int nfull = 0;
+    pthread_mutex_lock(&lock);
+    buffer *b = NULL;
+    for (int i = 0; i < MAX_BUFFERS && !b; i++)
+        if (buffers[i].used_slot && buffers[i].thread == me && !buffers[i].full) b = &buffers[i];
+    if (b && b->used + n > b->size) { /* full: handed back once complete */
+        b->full = 1;
+        if (!b->nrunning) {
+            full[nfull++] = (handed){b->buf, b->size, b->used};
+            memset(b, 0, sizeof *b);
+        }
+        b = NULL;
+    }
+    if (!b) {
+        for (int i = 0; i < MAX_BUFFERS && !b; i++)
+            if (!buffers[i].used_slot) b = &buffers[i];
+        if (b) {
+            size_t max = 0;
+            memset(b, 0, sizeof *b);
+            request(&b->buf, &b->size, &max);
+            if (b->buf && b->size >= n) {
+                b->used_slot = 1;
+                b->thread = me;
+            } else {
+                b = NULL; /* a dropped record */
+            }
+        }
+    }
+    if (b) {
+        if (running && b->nrunning < MAX_RUNNING) {
+            uint64_t start = r.kernel.start, end = r.kernel.end;
+            b->running[b->nrunning].at = b->used;
+            b->running[b->nrunning].start = start;
+            b->running[b->nrunning].end = end;
+            b->nrunning++;
+            r.kernel.start = r.kernel.end = 0;
+        }
+        memcpy(b->buf + b->used, &r, n);
+        b->used += n;
+    }
+    pthread_mutex_unlock(&lock);
+    hand_back(full, nfull);
+}
+
+/* All queued work finished (cudaDeviceSynchronize): running records get
+ * their times; full buffers that waited for them are handed back. */
+void fake_cupti_synchronize(void) {
+    static handed h[MAX_BUFFERS];
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_BUFFERS; i++) {
+        buffer *b = &buffers[i];
+        if (!b->used_slot) continue;
+        for (int k = 0; k < b->nrunning; k++) {
+            CUpti_ActivityKernel10 *rec = (CUpti_ActivityKernel10 *)(b->buf + b->running[k].at);
+            rec->start = b->running[k].start;
+            rec->end = b->running[k].end;
+        }
+        b->nrunning = 0;
+        if (b->full) {
+            h[n++] = (handed){b->buf, b->size, b->used};
+            memset(b, 0, sizeof *b);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    hand_back(h, n);
+}
+
+static uint64_t advance(uint64_t dur_ns) {
+    return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
+}
+
+static const char *keep_name(const char *name) {
     static char *names[256];
     static int nnames;
-    uint32_t corr = next_corr++, inner = next_corr++;
-    int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, corr, NULL, &status);
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, inner, NULL, &status);
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, inner, NULL, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, corr, NULL, &status);
-    record r;
-    memset(&r, 0, sizeof r);
-    r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    r.kernel.start = clock_ns;
-    r.kernel.end = clock_ns + dur_ns;
-    clock_ns += dur_ns + 10;
-    r.kernel.correlationId = corr;
     pthread_mutex_lock(&lock);
     char *kept = NULL; /* CUPTI owns record names: keep them alive */
     for (int i = 0; i < nnames && !kept; i++)
         if (strcmp(names[i], name) == 0) kept = names[i];
     if (!kept && nnames < 256) kept = names[nnames++] = strdup(name);
     pthread_mutex_unlock(&lock);
-    r.kernel.name = kept;
-    queue(r);
+    return kept;
+}
+
+static void kernel_record(uint32_t corr, const char *name, uint64_t dur_ns, int running) {
+    record r;
+    memset(&r, 0, sizeof r);
+    r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    r.kernel.start = advance(dur_ns);
+    r.kernel.end = r.kernel.start + dur_ns;
+    r.kernel.correlationId = corr;
+    r.kernel.name = keep_name(name);
+    emit(r, running);
+}
+
+/* A runtime launch `runtime_cbid` with the driver's cuLaunchKernel nested
+ * in it, as the runtime does; the record carries the runtime call's id. */
+static void runtime_launch(CUpti_CallbackId runtime_cbid, const char *name, uint64_t dur_ns, int running) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_ENTER, corr, NULL, &status);
+    uint32_t inner = take_corr();
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, inner, NULL, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, inner, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_EXIT, corr, NULL, &status);
+    kernel_record(corr, name, dur_ns, running);
+}
+
+/* cudaLaunchKernel (CUDA 12's <<<>>> path, and explicit launches). */
+void fake_cupti_launch_kernel(const char *name, uint64_t dur_ns) {
+    runtime_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, name, dur_ns, 0);
+}
+
+/* nvcc 13's <<<>>> path: __cudaLaunchKernel (crt/device_functions.h). */
+void fake_cupti_launch_kernel13(const char *name, uint64_t dur_ns) {
+    runtime_launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, name, dur_ns, 0);
+}
+
+/* A kernel still running until fake_cupti_synchronize. */
+void fake_cupti_launch_kernel_async(const char *name, uint64_t dur_ns) {
+    runtime_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, name, dur_ns, 1);
+}
+
+/* n launches in a row (a busy training thread), each with `other` API
+ * calls between them that queue nothing. */
+void fake_cupti_launch_many(const char *name, int n, int other, uint64_t dur_ns) {
+    for (int i = 0; i < n; i++) {
+        fake_cupti_launch_kernel(name, dur_ns);
+        fake_cupti_other_calls(other);
+    }
+}
+
+/* A launch that fails (cudaErrorInvalidConfiguration): no record. */
+void fake_cupti_failed_launch(void) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, corr, NULL, &status);
+    status = 9;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, corr, NULL, &status);
 }
 
 /* cudaGraphLaunch of a graph of `n` kernels (each dur_ns): every kernel's
  * record carries the graph launch's correlation id, as CUPTI does. */
 void fake_cupti_graph_launch(int n, uint64_t dur_ns) {
-    uint32_t corr = next_corr++;
+    uint32_t corr = take_corr();
     int status = 0;
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr, NULL, &status);
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr, NULL, &status);
@@ -198,32 +389,46 @@ void fake_cupti_graph_launch(int n, uint64_t dur_ns) {
         record r;
         memset(&r, 0, sizeof r);
         r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-        r.kernel.start = clock_ns;
-        r.kernel.end = clock_ns + dur_ns;
-        clock_ns += dur_ns + 10;
+        r.kernel.start = advance(dur_ns);
+        r.kernel.end = r.kernel.start + dur_ns;
         r.kernel.correlationId = corr;
         r.kernel.graphId = 1;
         r.kernel.name = "graph_node_kernel";
-        queue(r);
+        emit(r, 0);
     }
 }
 
-/* cudaMemcpy of `bytes` in direction `kind` (CUpti_ActivityMemcpyKind). */
-void fake_cupti_memcpy(int kind, uint64_t bytes, uint64_t dur_ns) {
-    uint32_t corr = next_corr++;
-    int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_ENTER, corr, NULL, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_EXIT, corr, NULL, &status);
+static void copy_record(uint32_t corr, int kind, uint64_t bytes, uint64_t dur_ns) {
     record r;
     memset(&r, 0, sizeof r);
     r.memcpy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     r.memcpy.copyKind = (uint8_t)kind;
     r.memcpy.bytes = bytes;
-    r.memcpy.start = clock_ns;
-    r.memcpy.end = clock_ns + dur_ns;
-    clock_ns += dur_ns + 10;
+    r.memcpy.start = advance(dur_ns);
+    r.memcpy.end = r.memcpy.start + dur_ns;
     r.memcpy.correlationId = corr;
-    queue(r);
+    emit(r, 0);
+}
+
+/* cudaMemcpy of `bytes` in direction `kind` (CUpti_ActivityMemcpyKind). */
+void fake_cupti_memcpy(int kind, uint64_t bytes, uint64_t dur_ns) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_ENTER, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_EXIT, corr, NULL, &status);
+    copy_record(corr, kind, bytes, dur_ns);
+}
+
+/* CUDA 13's cudaMemcpyBatchAsync of `count` copies of `bytes` each: one
+ * API call, one record per copy, all with its correlation id. */
+void fake_cupti_memcpy_batch(int kind, int count, uint64_t bytes, uint64_t dur_ns) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_ENTER, corr, NULL,
+        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_EXIT, corr, NULL,
+        &status);
+    for (int i = 0; i < count; i++) copy_record(corr, kind, bytes, dur_ns);
 }
 
 /* cudaMalloc of `size` bytes, returning device address `ptr`; cudaFree. */
@@ -231,7 +436,7 @@ void fake_cupti_malloc(uint64_t ptr, uint64_t size) {
     void *dev = NULL;
     cudaMalloc_v3020_params p = {&dev, (size_t)size};
     int status = 0;
-    uint32_t corr = next_corr++;
+    uint32_t corr = take_corr();
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_ENTER, corr, &p, &status);
     dev = (void *)(uintptr_t)ptr;
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_EXIT, corr, &p, &status);
@@ -240,9 +445,44 @@ void fake_cupti_malloc(uint64_t ptr, uint64_t size) {
 void fake_cupti_free(uint64_t ptr) {
     cudaFree_v3020_params p = {(void *)(uintptr_t)ptr};
     int status = 0;
-    uint32_t corr = next_corr++;
+    uint32_t corr = take_corr();
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_ENTER, corr, &p, &status);
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_EXIT, corr, &p, &status);
+}
+
+/* PyTorch's expandable segments: cuMemCreate (a physical handle), then
+ * cuMemMap of it at `ptr`; cuMemUnmap gives the range back. */
+void fake_cupti_mem_map(uint64_t ptr, uint64_t size) {
+    CUmemGenericAllocationHandle handle = 0;
+    cuMemCreate_params c = {&handle, (size_t)size, NULL, 0};
+    int status = 0;
+    uint32_t corr = take_corr();
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, CUPTI_API_ENTER, corr, &c, &status);
+    handle = 0x42;
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, CUPTI_API_EXIT, corr, &c, &status);
+    cuMemMap_params m = {(CUdeviceptr)ptr, (size_t)size, 0, handle, 0};
+    corr = take_corr();
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_API_ENTER, corr, &m, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, CUPTI_API_EXIT, corr, &m, &status);
+}
+
+void fake_cupti_mem_unmap(uint64_t ptr, uint64_t size) {
+    cuMemUnmap_params u = {(CUdeviceptr)ptr, (size_t)size};
+    int status = 0;
+    uint32_t corr = take_corr();
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_API_ENTER, corr, &u, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, CUPTI_API_EXIT, corr, &u, &status);
+}
+
+/* cuMemAllocFromPoolAsync (PyTorch's CUDA_MALLOC_ASYNC backend). */
+void fake_cupti_pool_alloc(uint64_t ptr, uint64_t size) {
+    CUdeviceptr dev = 0;
+    cuMemAllocFromPoolAsync_params p = {&dev, (size_t)size, NULL, NULL};
+    int status = 0;
+    uint32_t corr = take_corr();
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_ENTER, corr, &p, &status);
+    dev = (CUdeviceptr)ptr;
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_EXIT, corr, &p, &status);
 }
 
 /* A kernel launched from a thread that has no Python (autograd's device
@@ -257,5 +497,16 @@ void fake_cupti_launch_from_native_thread(const char *name) {
     if (pthread_create(&t, NULL, launch_thread, (void *)name) == 0) pthread_join(t, NULL);
 }
 
+void fake_cupti_hang_flushes(int on) { __atomic_store_n(&hang_flushes, on, __ATOMIC_RELEASE); }
+
 /* 1 if lprof enabled the callback (domain, cbid). */
 int fake_cupti_enabled(int domain, int cbid) { return enabled[domain & 7][cbid & 1023]; }
+int fake_cupti_subscribed(void) { return __atomic_load_n(&subscribed, __ATOMIC_ACQUIRE); }
+/* flushes so far: flag 0 (forced = 0) or forced (forced = 1) */
+unsigned long long fake_cupti_flushes(int forced) {
+    pthread_mutex_lock(&lock);
+    unsigned long long n = flushes[forced != 0];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+unsigned long long fake_cupti_forced_incomplete(void) { return forced_incomplete; }

@@ -152,6 +152,12 @@ static ze_result_t append_copy(ze_command_list_handle_t l, void *dst, const void
     run(signal, size / 64);
     return ZE_RESULT_SUCCESS;
 }
+/* zeCommandListAppendEventReset: "runs" at append time like the rest */
+static ze_result_t append_event_reset(ze_command_list_handle_t l, ze_event_handle_t e) {
+    (void)l;
+    ((fake_event *)e)->signaled = 0;
+    return ZE_RESULT_SUCCESS;
+}
 static ze_result_t alloc_device(ze_context_handle_t c, const ze_device_mem_alloc_desc_t *desc, size_t size,
                                 size_t align, ze_device_handle_t d, void **out) {
     (void)c; (void)desc; (void)align; (void)d;
@@ -207,6 +213,7 @@ EXPORT ze_result_t zeGetCommandListProcAddrTable(ze_api_version_t v, ze_command_
     t->pfnDestroy = list_destroy;
     t->pfnAppendLaunchKernel = append_launch;
     t->pfnAppendMemoryCopy = append_copy;
+    t->pfnAppendEventReset = append_event_reset;
     return ZE_RESULT_SUCCESS;
 }
 EXPORT ze_result_t zeGetModuleProcAddrTable(ze_api_version_t v, ze_module_dditable_t *t) {

@@ -242,3 +242,29 @@ def test_gpu_work_of_followed_children_is_merged(run_lprof, tmp_path, fake_cuda,
     child = lines[line_of(script, "marker: child")]
     assert child["kernels"] == 4 and child["kernel_s"] == pytest.approx(4 * 4 * US)
     assert doc["gpu"]["backends"]["cuda"] == "active"
+
+
+ZE_EVENTS = os.path.join(ROOT, "tests", "scripts", "gpu_levelzero_events.py")
+
+
+def test_level_zero_pool_exhaustion_and_reused_events(run_lprof, tmp_path, fake_ze):
+    """More un-synced launches than lprof's 1024 events per context: lprof
+    reads the finished ones and retries instead of losing launches. The
+    program's event signalled again (or reset on the device) before a host
+    sync: the first launch is read before the event is reused (on a real
+    device, a launch still running then is counted as lost, never given the
+    later launch's time)."""
+    r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", ZE_EVENTS,
+                  env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ze events done\n")
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    lines = {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == ZE_EVENTS}
+    at = lambda m: lines[line_of(ZE_EVENTS, "marker: " + m)]
+    lz = doc["gpu"]["stats"]["levelzero"]
+    assert lz["lost"] == 0 and lz["retried"] > 0, lz
+    assert at("many")["kernels"] == 1500 and at("many")["kernel_s"] == pytest.approx(1500 * 1000 * 10e-9)
+    # 10 ns per tick, 1000 ticks per group
+    assert at("first use")["kernel_s"] == pytest.approx(5 * 1000 * 10e-9)
+    assert at("reused")["kernel_s"] == pytest.approx(7 * 1000 * 10e-9)
+    assert at("after reset")["kernel_s"] == pytest.approx(2 * 1000 * 10e-9)

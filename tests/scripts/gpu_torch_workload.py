@@ -1,18 +1,35 @@
 """A PyTorch CUDA program of known structure for `make gpu-check`: per step,
 a matmul, an elementwise op, a host-to-device copy (16 MiB from pinned
-memory) and CPU-only work, each a one-line function: torch.profiler names a
-Python frame by its function's first line, so one-line functions let its
-per-function totals be compared with lprof's per-line ones.
-Run as a script: python3 this.py STEPS."""
+memory), CPU-only work, a torch.compile'd function (Triton kernels, launched
+through cuLaunchKernelEx), a CUDA graph replay, a batch from a DataLoader
+with worker processes copied to the device, and a training step of a small
+model (forward, backward on autograd's device thread, optimizer). Each
+measured part is a one-line function: torch.profiler names a Python frame
+by its function's first line, so one-line functions let its per-function
+totals be compared with lprof's per-line ones.
+
+Run as a script: python3 this.py STEPS [--profile-inside K]: with
+--profile-inside, torch.profiler (CUDA activities) is started inside the
+program after K steps and runs to the end (lprof must hand CUPTI over to it);
+the program then prints how many CUDA kernel events torch.profiler saw."""
 import sys
 
 import torch
+from torch.utils.data import DataLoader, TensorDataset
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+INSIDE = int(sys.argv[sys.argv.index("--profile-inside") + 1]) if "--profile-inside" in sys.argv else None
+BATCH_BYTES = 64 * 1024 * 4  # a DataLoader batch: 64 rows of 1024 float32
 dev = torch.device("cuda")
 a = torch.randn(4096, 4096, device=dev)
 b = torch.randn(4096, 4096, device=dev)
 host = torch.randn(2048, 2048).pin_memory()
+fused = torch.compile(lambda x: torch.sin(x) * 2.0 + x)
+x_small = torch.randn(1 << 20, device=dev)
+static_in = torch.randn(1 << 20, device=dev)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+xb = torch.randn(256, 1024, device=dev)
 
 
 def matmul(): return a @ b  # marker: matmul
@@ -27,15 +44,55 @@ def h2d(): return host.to(dev, non_blocking=True)  # marker: h2d
 def cpu(): return sum(i * i for i in range(20000))  # marker: cpu
 
 
-def step():
+def compiled(): return fused(x_small)  # marker: compiled
+
+
+def replay(): return graph.replay()  # marker: graph replay
+
+
+def load(it): return next(it)[0].to(dev)  # marker: loader
+
+
+def train(): model(xb).square().mean().backward(); opt.step(); opt.zero_grad(set_to_none=False)  # marker: train
+
+
+def batches():
+    data = TensorDataset(torch.randn(64 * (STEPS + 8), 1024))
+    return iter(DataLoader(data, batch_size=64, num_workers=2, pin_memory=False))
+
+
+def step(it):
     c = matmul()
-    return elementwise(c), h2d(), cpu()
+    out = elementwise(c), h2d(), cpu(), compiled(), replay(), load(it)
+    train()
+    return out
 
 
-for _ in range(5):  # warm-up: cuBLAS handles, allocator segments
-    step()
-torch.cuda.synchronize()
-for _ in range(STEPS):
-    step()
-torch.cuda.synchronize()
-print("ok")
+if __name__ == "__main__":
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # CUDA graphs are captured on a side stream after a warm-up
+        for _ in range(3):
+            static_in * 3.0 + 1.0
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = static_in * 3.0 + 1.0
+    it = batches()
+    for _ in range(5):  # warm-up: cuBLAS handles, allocator segments, compilation
+        step(it)
+    torch.cuda.synchronize()
+    prof = None
+    for i in range(STEPS):
+        if INSIDE is not None and i == INSIDE:
+            from torch.profiler import ProfilerActivity, profile
+            prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            prof.__enter__()
+        step(it)
+    torch.cuda.synchronize()
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        kernels = sum(1 for e in prof.events() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+        print("inner profiler kernels", kernels)
+    print("ok")

@@ -9,7 +9,7 @@ BLANK = " " * len(HEADER)
 LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = partly from "
           "threads without Python, charged to the line that started them), GPU% = its share, "
           "kernels = kernels run, H2D / D2H = bytes copied to / from the device, GPU mem = "
-          "device memory allocated")
+          "device memory allocated (per tensor when PyTorch's allocator history was read)")
 
 
 def for_listing(profile, accept=None, functions=None):

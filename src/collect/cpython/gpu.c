@@ -57,23 +57,41 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* gpu_cupti_start([library paths]) -> None on success, else the reason. */
-static PyObject *py_cupti_start(PyObject *self, PyObject *paths) {
+/* Copies a list of str into out[] (at most cap; the strings stay owned by
+ * the list, kept alive by the caller). -1 with an exception set. */
+static int str_list(PyObject *seq, const char **out, size_t cap, size_t *n) {
+    *n = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq) && *n < cap; i++) {
+        const char *s = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
+        if (!s) return -1;
+        out[(*n)++] = s;
+    }
+    return 0;
+}
+
+/* gpu_cupti_start([library paths], [sonames]) -> None on success, else the
+ * reason. The sonames are those looked for in the process first and tried
+ * last (lprof.gpu passes the torch's CUDA major only, when it knows it). */
+static PyObject *py_cupti_start(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *paths, *names;
+    if (!PyArg_ParseTuple(args, "OO", &paths, &names)) return NULL;
     if (prepare() < 0) return NULL;
     PyObject *seq = PySequence_Fast(paths, "expected a list of library paths");
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    const char *cands[64];
-    size_t k = 0;
-    for (Py_ssize_t i = 0; i < n && k < LP_ARRAY_LEN(cands); i++) {
-        const char *s = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-        if (!s) { Py_DECREF(seq); return NULL; }
-        cands[k++] = s;
+    PyObject *nseq = PySequence_Fast(names, "expected a list of sonames");
+    if (!nseq) { Py_DECREF(seq); return NULL; }
+    const char *cands[64], *sonames[8];
+    size_t k = 0, ns = 0;
+    if (str_list(seq, cands, LP_ARRAY_LEN(cands), &k) < 0 || str_list(nseq, sonames, LP_ARRAY_LEN(sonames), &ns) < 0) {
+        Py_DECREF(seq);
+        Py_DECREF(nseq);
+        return NULL;
     }
     char why[512] = "";
-    int rc = lp_cupti_start(&host, cands, k, why, sizeof why);
+    int rc = lp_cupti_start(&host, cands, k, sonames, ns, why, sizeof why);
     Py_DECREF(seq);
+    Py_DECREF(nseq);
     if (rc == 0) Py_RETURN_NONE;
     return PyUnicode_FromString(why);
 }
@@ -140,28 +158,32 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_levelzero_info z;
     lp_levelzero_get_info(&z);
     return Py_BuildValue(
-        "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
-        "s:{s:i,s:I,s:s,s:K,s:K,s:K,s:K,s:i},s:{s:i,s:s,s:K,s:K,s:K,s:K}}",
+        "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
+        "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i}}",
         "join", "records", (unsigned long long)j.records, "unattributed", (unsigned long long)j.unattributed,
         "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches,
+        "kept", (unsigned long long)j.kept, "late", (unsigned long long)j.late,
+        "aged_out", (unsigned long long)j.aged_out,
         "device_ns", (unsigned long long)j.device_ns, "first_start_ns", (unsigned long long)j.first_start_ns,
         "last_end_ns", (unsigned long long)j.last_end_ns,
         "memory", "live_bytes", (unsigned long long)m.live_bytes, "peak_bytes", (unsigned long long)m.peak_bytes,
         "allocs", (unsigned long long)m.allocs, "frees", (unsigned long long)m.frees,
         "unknown_frees", (unsigned long long)m.unknown_frees, "dropped", (unsigned long long)m.dropped,
         "peak_exact", m.peak_exact,
-        "cupti", "active", c.active, "version", c.version, "library", c.library,
+        "cupti", "active", c.active, "version", c.version, "library", c.library, "layout", c.layout,
         "callbacks", (unsigned long long)c.callbacks, "buffers", (unsigned long long)c.buffers,
         "records", (unsigned long long)c.records, "dropped", (unsigned long long)c.dropped,
-        "flush_timed_out", c.flush_timed_out,
+        "after_stop", (unsigned long long)c.after_stop, "timer_flushes", (unsigned long long)c.timer_flushes,
+        "flush_timed_out", c.flush_timed_out, "unsubscribe_timed_out", c.unsubscribe_timed_out,
         "levelzero", "active", z.active, "loader", z.loader, "appends", (unsigned long long)z.appends,
         "records", (unsigned long long)z.records, "pending", (unsigned long long)z.pending,
-        "lost", (unsigned long long)z.lost);
+        "lost", (unsigned long long)z.lost, "retried", (unsigned long long)z.retried,
+        "reused", (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked);
 }
 
 static PyMethodDef methods[] = {
     {"gpu_reset", py_reset, METH_NOARGS, "Forget GPU launches, records and device blocks."},
-    {"gpu_cupti_start", py_cupti_start, METH_O, "Start CUDA collection; None, or why it cannot run."},
+    {"gpu_cupti_start", py_cupti_start, METH_VARARGS, "Start CUDA collection; None, or why it cannot run."},
     {"gpu_levelzero_start", py_levelzero_start, METH_O, "Start Level Zero collection; None, or why not."},
     {"gpu_stop", py_stop, METH_O, "gpu_stop(timeout_ms): final flush of every backend, device peak."},
     {"gpu_cupti_yield", py_cupti_yield, METH_O, "gpu_cupti_yield(timeout_ms): flush, then leave CUPTI."},

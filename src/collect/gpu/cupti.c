@@ -3,12 +3,25 @@
  * the launching thread: one stack capture for the outermost call of a
  * nesting (a runtime call and the driver call under it share it), one
  * atomic store per correlation id, no lock, no malloc after the thread's
- * first call. Activity buffers are malloc'd and parsed on CUPTI's thread. */
+ * first call. Activity buffers are malloc'd and parsed on CUPTI's thread.
+ *
+ * Delivery: CUDA 13 keeps one activity buffer per thread, and CUPTI's own
+ * periodic flush returns only full ones; lprof's flush thread calls
+ * cuptiActivityFlushAll(0) every FLUSH_PERIOD_MS, which returns every
+ * buffer whose records are complete, full or not. Checkpoints (-i) use the
+ * same flag 0: a forced flush would hand back kernels still running as
+ * incomplete records, which CUPTI never delivers again. Only the final
+ * flush is forced. Stop: each CUPTI call that can hang (flush, disable,
+ * unsubscribe) runs on a helper thread with a time-out, and unsubscribing
+ * is attempted even when the flush timed out (a later torch.profiler needs
+ * CUPTI free); records CUPTI hands back after stop are counted, never
+ * joined while the profile is being written. */
 #define _GNU_SOURCE
 #include "collect/gpu/cupti.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +32,11 @@
 #include "aggregate/gpu_join.h"
 #include "collect/gpu/cupti_view.h"
 
-#define BUFFER_BYTES ((size_t)4 << 20)
+/* per thread in CUDA 13: smaller buffers come back sooner and cost less
+ * memory per launching thread (2,500+ kernel records each) */
+#define BUFFER_BYTES ((size_t)512 << 10)
 #define FLUSH_PERIOD_MS 500
+#define CLOSE_WAIT_MS 2000
 
 typedef lp_cupti_result (*fn_u32p)(uint32_t *);
 static struct {
@@ -46,14 +62,35 @@ static int forked;              /* in a fork child: never call CUPTI */
 static unsigned generation;     /* bumped per start: stale thread state resets */
 static lp_cupti_info info;
 
-enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3 };
+enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4 };
 static unsigned char roles[2][1024]; /* [domain runtime/driver][cbid] */
 
 static __thread struct {
     unsigned generation;
     int depth;
     uint32_t stack;
+    uint32_t primary; /* the nesting's first WORK call's correlation id, 0: none yet */
 } tls;
+
+/* The delivery gate: buffers parsed while `closed` is 0 are joined; stop
+ * closes it and waits for parses in flight, so nothing joins while the
+ * profile is written (Dekker-style, both sides sequentially consistent). */
+static int closed;
+static int inflight;
+
+/* lprof's flush thread */
+static pthread_t flusher;
+static int flusher_running;
+static int flusher_stop;
+static pthread_mutex_t flusher_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flusher_cv = PTHREAD_COND_INITIALIZER;
+
+static int status_ok(const lp_cupti_callback_data *d) {
+    if (!d->return_value) return 1;
+    int status;
+    memcpy(&status, d->return_value, sizeof status);
+    return status == 0;
+}
 
 static int role_of(int domain, uint32_t cbid) {
     if (cbid >= LP_ARRAY_LEN(roles[0])) return 0;
@@ -77,25 +114,40 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
     if (d->site == LP_CUPTI_API_ENTER) {
         if (tls.depth++ == 0) {
             tls.stack = host.launch_stack();
-            if (role == ROLE_WORK) lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
+            tls.primary = 0;
             if (role == ROLE_FREE && d->params) {
                 uint64_t ptr;
                 memcpy(&ptr, d->params, sizeof ptr);
                 lp_gpu_devmem_free(ptr);
             }
         }
-        if (role == ROLE_WORK) lp_gpu_join_note_launch(d->correlation_id, tls.stack);
+        if (role == ROLE_WORK) {
+            /* records carry the id of the outermost launching call (the
+             * runtime's, for a runtime launch); a nested driver call's id is
+             * noted too, but no record is awaited for it */
+            if (!tls.primary) {
+                tls.primary = d->correlation_id;
+                lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
+                lp_gpu_join_note_launch(d->correlation_id, tls.stack);
+            } else {
+                lp_gpu_join_note_nested(d->correlation_id, tls.stack);
+            }
+        }
         return;
     }
-    /* EXIT: an allocation of the outermost call, if it succeeded */
-    if (tls.depth == 1 && role == ROLE_ALLOC && d->params && d->return_value) {
-        int status;
-        memcpy(&status, d->return_value, sizeof status);
-        void *where;
+    /* EXIT: a failed launch queued nothing; an allocation of the outermost
+     * call, if it succeeded */
+    if (role == ROLE_WORK && !status_ok(d)) lp_gpu_join_forget(d->correlation_id);
+    if (tls.depth == 1 && (role == ROLE_ALLOC || role == ROLE_MAP) && d->params && status_ok(d)) {
         uint64_t ptr = 0, size;
-        memcpy(&where, d->params, sizeof where);
         memcpy(&size, (const char *)d->params + sizeof(void *), sizeof size);
-        if (status == 0 && where) memcpy(&ptr, where, sizeof ptr);
+        if (role == ROLE_MAP) { /* cuMemMap(ptr, size, ...): the address itself */
+            memcpy(&ptr, d->params, sizeof ptr);
+        } else {
+            void *where;
+            memcpy(&where, d->params, sizeof where);
+            if (where) memcpy(&ptr, where, sizeof ptr);
+        }
         if (ptr) lp_gpu_devmem_alloc(ptr, size, tls.stack);
     }
     if (tls.depth > 0) tls.depth--;
@@ -168,13 +220,16 @@ static void parse_record(const uint8_t *rec) {
 static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
     (void)size;
     if (!buffer) return;
+    __atomic_fetch_add(&inflight, 1, __ATOMIC_SEQ_CST);
+    int join = !__atomic_load_n(&closed, __ATOMIC_SEQ_CST);
     if (!forked) {
         uint8_t *rec = NULL;
         uint64_t n = 0;
         while (valid && fn.next_record(buffer, valid, &rec) == LP_CUPTI_SUCCESS && rec) {
-            parse_record(rec);
+            if (join) parse_record(rec);
             n++;
         }
+        if (!join) __atomic_fetch_add(&info.after_stop, n, __ATOMIC_RELAXED);
         size_t dropped = 0;
         if (fn.dropped && fn.dropped(ctx, stream, &dropped) == LP_CUPTI_SUCCESS)
             __atomic_fetch_add(&info.dropped, (uint64_t)dropped, __ATOMIC_RELAXED);
@@ -182,6 +237,7 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
         __atomic_fetch_add(&info.buffers, 1, __ATOMIC_RELAXED);
     }
     free(buffer);
+    __atomic_fetch_sub(&inflight, 1, __ATOMIC_SEQ_CST);
 }
 
 static const char *result_text(lp_cupti_result r) {
@@ -190,18 +246,17 @@ static const char *result_text(lp_cupti_result r) {
     return "unknown CUPTI error";
 }
 
-static void *open_cupti(const char *const *candidates, size_t n) {
-    static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    for (size_t i = 0; i < LP_ARRAY_LEN(sonames); i++) { /* the copy torch already loaded */
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
+static void *open_cupti(const char *const *candidates, size_t n, const char *const *sonames, size_t ns) {
+    for (size_t i = 0; i < ns; i++) { /* the copy torch already loaded */
+        void *h = sonames[i] ? dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD) : NULL;
         if (h) return h;
     }
     for (size_t i = 0; i < n; i++) {
         void *h = candidates[i] ? dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL) : NULL;
         if (h) return h;
     }
-    for (size_t i = 0; i < LP_ARRAY_LEN(sonames); i++) {
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; i < ns; i++) {
+        void *h = sonames[i] ? dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL) : NULL;
         if (h) return h;
     }
     return NULL;
@@ -222,14 +277,122 @@ static void set_roles(void) {
 #undef LP_SET_ROLE_
 }
 
-int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n, char *why, size_t why_len) {
+/* The record layout of a CUPTI API version (LP_CUPTI_LAYOUTS): the newest
+ * row not newer than it; none above LP_CUPTI_NEWEST_API. */
+static const char *pick_layout(uint32_t version) {
+    static const struct {
+        uint32_t from;
+        const char *what;
+    } rows[] = {
+#define LP_LAYOUT_ROW_(from, what) {from, what},
+        LP_CUPTI_LAYOUTS(LP_LAYOUT_ROW_)
+#undef LP_LAYOUT_ROW_
+    };
+    if (version > LP_CUPTI_NEWEST_API) return NULL;
+    const char *found = NULL;
+    for (size_t i = 0; i < LP_ARRAY_LEN(rows); i++)
+        if (version >= rows[i].from) found = rows[i].what;
+    if (found) snprintf(info.layout, sizeof info.layout, "%s", found);
+    return found;
+}
+
+static const char *newest_layout(void) {
+    static const char *const all[] = {
+#define LP_LAYOUT_NAME_(from, what) what,
+        LP_CUPTI_LAYOUTS(LP_LAYOUT_NAME_)
+#undef LP_LAYOUT_NAME_
+    };
+    return all[LP_ARRAY_LEN(all) - 1];
+}
+
+/* lprof's periodic flush (flag 0: complete buffers, full or not). It calls
+ * CUPTI only once the program made a CUDA call lprof traces, so starting
+ * lprof does not touch the driver before the program does. */
+static void *flusher_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&flusher_mu);
+    while (!flusher_stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += (long)FLUSH_PERIOD_MS * 1000000L;
+        t.tv_sec += t.tv_nsec / 1000000000L;
+        t.tv_nsec %= 1000000000L;
+        (void)pthread_cond_timedwait(&flusher_cv, &flusher_mu, &t);
+        if (flusher_stop) break;
+        pthread_mutex_unlock(&flusher_mu);
+        if (__atomic_load_n(&info.callbacks, __ATOMIC_RELAXED)) {
+            (void)fn.flush_all(0);
+            __atomic_fetch_add(&info.timer_flushes, 1, __ATOMIC_RELAXED);
+        }
+        pthread_mutex_lock(&flusher_mu);
+    }
+    pthread_mutex_unlock(&flusher_mu);
+    return NULL;
+}
+
+static void start_flusher(void) {
+    flusher_stop = 0;
+    sigset_t all, old;
+    sigfillset(&all); /* the profiler's signals belong to the program's threads */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    flusher_running = pthread_create(&flusher, NULL, flusher_main, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Runs fn_(NULL) on a helper thread, waiting at most timeout_ms; 1 when
+ * it did not return in time (the thread is left to finish on its own). */
+static int run_bounded(void *(*fn_)(void *), unsigned timeout_ms) {
+    pthread_t t;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int made = pthread_create(&t, NULL, fn_, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!made) {
+        fn_(NULL);
+        return 0;
+    }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(t, NULL, &deadline) != 0) {
+        pthread_detach(t);
+        return 1;
+    }
+    return 0;
+}
+
+static void *stop_flusher_thread(void *arg) {
+    (void)arg;
+    pthread_join(flusher, NULL);
+    return NULL;
+}
+
+static void stop_flusher(unsigned timeout_ms) {
+    if (!flusher_running) return;
+    pthread_mutex_lock(&flusher_mu);
+    flusher_stop = 1;
+    pthread_cond_signal(&flusher_cv);
+    pthread_mutex_unlock(&flusher_mu);
+    /* a flush stuck in CUPTI must not hold the stop up */
+    if (run_bounded(stop_flusher_thread, timeout_ms)) info.flush_timed_out = 1;
+    flusher_running = 0;
+}
+
+int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n, const char *const *sonames,
+                   size_t nsonames, char *why, size_t why_len) {
     if (active) return 0;
     if (forked) {
         snprintf(why, why_len, "not in a forked child of a process that used CUPTI");
         return -1;
     }
     const char *inj = getenv("CUDA_INJECTION64_PATH");
-    if (inj && *inj) {
+    if (inj && *inj && strcmp(inj, "none") != 0) { /* "none" means unset, as Kineto reads it */
         snprintf(why, why_len, "CUPTI belongs to an injection tool (CUDA_INJECTION64_PATH=%s)", inj);
         return -1;
     }
@@ -237,7 +400,7 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
         snprintf(why, why_len, "no NVIDIA driver (libcuda.so.1 not found)");
         return -1;
     }
-    void *lib = open_cupti(candidates, n);
+    void *lib = open_cupti(candidates, n, sonames, nsonames);
     if (!lib) {
         snprintf(why, why_len, "libcupti not found (install the CUDA toolkit or the nvidia-cuda-cupti wheel, "
                                "or set LPROF_CUPTI_PATH)");
@@ -266,9 +429,14 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
         snprintf(why, why_len, "%s lacks the CUPTI functions lprof needs", info.library[0] ? info.library : "libcupti");
         return -1;
     }
-    if (fn.get_version(&info.version) != LP_CUPTI_SUCCESS || info.version < 18) {
-        snprintf(why, why_len, "CUPTI API version %u is older than CUDA 12's (lprof reads CUDA 12 and 13 records)",
-                 info.version);
+    if (fn.get_version(&info.version) != LP_CUPTI_SUCCESS || info.version < LP_CUPTI_OLDEST_API) {
+        snprintf(why, why_len, "CUPTI API version %u is older than CUDA 12.0's (19; lprof reads the records of "
+                 "CUDA 12 and 13)", info.version);
+        return -1;
+    }
+    if (!pick_layout(info.version)) {
+        snprintf(why, why_len, "CUPTI API version %u is newer than the record layouts lprof knows (up to %s); "
+                 "a newer lprof is needed to read its records", info.version, newest_layout());
         return -1;
     }
     host = *h;
@@ -308,48 +476,50 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     static int atfork_set;
     if (!atfork_set && pthread_atfork(NULL, NULL, on_fork_child) == 0) atfork_set = 1;
     __atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&closed, 0, __ATOMIC_SEQ_CST);
     info.active = 1;
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+    start_flusher();
     return 0;
 }
 
+/* A checkpoint: complete records only (flag 0); kernels still running
+ * come back with a later flush, not as incomplete records now. */
 void lp_cupti_flush(void) {
-    if (active && !forked) (void)fn.flush_all(LP_CUPTI_FLUSH_FORCED);
+    if (active && !forked) (void)fn.flush_all(0);
 }
 
-static void *flush_thread(void *arg) {
+static void *final_flush(void *arg) {
     (void)arg;
     (void)fn.flush_all(LP_CUPTI_FLUSH_FORCED);
     return NULL;
 }
 
-void lp_cupti_stop(unsigned timeout_ms) {
-    if (!active || forked) return;
-    pthread_t t;
-    int timed_out = 0;
-    if (pthread_create(&t, NULL, flush_thread, NULL) == 0) {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
-        if (pthread_timedjoin_np(t, NULL, &deadline) != 0) {
-            timed_out = 1; /* the flush is stuck in CUPTI: keep what arrived */
-            pthread_detach(t);
-        }
-    } else {
-        flush_thread(NULL);
-    }
-    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
-    info.active = 0;
-    info.flush_timed_out = timed_out;
-    if (timed_out) return;
+static void *leave_cupti(void *arg) {
+    (void)arg;
     static const int kinds[] = {LP_CUPTI_KIND_CONCURRENT_KERNEL, LP_CUPTI_KIND_MEMCPY, LP_CUPTI_KIND_MEMSET};
     for (size_t i = 0; i < LP_ARRAY_LEN(kinds); i++) (void)fn.disable(kinds[i]);
     (void)fn.unsubscribe(subscriber);
+    return NULL;
+}
+
+void lp_cupti_stop(unsigned timeout_ms) {
+    if (!active || forked) return;
+    stop_flusher(timeout_ms);
+    if (run_bounded(final_flush, timeout_ms)) info.flush_timed_out = 1; /* keep what arrived */
+    __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+    info.active = 0;
+    /* close the gate: records CUPTI still hands back (a flush that timed
+     * out and returns later) are counted, not joined into the stack table
+     * being written; wait for parses already in flight (bounded) */
+    __atomic_store_n(&closed, 1, __ATOMIC_SEQ_CST);
+    for (unsigned waited = 0; __atomic_load_n(&inflight, __ATOMIC_SEQ_CST) && waited < CLOSE_WAIT_MS; waited++) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+    /* leave CUPTI even after a flush time-out, so another client (a later
+     * torch.profiler) can subscribe; disable and unsubscribe can hang too */
+    if (run_bounded(leave_cupti, timeout_ms)) info.unsubscribe_timed_out = 1;
 }
 
 void lp_cupti_get_info(lp_cupti_info *out) {
@@ -358,4 +528,6 @@ void lp_cupti_get_info(lp_cupti_info *out) {
     out->buffers = __atomic_load_n(&info.buffers, __ATOMIC_RELAXED);
     out->records = __atomic_load_n(&info.records, __ATOMIC_RELAXED);
     out->dropped = __atomic_load_n(&info.dropped, __ATOMIC_RELAXED);
+    out->after_stop = __atomic_load_n(&info.after_stop, __ATOMIC_RELAXED);
+    out->timer_flushes = __atomic_load_n(&info.timer_flushes, __ATOMIC_RELAXED);
 }

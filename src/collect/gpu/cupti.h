@@ -13,16 +13,18 @@
 #include "common/base.h"
 #include "collect/gpu/gpu_host.h"
 
-/* Loads libcupti (already loaded copies first, then `candidates`, full
- * paths in order, then the plain sonames), checks the NVIDIA driver,
- * subscribes and enables collection. 0 on success; -1 with a one-line
- * reason in why[] (no driver, no libcupti, CUPTI held by another tool...). */
-LP_INTERNAL int lp_cupti_start(const lp_gpu_host *host, const char *const *candidates, size_t n, char *why,
-                               size_t why_len);
-/* Delivers every buffered record (forced flush). */
+/* Loads libcupti (a copy of one of `sonames` already loaded first, then
+ * `candidates`, full paths in order, then the sonames), checks the NVIDIA
+ * driver, subscribes and enables collection. 0 on success; -1 with a
+ * one-line reason in why[] (no driver, no libcupti, CUPTI held by another
+ * tool, a CUPTI whose records lprof does not know...). */
+LP_INTERNAL int lp_cupti_start(const lp_gpu_host *host, const char *const *candidates, size_t n,
+                               const char *const *sonames, size_t nsonames, char *why, size_t why_len);
+/* Delivers every complete buffered record (flag 0: a checkpoint). */
 LP_INTERNAL void lp_cupti_flush(void);
-/* Final flush (given up after timeout_ms: CUPTI's flush can hang), then
- * disables collection and unsubscribes. */
+/* Final forced flush, then disables collection and unsubscribes: each
+ * given up after timeout_ms (CUPTI's calls can hang); unsubscribing is
+ * tried even when the flush timed out. */
 LP_INTERNAL void lp_cupti_stop(unsigned timeout_ms);
 
 typedef struct {
@@ -33,7 +35,11 @@ typedef struct {
     uint64_t buffers;       /* activity buffers processed */
     uint64_t records;       /* activity records seen (all kinds) */
     uint64_t dropped;       /* records CUPTI dropped */
+    uint64_t after_stop;    /* records handed back after stop: counted, not joined */
+    uint64_t timer_flushes; /* lprof's periodic cuptiActivityFlushAll(0) calls */
+    char layout[96];        /* the record layout read (LP_CUPTI_LAYOUTS) */
     int flush_timed_out;
+    int unsubscribe_timed_out;
 } lp_cupti_info;
 
 LP_INTERNAL void lp_cupti_get_info(lp_cupti_info *out);

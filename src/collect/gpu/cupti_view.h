@@ -3,8 +3,10 @@
  * where no CUDA headers exist and loads libcupti at run time (dlopen).
  * Where the real headers are found at build time, cupti_view_check.c
  * asserts every value and offset below against them (gpu.md 2.1, 5.2).
- * Records are read by byte offset: fields lprof reads sit at the same offset
- * in CUDA 12's and 13's record versions (Kernel9/10, Memcpy5/6, Memset3/4). */
+ * Records are read by byte offset, through the layout lprof picks by the
+ * CUPTI API version (LP_CUPTI_LAYOUTS): every record version lprof knows
+ * (Kernel9 to Kernel13, Memcpy5/6, Memset3/4) has the fields it reads at
+ * the same offsets; a newer CUPTI is refused rather than misread. */
 #ifndef LPROF_COLLECT_GPU_CUPTI_VIEW_H
 #define LPROF_COLLECT_GPU_CUPTI_VIEW_H
 
@@ -62,7 +64,23 @@ typedef struct {
     size_t old_subscriber_size;
 } lp_cupti_subscriber_params;
 
-/* Record field offsets (bytes from the record's start). */
+/* CUPTI API versions (cupti_version.h): 19 is CUDA 12.0 (18 was 11.8),
+ * from CUDA 13.0 on xxyyzz (130000 = 13.0, 130100 = 13.1, ...). Each layout
+ * row: the first API version delivering it, and the record structs (by
+ * kind: kernel, memcpy, memset) whose offsets cupti_view_check.c asserts,
+ * under a CUPTI_API_VERSION guard, against headers of that version or
+ * newer. A CUPTI newer than LP_CUPTI_NEWEST_API is refused: its record
+ * versions are unknown here. */
+#define LP_CUPTI_OLDEST_API 19
+#define LP_CUPTI_NEWEST_API 130499
+#define LP_CUPTI_LAYOUTS(X)                                                  \
+    X(19, "CUDA 12: Kernel9, Memcpy5, Memset3")                             \
+    X(130000, "CUDA 13.0: Kernel10, Memcpy6, Memset4")                      \
+    X(130100, "CUDA 13.1: Kernel11, Memcpy6, Memset4")                      \
+    X(130400, "CUDA 13.4: Kernel12/Kernel13, Memcpy6, Memset4")
+
+/* Record field offsets (bytes from the record's start), the same in every
+ * layout above. */
 #define LP_CUPTI_REC_KIND 0
 #define LP_CUPTI_KERNEL_START 16
 #define LP_CUPTI_KERNEL_END 24
@@ -81,7 +99,11 @@ typedef struct {
 /* The callback ids lprof enables: X(api name, domain, id, role). WORK
  * queues device work (its correlation id meets activity records); ALLOC
  * and FREE move device memory (params: first field the pointer, or where
- * it is written; second field the size). */
+ * it is written; second field the size). MAP (cuMemMap, the virtual memory
+ * API of PyTorch's expandable segments) makes an address range usable: the
+ * address is the first field itself, the size second; cuMemCreate is not
+ * charged (its physical handle has no address, and charging both would
+ * count the memory twice). */
 #define LP_CUPTI_CBIDS(X)                                                   \
     X(cudaLaunchKernel_v7000, RUNTIME, 211, WORK)                          \
     X(cudaLaunchKernel_ptsz_v7000, RUNTIME, 214, WORK)                     \
@@ -112,10 +134,21 @@ typedef struct {
     X(cudaMemset_ptds_v7000, RUNTIME, 233, WORK)                           \
     X(cudaMemsetAsync_ptsz_v7000, RUNTIME, 235, WORK)                      \
     X(cudaMemcpyBatchAsync_v12080, RUNTIME, 482, WORK)                     \
+    X(cudaMemcpyBatchAsync_ptsz_v12080, RUNTIME, 483, WORK)                \
+    X(cudaMemcpy3DBatchAsync_v12080, RUNTIME, 484, WORK)                   \
+    X(cudaMemcpy3DBatchAsync_ptsz_v12080, RUNTIME, 485, WORK)              \
+    X(__cudaLaunchKernel_v13000, RUNTIME, 505, WORK)                       \
+    X(__cudaLaunchKernel_ptsz_v13000, RUNTIME, 506, WORK)                  \
+    X(cudaMemcpyBatchAsync_v13000, RUNTIME, 509, WORK)                     \
+    X(cudaMemcpyBatchAsync_ptsz_v13000, RUNTIME, 510, WORK)                \
+    X(cudaMemcpy3DBatchAsync_v13000, RUNTIME, 511, WORK)                   \
+    X(cudaMemcpy3DBatchAsync_ptsz_v13000, RUNTIME, 512, WORK)              \
     X(cudaMalloc_v3020, RUNTIME, 20, ALLOC)                                \
     X(cudaMallocManaged_v6000, RUNTIME, 206, ALLOC)                        \
     X(cudaMallocAsync_v11020, RUNTIME, 373, ALLOC)                         \
     X(cudaMallocAsync_ptsz_v11020, RUNTIME, 374, ALLOC)                    \
+    X(cudaMallocFromPoolAsync_v11020, RUNTIME, 391, ALLOC)                 \
+    X(cudaMallocFromPoolAsync_ptsz_v11020, RUNTIME, 392, ALLOC)            \
     X(cudaFree_v3020, RUNTIME, 22, FREE)                                   \
     X(cudaFreeAsync_v11020, RUNTIME, 375, FREE)                            \
     X(cudaFreeAsync_ptsz_v11020, RUNTIME, 376, FREE)                       \
@@ -143,9 +176,21 @@ typedef struct {
     X(cuMemcpyHtoDAsync_v2_ptsz, DRIVER, 421, WORK)                        \
     X(cuMemcpyDtoHAsync_v2_ptsz, DRIVER, 422, WORK)                        \
     X(cuMemcpyDtoDAsync_v2_ptsz, DRIVER, 423, WORK)                        \
+    X(cuMemcpyBatchAsync, DRIVER, 776, WORK)                               \
+    X(cuMemcpyBatchAsync_ptsz, DRIVER, 777, WORK)                          \
+    X(cuMemcpy3DBatchAsync, DRIVER, 778, WORK)                             \
+    X(cuMemcpy3DBatchAsync_ptsz, DRIVER, 779, WORK)                        \
+    X(cuMemcpyBatchAsync_v2, DRIVER, 796, WORK)                            \
+    X(cuMemcpyBatchAsync_v2_ptsz, DRIVER, 797, WORK)                       \
+    X(cuMemcpy3DBatchAsync_v2, DRIVER, 798, WORK)                          \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, DRIVER, 799, WORK)                     \
     X(cuMemAlloc_v2, DRIVER, 243, ALLOC)                                   \
     X(cuMemAllocAsync, DRIVER, 598, ALLOC)                                 \
     X(cuMemAllocAsync_ptsz, DRIVER, 599, ALLOC)                            \
+    X(cuMemAllocFromPoolAsync, DRIVER, 611, ALLOC)                         \
+    X(cuMemAllocFromPoolAsync_ptsz, DRIVER, 612, ALLOC)                    \
+    X(cuMemMap, DRIVER, 551, MAP)                                          \
+    X(cuMemUnmap, DRIVER, 552, FREE)                                       \
     X(cuMemFree_v2, DRIVER, 245, FREE)                                     \
     X(cuMemFreeAsync, DRIVER, 600, FREE)                                   \
     X(cuMemFreeAsync_ptsz, DRIVER, 601, FREE)

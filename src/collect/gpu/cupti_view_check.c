@@ -44,29 +44,48 @@ AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_param
     AT(T, end, LP_CUPTI_KERNEL_END);                         \
     AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION);       \
     AT(T, name, LP_CUPTI_KERNEL_NAME)
-KERNEL_FIELDS(CUpti_ActivityKernel10);
 KERNEL_FIELDS(CUpti_ActivityKernel9);
+#if CUPTI_API_VERSION >= 130000 /* CUDA 12's headers lack CUDA 13's records and ids */
+KERNEL_FIELDS(CUpti_ActivityKernel10);
+#endif
+/* later CUDA 13 releases (LP_CUPTI_LAYOUTS), checked where such headers are */
+#if CUPTI_API_VERSION >= 130100
+KERNEL_FIELDS(CUpti_ActivityKernel11);
+#endif
+#if CUPTI_API_VERSION >= 130400
+KERNEL_FIELDS(CUpti_ActivityKernel12);
+KERNEL_FIELDS(CUpti_ActivityKernel13);
+#endif
+/* headers newer than LP_CUPTI_NEWEST_API: their record versions are not
+ * asserted here, and lprof refuses such a CUPTI at run time until they are
+ * read and added to LP_CUPTI_LAYOUTS */
 #define MEMCPY_FIELDS(T)                                     \
     AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);              \
     AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMCPY_START);                     \
     AT(T, end, LP_CUPTI_MEMCPY_END);                         \
     AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
-MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
 MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
+#if CUPTI_API_VERSION >= 130000
+MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
+#endif
 #define MEMSET_FIELDS(T)                                     \
     AT(T, bytes, LP_CUPTI_MEMSET_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMSET_START);                     \
     AT(T, end, LP_CUPTI_MEMSET_END);                         \
     AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
-MEMSET_FIELDS(CUpti_ActivityMemset4);
 MEMSET_FIELDS(CUpti_ActivityMemset3);
+#if CUPTI_API_VERSION >= 130000
+MEMSET_FIELDS(CUpti_ActivityMemset4);
+#endif
 
 /* every callback id by its name in the real headers */
-#define CBID_RUNTIME(name) CUPTI_RUNTIME_TRACE_CBID_##name
-#define CBID_DRIVER(name) CUPTI_DRIVER_TRACE_CBID_##name
-#define CHECK_CBID(name, domain, id, role) SAME(id, CBID_##domain(name));
+/* pasted in one step: cuda.h defines some API names as macros
+ * (cuMemcpyBatchAsync -> cuMemcpyBatchAsync_v2), which must not expand */
+#define CHECK_CBID(name, domain, id, role) SAME(id, CUPTI_##domain##_TRACE_CBID_##name);
+#if CUPTI_API_VERSION >= 130000 /* the list holds CUDA 13's ids (505, 509, ...) */
 LP_CUPTI_CBIDS(CHECK_CBID)
+#endif
 
 /* alloc params: where the pointer is written (first field), size second;
  * free params: the pointer first */
@@ -76,6 +95,12 @@ ALLOC_PARAMS(cudaMallocManaged_v6000_params, devPtr, size);
 ALLOC_PARAMS(cudaMallocAsync_v11020_params, devPtr, size);
 ALLOC_PARAMS(cuMemAlloc_v2_params, dptr, bytesize);
 ALLOC_PARAMS(cuMemAllocAsync_params, dptr, bytesize);
+ALLOC_PARAMS(cudaMallocFromPoolAsync_v11020_params, ptr, size);
+ALLOC_PARAMS(cuMemAllocFromPoolAsync_params, dptr, bytesize);
+/* map: the address by value first, the size second; unmap: the address */
+AT(cuMemMap_params, ptr, 0);
+AT(cuMemMap_params, size, sizeof(CUdeviceptr));
+AT(cuMemUnmap_params, ptr, 0);
 AT(cudaFree_v3020_params, devPtr, 0);
 AT(cudaFreeAsync_v11020_params, devPtr, 0);
 AT(cuMemFree_v2_params, dptr, 0);

@@ -96,6 +96,7 @@ static zel_tracer_handle_t tracer;
 static int active;
 static uint32_t next_correlation = 1;
 static pending pend[MAX_PENDING];
+static size_t pend_high; /* no used entry at or above this index: scans stop there */
 static list_info lists[MAX_LISTS];
 static size_t nlists;
 static device_info devices[MAX_DEVICES];
@@ -175,7 +176,7 @@ static void release(pending *e) {
 
 /* Joins every finished launch; with `final`, the rest are lost. Lock held. */
 static void sweep(int final) {
-    for (size_t i = 0; i < MAX_PENDING && info.pending; i++) {
+    for (size_t i = 0; i < pend_high && info.pending; i++) {
         pending *e = &pend[i];
         if (!e->used) continue;
         if (fn.query_status(e->event) != ZE_RESULT_SUCCESS) {
@@ -199,10 +200,35 @@ static void sweep(int final) {
         }
         release(e);
     }
+    size_t high = 0;
+    for (size_t i = 0; i < pend_high; i++)
+        if (pend[i].used) high = i + 1;
+    pend_high = high;
+}
+
+/* The program signals or resets `ev` again (a runtime reusing its events):
+ * a launch still waiting on it would read the later work's times. Read
+ * what has finished first; a launch still running on it is counted as
+ * reused (lost), never given another launch's time. Lock held. */
+static void event_reused(ze_event_handle_t ev) {
+    if (!ev || !info.pending) return;
+    int waiting = 0;
+    for (size_t i = 0; i < pend_high && !waiting; i++) waiting = pend[i].used && pend[i].event == ev;
+    if (!waiting) return;
+    sweep(0);
+    for (size_t i = 0; i < pend_high; i++)
+        if (pend[i].used && pend[i].event == ev) {
+            info.reused++;
+            info.lost++;
+            release(&pend[i]);
+        }
 }
 
 /* Notes a launch or copy about to be appended; its signal event is
- * replaced by an lprof event when the program gave none. */
+ * replaced by an lprof event when the program gave none. When lprof's
+ * pool is used up (work appended without syncs that lprof sees, e.g. an
+ * immediate list synchronised by zeCommandListHostSynchronize), finished
+ * launches are read to free their events, and the append tries again. */
 static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal, lp_gpu_op op,
                         const char *name, uint64_t bytes, lp_gpu_dir dir, void **instance) {
     uint32_t stack = host.launch_stack();
@@ -213,15 +239,23 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     if (next_correlation == 0) next_correlation = 1;
     lp_gpu_join_note_launch(corr, stack);
     if (info.pending > MAX_PENDING / 2) sweep(0);
+    event_reused(*signal);
     const list_info *li = find_list(list);
     size_t i = 0;
     while (i < MAX_PENDING && pend[i].used) i++;
     pending e = {*signal, corr, op, dir, bytes, name, li ? li->device : NULL, -1, -1, 1};
-    if (i == MAX_PENDING || (!e.event && !(li && (e.event = take_event(li->context, &e.pool, &e.slot))))) {
+    if (!e.event && li && !(e.event = take_event(li->context, &e.pool, &e.slot))) {
+        sweep(0); /* lprof's pool is used up: free the events of finished work */
+        e.event = take_event(li->context, &e.pool, &e.slot);
+        if (e.event) info.retried++;
+    }
+    if (i == MAX_PENDING || !e.event) {
         info.lost++;
+        lp_gpu_join_forget(corr);
         *instance = NULL;
     } else {
         pend[i] = e;
+        if (i + 1 > pend_high) pend_high = i + 1;
         *signal = e.event;
         info.pending++;
         *instance = (void *)(uintptr_t)(i + 1);
@@ -357,6 +391,31 @@ static void on_event_reset(ze_event_host_reset_params_t *p, ze_result_t r, void 
     sweep_now();
     LEAVE_CB();
 }
+/* zeCommandListAppendEventReset: the device resets the event before later
+ * work signals it again. */
+static void on_append_event_reset(ze_command_list_append_event_reset_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    pthread_mutex_lock(&lock);
+    event_reused(*p->phEvent);
+    pthread_mutex_unlock(&lock);
+    LEAVE_CB();
+}
+
+/* zeCommandListHostSynchronize (immediate lists, SYCL's wait): not in the
+ * 1.0-era callback table; registered through the per-API function where the
+ * loader has it. Its params, as ze_api.h (1.9+) declares them. */
+typedef struct {
+    ze_command_list_handle_t *phCommandList;
+    uint64_t *ptimeout;
+} lp_ze_list_sync_params;
+static void after_list_sync(lp_ze_list_sync_params *p, ze_result_t r, void *u, void **i) {
+    (void)p; (void)r; (void)u; (void)i;
+    ENTER_CB();
+    sweep_now();
+    LEAVE_CB();
+}
+
 static void on_event_destroy(ze_event_destroy_params_t *p, ze_result_t r, void *u, void **i) {
     (void)r; (void)u; (void)i;
     ENTER_CB();
@@ -459,6 +518,7 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     epi.Mem.pfnAllocDeviceCb = after_alloc_device;
     epi.Mem.pfnAllocSharedCb = after_alloc_shared;
     pro.Mem.pfnFreeCb = on_free;
+    pro.CommandList.pfnAppendEventResetCb = on_append_event_reset;
     host = *h;
     if (fn.set_prologues(tracer, &pro) != ZE_RESULT_SUCCESS || fn.set_epilogues(tracer, &epi) != ZE_RESULT_SUCCESS ||
         fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
@@ -466,6 +526,14 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
         snprintf(why, why_len, "could not enable the Level Zero tracer");
         return -1;
     }
+    /* (tracer, ZEL_REGISTER_EPILOGUE = 1, callback); zel_tracer_reg_t is in
+     * the register header of newer loaders only */
+    typedef ze_result_t (*reg_fn)(zel_tracer_handle_t, int, void (*)(lp_ze_list_sync_params *, ze_result_t, void *,
+                                                                     void **));
+    reg_fn reg = NULL;
+    void *sym = dlsym(lib, "zelTracerCommandListHostSynchronizeRegisterCallback");
+    memcpy(&reg, &sym, sizeof reg);
+    info.list_sync_hooked = reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
     info.active = 1;
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
     return 0;

@@ -32,6 +32,9 @@ typedef struct {
     uint64_t records;   /* of them, timed and joined */
     uint64_t pending;   /* waiting for their device times */
     uint64_t lost;      /* never finished, or no slot to track them */
+    uint64_t retried;   /* appends that found lprof's event pool full: swept and retried */
+    uint64_t reused;    /* of the lost: their event signalled or reset again while running */
+    int list_sync_hooked; /* zeCommandListHostSynchronize is traced (loader has it) */
 } lp_levelzero_info;
 
 LP_INTERNAL void lp_levelzero_get_info(lp_levelzero_info *out);

@@ -1,0 +1,78 @@
+"""tools/gpu_check.py (make gpu-check) without a GPU: its workload and
+torch.profiler snippet are valid Python, and the parsing and comparison it
+reports with are right on synthetic numbers."""
+import os
+import py_compile
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import gpu_check  # noqa: E402
+
+
+def test_workload_and_snippets_compile(tmp_path):
+    py_compile.compile(gpu_check.WORKLOAD, cfile=str(tmp_path / "w.pyc"), doraise=True)
+    compile(gpu_check.TORCH_PROFILE, "torch_profile", "exec")
+    compile(gpu_check.UNINITIALISED, "uninitialised", "exec")
+
+
+def test_every_compared_part_has_a_marker():
+    markers = gpu_check.marker_lines(open(gpu_check.WORKLOAD).read())
+    for name in gpu_check.COMPARED + ("cpu",) + tuple(gpu_check.COPIES):
+        assert name in markers, name
+    assert len(set(markers.values())) == len(markers)  # one line each
+
+
+def test_torch_frames_map_to_the_innermost_workload_line():
+    frames = ["aten::mm", "torch/nn/functional.py(12): linear", "gpu_torch_workload.py(40): matmul",
+              "gpu_torch_workload.py(80): step"]
+    assert gpu_check.torch_line_of(frames, "gpu_torch_workload.py") == 40
+    assert gpu_check.torch_line_of(["aten::mm", "other.py(3): f"], "gpu_torch_workload.py") is None
+    per = gpu_check.torch_per_line([(frames, 1500.0), (frames, 500.0), (["autograd::engine"], 250.0)],
+                                   "gpu_torch_workload.py")
+    assert per == {"40": pytest.approx(2e-3), "None": pytest.approx(2.5e-4)}
+
+
+def test_compare_within_and_outside_the_tolerance():
+    markers = {"a": 10, "b": 20, "train": 30}
+    lprof = {10: {"kernel_s": 1.04, "kernels": 5, "launches": 5}, 20: {"kernel_s": 0.5, "copy_s": 0.6},
+             30: {"kernel_s": 3.0, "other_thread_s": 2.0}}
+    torch = {"10": 1.0, "20": 1.0, "30": 1.0, "None": 2.02}
+    rows, checks = gpu_check.compare(lprof, torch, markers, names=("a", "b", "train"))
+    assert [ok for _t, ok in checks] == [True, False, True, True]
+    assert rows[0][:5] == (10, "a", 1.04, 1.0, pytest.approx(1.04)) and rows[0][5:] == (5, 5)
+    assert rows[2][2] == pytest.approx(1.0)  # the Python threads' part of the training line
+    # nothing from torch.profiler for a line is a failure, not a division by zero
+    _rows, checks = gpu_check.compare({10: {"kernel_s": 1.0}}, {}, {"a": 10}, names=("a",))
+    assert checks[0][1] is False
+
+
+def test_copies_must_be_exact_and_nothing_unattributed():
+    markers = {"h2d": 5, "loader": 6}
+    per = gpu_check.COPIES
+    lines = {5: {"h2d_bytes": (10 + gpu_check.WARMUP) * per["h2d"]},
+             6: {"h2d_bytes": (10 + gpu_check.WARMUP) * per["loader"] - 4}}
+    assert [ok for _t, ok in gpu_check.copy_checks(lines, markers, 10)] == [True, False]
+    good = {"join": {"records": 10, "unattributed": 0, "aged_out": 0, "incomplete": 0}}
+    assert all(ok for _t, ok in gpu_check.join_checks(good))
+    bad = {"join": {"records": 10, "unattributed": 1, "aged_out": 0, "incomplete": 0}}
+    assert [ok for _t, ok in gpu_check.join_checks(bad)] == [False, True, True]
+
+
+def test_leaves_inner_profiler_and_report():
+    folded = "w.py:1 (<module>);step (w.py:9);matmul (w.py:4);ampere_sgemm_128x64_nn 900\n"
+    assert gpu_check.leaf_check(folded)[1]
+    assert not gpu_check.leaf_check("w.py:1 (<module>);matmul (w.py:4);[memcpy HtoD] 9\n")[1]
+    checks = gpu_check.inner_profiler_checks("inner profiler kernels 1200\nok\n",
+                                             "lprof: --gpu: torch.profiler started after 3.1 s: lprof handed CUPTI to it")
+    assert all(ok for _t, ok in checks)
+    assert not any(ok for _t, ok in gpu_check.inner_profiler_checks("ok\n", ""))
+    meta = {"date": "2026-11-25", "device": "NVIDIA H100", "driver": "580.1 (CUDA 13.0)", "torch": "2.9.0+cu130",
+            "cuda": "13.0", "git": "abc", "steps": 10, "cupti": 130001, "library": "/x/libcupti.so.13"}
+    text = gpu_check.report(meta, [(4, "matmul", 1.0, 1.0, 1.0, 5, 5)], [("c", True), ("d", False)],
+                            {"plain": 2.0, "lprof --gpu": 2.2, "torch.profiler": 3.0}, "listing")
+    assert "NVIDIA H100" in text and "580.1" in text and "2.9.0+cu130" in text
+    assert "| c | pass |" in text and "| d | FAIL |" in text and "| lprof --gpu | 2.20 | 1.100 |" in text

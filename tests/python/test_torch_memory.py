@@ -1,0 +1,158 @@
+"""Tensor memory per line (lprof.torch_memory): the reader on snapshots the
+tests build in torch's format (no torch needed), and end to end under
+`lprof --gpu` with a stand-in torch package whose allocator history records
+the program's Python stacks as torch's does."""
+import json
+import os
+import pickle
+
+import pytest
+
+from conftest import line_of
+from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401  (the fixture)
+
+APP = "/work/app/train.py"
+LIB = "/usr/lib/python3/site-packages/torch/nn/modules/linear.py"
+
+
+def frames(*lines):
+    """torch's frames, innermost first: a torch frame under the program's."""
+    return [{"filename": LIB, "line": 125, "name": "forward"}] + [
+        {"filename": APP, "line": ln, "name": fn} for ln, fn in lines]
+
+
+def accept(filename):
+    return filename == APP
+
+
+def snapshot():
+    """Line 10 allocates A (1000) and B (3000); line 20 allocates C (500)
+    after A is freed: the peak (4000) holds A and B; C and B live at exit."""
+    at10, at20 = frames((10, "step"), (30, "<module>")), frames((20, "loss"), (30, "<module>"))
+    trace = [
+        {"action": "segment_alloc", "addr": 0x1000, "size": 1 << 21, "frames": []},
+        {"action": "alloc", "addr": 0xA, "size": 1000, "frames": at10},
+        {"action": "alloc", "addr": 0xB, "size": 3000, "frames": at10},
+        {"action": "free_requested", "addr": 0xA, "size": 1000, "frames": at10},
+        {"action": "free_completed", "addr": 0xA, "size": 1000, "frames": at10},
+        {"action": "alloc", "addr": 0xC, "size": 500, "frames": at20},
+        {"action": "free_completed", "addr": 0xDEAD, "size": 64, "frames": []},  # alloc before the window
+    ]
+    blocks = [{"address": 0xB, "size": 3072, "requested_size": 3000, "state": "active_allocated", "frames": at10},
+              {"address": 0xC, "size": 512, "requested_size": 500, "state": "active_allocated", "frames": at20},
+              {"address": 0xD, "size": 4096, "state": "inactive", "frames": []}]
+    return {"segments": [{"device": 0, "address": 0x1000, "total_size": 1 << 21, "blocks": blocks}],
+            "device_traces": [trace]}
+
+
+def test_reader_per_line_allocated_peak_and_live(tmp_path):
+    from lprof import torch_memory
+    path = tmp_path / "snap.pickle"
+    path.write_bytes(pickle.dumps(snapshot()))
+    for source in (snapshot(), str(path)):
+        got = torch_memory.read_snapshot(source, accept=accept)
+        lines = {(f, ln): (alloc, peak, live) for f, ln, _fn, alloc, peak, live in got["lines"]}
+        assert lines == {(APP, 10): (4000, 4000, 3000), (APP, 20): (500, 0, 500)}
+        assert got["stats"]["peak_bytes"] == 4000 and got["stats"]["live_bytes"] == 3500
+        assert got["stats"]["unknown_frees"] == 1
+    names = {tuple(got["stacks"]["frames"][i][1] for i in ids): m for ids, _t, m in got["stacks"]["stacks"]}
+    # root first, torch's own frames left out
+    assert names[("<module>", "step")] == {"gpu_alloc_bytes": 4000, "gpu_peak_bytes": 4000, "gpu_live_bytes": 3000}
+
+
+def test_reader_two_devices_and_frameless_allocations():
+    from lprof import torch_memory
+    snap = snapshot()
+    snap["device_traces"].append([{"action": "alloc", "addr": 0xE, "size": 7000, "frames": []}])
+    got = torch_memory.read_snapshot(snap, accept=accept)
+    lines = {ln: (alloc, peak) for _f, ln, _fn, alloc, peak, _live in got["lines"]}
+    assert lines[0] == (7000, 7000)  # no program frame: one marker line, not lost
+    assert got["stats"]["peak_bytes"] == 4000 + 7000  # each device's own peak
+
+
+def test_reader_takes_torch_2_0_blocks():
+    from lprof import torch_memory
+    snap = {"segments": [{"blocks": [{"size": 1024, "state": "active_allocated",
+                                      "history": [{"real_size": 1000, "frames": frames((10, "step"))}]}]}]}
+    got = torch_memory.read_snapshot(snap, accept=accept)
+    assert got["lines"] == [[APP, 10, "step", 0, 0, 1000]]
+
+
+def test_reader_refuses_what_is_not_a_snapshot(tmp_path):
+    from lprof import torch_memory
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(pickle.dumps([1, 2, 3]))
+    with pytest.raises(ValueError, match="not a torch memory snapshot"):
+        torch_memory.read_snapshot(str(bad))
+
+
+FAKE_TORCH = '''\
+"""A stand-in torch: CUDA build, an allocator history recording Python
+stacks (innermost first, as torch's does)."""
+import sys, traceback, types
+version = types.SimpleNamespace(cuda="13.0")
+_hist = {"on": False, "trace": [], "live": {}}
+def _frames():
+    return [{"filename": f.filename, "line": f.lineno, "name": f.name}
+            for f in reversed(traceback.extract_stack()[:-2])]
+class _Memory:
+    @staticmethod
+    def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=0):
+        _hist["on"] = enabled is not None
+    @staticmethod
+    def _snapshot():
+        blocks = [{"size": s, "requested_size": s, "state": "active_allocated", "frames": f}
+                  for s, f in _hist["live"].values()]
+        return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [_hist["trace"]]}
+def empty(nbytes, addr):
+    if _hist["on"]:
+        f = _frames()
+        _hist["trace"].append({"action": "alloc", "addr": addr, "size": nbytes, "frames": f})
+        _hist["live"][addr] = (nbytes, f)
+def free(addr):
+    if _hist["on"] and addr in _hist["live"]:
+        _hist["trace"].append({"action": "free_completed", "addr": addr, "size": _hist["live"].pop(addr)[0],
+                               "frames": _frames()})
+cuda = types.SimpleNamespace(memory=_Memory, is_initialized=lambda: False)
+'''
+
+
+def test_tensor_memory_in_the_listing_json_and_stack_exports(run_lprof, tmp_path, fake_cuda, write_script):
+    write_script("torch/__init__.py", FAKE_TORCH)
+    script = write_script("train.py", """\
+        import ctypes, os
+        import torch
+        lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+        def step(i):
+            torch.empty(1 << 20, 0x1000 + 2 * i)  # marker: activations
+            torch.empty(1 << 10, 0x1001 + 2 * i)  # marker: grads
+            torch.free(0x1000 + 2 * i)
+            lib.fake_cupti_launch_kernel(b"k", 1000)
+        for i in range(3):
+            step(i)
+        print("trained")
+        """)
+    r = run_lprof("--gpu=cuda", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "mem.folded",
+                  "--stacks-metric", "gpu-mem", script, env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("trained\n")
+    assert "tensor memory (PyTorch's allocator history): peak" in r.stdout
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    rows = {row["line"]: row for row in doc["gpu"]["tensor_memory"]["lines"] if row["file"] == str(script)}
+    act, grads = line_of(script, "marker: activations"), line_of(script, "marker: grads")
+    assert rows[act]["alloc_bytes"] == 3 << 20 and rows[act]["live_bytes"] == 0
+    assert rows[act]["peak_bytes"] == 1 << 20  # one activation at a time
+    assert rows[grads]["alloc_bytes"] == 3 << 10 and rows[grads]["live_bytes"] == 3 << 10
+    assert rows[grads]["peak_bytes"] == 3 << 10  # the peak is the last activation and all grads
+    from lprof import gpu
+    from lprof.model import profile_file
+    cols = gpu.line_columns(profile_file.load(str(tmp_path / "p.lprof")))
+    assert cols[(str(script), act)]["alloc_bytes"] == 3 << 20
+    assert cols[(str(script), grads)]["live_bytes"] == 3 << 10
+    folded = (tmp_path / "mem.folded").read_text().splitlines()
+    assert any(l.startswith("<module> (") and ";step (" in l and l.endswith(f" {3 << 20}") for l in folded), folded
+    assert any(l.endswith(f" {3 << 10}") for l in folded)
+    r2 = run_lprof("export", tmp_path / "p.lprof", "--format", "folded", "--metric", "gpu-peak",
+                   "-o", tmp_path / "peak.folded")
+    assert r2.returncode == 0, r2.stderr
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in (tmp_path / "peak.folded").read_text().splitlines()) == (1 << 20) + (3 << 10)
