@@ -20,6 +20,7 @@ root and `make deps` installs debootstrap.
 The chroot's /proc, /dev/shm and /dev/pts are mounted for the run and always
 unmounted after it (`make clean` unmounts too before removing build/): a
 recursive delete must never walk into a mounted host file system."""
+import fcntl
 import glob
 import hashlib
 import os
@@ -225,6 +226,10 @@ def main(argv):
         say(f"sid-matrix: CPython {' '.join(versions)} skipped: {why}")
         return 1 if ci else 0
     failed = []
+    os.makedirs(os.path.dirname(CHROOT), exist_ok=True)
+    # one run at a time: a second would unmount the first's /proc under it
+    lock = open(CHROOT + ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         ensure_chroot(versions)
         mount_all()
