@@ -103,15 +103,22 @@ def export(profile, fmt, metric, out_path, fold_imports=True):
 
 def _thread_roots(profile, st):
     """For a picture of several threads: each stack starts with a frame
-    naming its thread, so threads sit side by side, labelled."""
+    naming its thread, so threads sit side by side, labelled. The columnar
+    form keeps its columns: it gains the thread frames and a "root" list
+    (one frame id per row) that _export_columns hands to the C fold."""
     threads = st["rows"]["thread"] if "nodes" in st else [r[1] for r in st.get("stacks", [])]
-    if len(set(threads)) < 2:
+    distinct = set(threads)
+    if len(distinct) < 2:
         return st
-    if "nodes" in st:
-        from .model.profile_file import stacks_from_columns
-        st = stacks_from_columns(st)
     names = (profile.get("sampling") or {}).get("threads", {})
     frames = [list(f) for f in st.get("frames", [])]
+    if "nodes" in st:
+        root_of = {}
+        for th in sorted(distinct, key=str):
+            root_of[th] = len(frames)
+            name = names.get(str(th))
+            frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        return dict(st, frames=frames, rows=dict(st["rows"], root=[root_of[t] for t in threads]))
     root_of = {}
     rows = []
     for ids, th, m in st.get("stacks", []):
@@ -135,11 +142,13 @@ def _export_columns(st, fmt, metric, cols, unit, scale, out_path):
     names = [frame_name(f) for f in st["frames"]]
     args = (names, array("i", st["nodes"]["parent"]), array("i", st["nodes"]["frame"]),
             array("i", st["rows"]["node"]), [array("d", v) for v in present], scale)
+    roots = st["rows"].get("root")  # the SVG's thread frames (_thread_roots)
+    roots = array("i", roots) if roots is not None else None
     if fmt == "folded":
-        _lprof.fold_columns(*args, out_path, -1.0)
+        _lprof.fold_columns(*args, out_path, -1.0, roots)
     else:
         from .render.flamegraph import MIN_FRACTION, write_svg
-        _lines, total, rects = _lprof.fold_columns(*args, None, MIN_FRACTION)
+        _lines, total, rects = _lprof.fold_columns(*args, None, MIN_FRACTION, roots)
         write_svg(names, rects, total, out_path, title=f"lprof {metric}", unit=unit)
 
 

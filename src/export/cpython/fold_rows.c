@@ -163,27 +163,63 @@ done:
     return result;
 }
 
-/* fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction):
+/* Appends node i's stack (root first), below an optional extra root frame,
+ * with its value. */
+static int flat_add_node(flat_stacks *fs, const int32_t *par, const int32_t *frm, int32_t i, int32_t root,
+                         int64_t value) {
+    size_t depth = root >= 0;
+    for (int32_t at = i; at >= 0; at = par[at]) depth++;
+    if (fs->total + depth > fs->cap) {
+        while (fs->total + depth > fs->cap) fs->cap *= 2;
+        uint32_t *g = realloc(fs->ids, sizeof(uint32_t) * fs->cap);
+        if (!g) { PyErr_NoMemory(); return -1; }
+        fs->ids = g;
+    }
+    size_t k = depth;
+    for (int32_t at = i; at >= 0; at = par[at]) fs->ids[fs->total + --k] = (uint32_t)frm[at];
+    if (root >= 0) fs->ids[fs->total] = (uint32_t)root;
+    fs->total += depth;
+    fs->vals[fs->n++] = value;
+    fs->offsets[fs->n] = fs->total;
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction
+ *              [, row_root]):
  * the same output from a stacks section in the file's columnar form (see
  * docs/formats.md): parent/frame/row_node are int32 buffers (a trie whose
  * parents come before their children), columns a list of float64 buffers,
  * one value per row. Values are summed per node, then scaled and rounded, so
- * the work per row is one addition per column, without a Python object. */
+ * the work per row is one addition per column, without a Python object.
+ * row_root (int32 per row, an index into names or -1) puts one more frame
+ * at the root of a row's stack: the SVG's thread frames, so threads sit side
+ * by side without the section being turned into rows of Python objects.
+ * Rows are summed per root, one group of rows after another. */
 static PyObject *py_fold_columns(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *names_o, *cols_o, *path_o;
-    Py_buffer parent = {0}, frame = {0}, row_node = {0};
+    PyObject *names_o, *cols_o, *path_o, *root_o = Py_None;
+    Py_buffer parent = {0}, frame = {0}, row_node = {0}, row_root = {0};
     double scale, min_fraction;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*OdOd", &names_o, &parent, &frame, &row_node, &cols_o, &scale, &path_o,
-                          &min_fraction))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*OdOd|O", &names_o, &parent, &frame, &row_node, &cols_o, &scale, &path_o,
+                          &min_fraction, &root_o))
         return NULL;
     PyObject *names = PySequence_Fast(names_o, "names must be a sequence");
     PyObject *cols = names ? PySequence_Fast(cols_o, "columns must be a sequence") : NULL;
     PyObject *result = NULL;
     double *node_val = NULL;
+    Py_buffer *colbuf = NULL;
+    Py_ssize_t ncols = 0, opened = 0;
+    int32_t *order = NULL, *touched = NULL;
+    size_t *group_start = NULL;
+    uint32_t *mark = NULL;
     flat_stacks fs = {0};
     size_t nn = (size_t)parent.len / sizeof(int32_t), nr = (size_t)row_node.len / sizeof(int32_t);
-    const int32_t *par = parent.buf, *frm = frame.buf, *rn = row_node.buf;
+    const int32_t *par = parent.buf, *frm = frame.buf, *rn = row_node.buf, *rr = NULL;
     if (!cols) goto done;
     if ((size_t)frame.len != nn * sizeof(int32_t)) {
         PyErr_SetString(PyExc_ValueError, "parent and frame differ in length");
@@ -195,53 +231,91 @@ static PyObject *py_fold_columns(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "bad stack node");
             goto done;
         }
-    node_val = calloc(nn + 1, sizeof(double));
-    if (!node_val) { PyErr_NoMemory(); goto done; }
-    for (Py_ssize_t c = 0; c < PySequence_Fast_GET_SIZE(cols); c++) {
-        Py_buffer col;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(cols, c), &col, PyBUF_SIMPLE) < 0) goto done;
-        int ok = (size_t)col.len == nr * sizeof(double);
-        const double *v = col.buf;
-        for (size_t r = 0; ok && r < nr; r++) {
-            if (rn[r] < 0 || (size_t)rn[r] >= nn) { ok = 0; break; }
-            node_val[rn[r]] += v[r];
+    for (size_t r = 0; r < nr; r++)
+        if (rn[r] < 0 || (size_t)rn[r] >= nn) {
+            PyErr_SetString(PyExc_ValueError, "bad stack row or column");
+            goto done;
         }
-        PyBuffer_Release(&col);
-        if (!ok) { PyErr_SetString(PyExc_ValueError, "bad stack row or column"); goto done; }
+    if (root_o != Py_None) {
+        if (PyObject_GetBuffer(root_o, &row_root, PyBUF_SIMPLE) < 0) goto done;
+        rr = row_root.buf;
+        int ok = (size_t)row_root.len == nr * sizeof(int32_t);
+        for (size_t r = 0; ok && r < nr; r++) ok = rr[r] >= -1 && rr[r] < n_names;
+        if (!ok) { PyErr_SetString(PyExc_ValueError, "bad row root"); goto done; }
     }
-    if (flat_init(&fs, (Py_ssize_t)nn) < 0) goto done;
-    for (size_t i = 0; i < nn; i++) {
-        double value = nearbyint(node_val[i] * scale);
-        if (!(value > 0)) continue;
-        size_t depth = 0;
-        for (int32_t at = (int32_t)i; at >= 0; at = par[at]) depth++;
-        if (fs.total + depth > fs.cap) {
-            while (fs.total + depth > fs.cap) fs.cap *= 2;
-            uint32_t *g = realloc(fs.ids, sizeof(uint32_t) * fs.cap);
-            if (!g) { PyErr_NoMemory(); goto done; }
-            fs.ids = g;
+    ncols = PySequence_Fast_GET_SIZE(cols);
+    colbuf = calloc((size_t)ncols + 1, sizeof(Py_buffer));
+    if (!colbuf) { PyErr_NoMemory(); goto done; }
+    for (; opened < ncols; opened++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(cols, opened), &colbuf[opened], PyBUF_SIMPLE) < 0) goto done;
+        if ((size_t)colbuf[opened].len != nr * sizeof(double)) {
+            opened++;
+            PyErr_SetString(PyExc_ValueError, "bad stack row or column");
+            goto done;
         }
-        size_t k = depth;
-        for (int32_t at = (int32_t)i; at >= 0; at = par[at]) fs.ids[fs.total + --k] = (uint32_t)frm[at];
-        fs.total += depth;
-        fs.vals[fs.n++] = (int64_t)value;
-        fs.offsets[fs.n] = fs.total;
+    }
+    /* rows grouped by root (a counting sort over root + 1), kept in order */
+    size_t ngroups = rr ? (size_t)n_names + 1 : 1;
+    order = malloc(sizeof(int32_t) * (nr + 1));
+    group_start = calloc(ngroups + 1, sizeof(size_t));
+    node_val = calloc(nn + 1, sizeof(double));
+    mark = calloc(nn + 1, sizeof(uint32_t));
+    touched = malloc(sizeof(int32_t) * (nn + 1));
+    if (!order || !group_start || !node_val || !mark || !touched) { PyErr_NoMemory(); goto done; }
+    for (size_t r = 0; r < nr; r++) group_start[(rr ? (size_t)(rr[r] + 1) : 0) + 1]++;
+    for (size_t g = 0; g < ngroups; g++) group_start[g + 1] += group_start[g];
+    {
+        size_t *fill = calloc(ngroups, sizeof(size_t));
+        if (!fill) { PyErr_NoMemory(); goto done; }
+        for (size_t r = 0; r < nr; r++) {
+            size_t g = rr ? (size_t)(rr[r] + 1) : 0;
+            order[group_start[g] + fill[g]++] = (int32_t)r;
+        }
+        free(fill);
+    }
+    /* one stack per (root, node) that a row names: at most one per row */
+    if (flat_init(&fs, (Py_ssize_t)(rr ? nr : nn)) < 0) goto done;
+    for (size_t g = 0; g < ngroups; g++) {
+        if (group_start[g] == group_start[g + 1]) continue;
+        size_t nt = 0;
+        for (size_t k = group_start[g]; k < group_start[g + 1]; k++) {
+            int32_t r = order[k], node = rn[r];
+            if (mark[node] != (uint32_t)g + 1) {
+                mark[node] = (uint32_t)g + 1;
+                node_val[node] = 0;
+                touched[nt++] = node;
+            }
+            for (Py_ssize_t c = 0; c < ncols; c++) node_val[node] += ((const double *)colbuf[c].buf)[r];
+        }
+        qsort(touched, nt, sizeof(int32_t), cmp_i32); /* the trie's order, as without roots */
+        for (size_t k = 0; k < nt; k++) {
+            double value = nearbyint(node_val[touched[k]] * scale);
+            if (!(value > 0)) continue;
+            if (flat_add_node(&fs, par, frm, touched[k], (int32_t)g - 1, (int64_t)value) < 0) goto done;
+        }
     }
     result = fold_and_emit(names, &fs, path_o, min_fraction);
 done:
+    for (Py_ssize_t c = 0; c < opened; c++) PyBuffer_Release(&colbuf[c]);
+    free(colbuf);
+    free(order);
+    free(group_start);
     free(node_val);
+    free(mark);
+    free(touched);
     flat_free(&fs);
     Py_XDECREF(names);
     Py_XDECREF(cols);
     PyBuffer_Release(&parent);
     PyBuffer_Release(&frame);
     PyBuffer_Release(&row_node);
+    if (rr) PyBuffer_Release(&row_root);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"fold_columns", py_fold_columns, METH_VARARGS,
-     "fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction) -> (lines, total, rects)"},
+     "fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction[, row_root]) -> (lines, total, rects)"},
     {"fold_rows", py_fold_rows, METH_VARARGS,
      "fold_rows(names, rows, columns, scale, path, min_fraction) -> (lines, total, rects)"},
     {NULL, NULL, 0, NULL},
