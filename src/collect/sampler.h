@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "common/base.h"
-#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "common/rawframe.h" /* lp_rawframe */
 #include "collect/reader.h"
 #include "common/ranges.h"
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/base.h"
-#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "common/rawframe.h" /* lp_rawframe */
 #include "collect/reader.h"     /* lp_reader */
 
 /* process_vm_readv on our own pid: never faults. */
