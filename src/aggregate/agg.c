@@ -75,6 +75,17 @@ void lp_agg_set(uint32_t stack, lp_metric m, int64_t value) {
     if (LP_LIKELY(t != NULL)) lp_stacktab_set(t, stack, m, value);
 }
 
+/* Set at module init under the GIL; read under the GIL. */
+static lp_agg_source source;
+
+void lp_agg_set_source(const lp_agg_source *src) { source = *src; }
+
+uint64_t lp_agg_drain(void) { return source.drain ? source.drain() : 0; }
+
+int lp_agg_has_pending(void) { return source.pending ? source.pending() : 0; }
+
+int lp_agg_source_running(void) { return source.running ? source.running() : 0; }
+
 void lp_agg_reset(void) {
     lp_stacktab *t = lp_agg_stacks();
     if (t) lp_stacktab_clear(t);

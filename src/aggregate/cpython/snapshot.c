@@ -27,8 +27,6 @@
 #include "aggregate/agg.h"
 #include "aggregate/cpython/resolve.h"
 #include "aggregate/timeline.h"
-#include "collect/cpython/sampler.h"
-#include "collect/sampler.h"
 
 #define ROOT -1       /* the trie's root: no frame yet */
 #define CUT -2        /* only launcher frames so far */
@@ -382,7 +380,7 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args) {
     unsigned long long origin_ns = 0;
     if (!PyArg_ParseTuple(args, "|K", &origin_ns)) return NULL;
     if (lp_agg_init() < 0) return PyErr_NoMemory();
-    lp_pysampler_drain_rings();
+    lp_agg_drain();
     lp_resolve_scan(NULL);
     snap s;
     memset(&s, 0, sizeof s);
@@ -440,11 +438,11 @@ error:
 
 static PyObject *py_reset(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
-    if (lp_sampler_running()) {
+    if (lp_agg_source_running()) {
         PyErr_SetString(PyExc_RuntimeError, "stop sampling before reset");
         return NULL;
     }
-    lp_pysampler_drain_rings();
+    lp_agg_drain();
     lp_resolve_reset();
     lp_timeline *tl = lp_timeline_global();
     if (tl) lp_timeline_clear(tl);
