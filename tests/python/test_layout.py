@@ -43,3 +43,38 @@ def test_includes_name_existing_headers():
                         or os.path.exists(os.path.join(ROOT, "include", name))):
                     missing.append((os.path.relpath(path, SRC), name))
     assert missing == []
+
+
+def _includes(path):
+    with open(path, encoding="utf-8") as f:
+        return re.findall(r'#\s*include\s*"([^"]+)"', f.read())
+
+
+def test_includes_follow_the_flow():
+    """collect -> aggregate -> export: nothing in aggregate/ or export/
+    includes a header of collect/ (a collector that must be drained registers
+    its drain with aggregate instead), and the frame vocabulary lives in
+    common/, so no stage needs another's header for it."""
+    offenders = []
+    for path in _sources():
+        rel = os.path.relpath(path, SRC).replace(os.sep, "/")
+        if rel.split("/")[0] not in ("aggregate", "export"):
+            continue
+        for name in _includes(path):
+            if name.startswith("collect/"):
+                offenders.append((rel, name))
+    assert offenders == []
+
+
+def test_shim_compiles_only_its_own_folder():
+    """The LD_PRELOAD shim builds from src/collect/shim/ only (its shared/
+    folder is compiled by the extension too): no source of it lies above."""
+    with open(os.path.join(SRC, "collect", "shim", "Makefile"), encoding="utf-8") as f:
+        text = f.read()
+    sources = re.search(r"^SOURCES\s*:=\s*(.*)$", text, re.M).group(1).split()
+    assert sources and all(not s.startswith("..") for s in sources)
+    for path in _sources():
+        rel = os.path.relpath(path, SRC).replace(os.sep, "/")
+        if rel.startswith("collect/shim/"):
+            for name in _includes(path):
+                assert not name.startswith("collect/") or name.startswith("collect/shim/"), (rel, name)

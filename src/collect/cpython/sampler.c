@@ -1,8 +1,10 @@
 /* binding: the sampler's Python functions in lprof._lprof, the interpreter
  * side it is started with (frame walker, text ranges, GIL release), plus the
- * drain (rings -> stack table, GIL held). Holds no sampling logic: see
- * collect/sampler.c (collect), agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c
- * (code registry, frames). Used by python/lprof/sampling.py and stacks.py. */
+ * drain (rings -> stack table, GIL held), which it registers with aggregate
+ * (lp_agg_set_source). Holds no sampling logic: see collect/sampler.c
+ * (sampling), collect/charge.c (which column a sample is charged to),
+ * agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c (code registry,
+ * frames). Used by python/lprof/sampler.py. */
 #define _GNU_SOURCE 1
 #include "cpython/module.h"
 
@@ -370,7 +372,7 @@ static PyMethodDef methods[] = {
     {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
     {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
     {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},
-    {"sampler_default_signal", py_default_signal, METH_NOARGS, "SIGPROF unless the program uses it."},
+    {"sampler_default_signal", py_default_signal, METH_NOARGS, "The first free real-time signal from SIGRTMIN+4 (never SIGPROF)."},
     {NULL, NULL, 0, NULL},
 };
 
