@@ -155,7 +155,7 @@ def main():
         import lprof.model.kernprof_file, lprof.model.validate, lprof.model.stacks  # noqa
         import lprof.render.listing, lprof.render.sampled_listing  # noqa
         import lprof.render.memory_report, lprof.render.flamegraph  # noqa
-        import lprof.sampler, lprof.source  # noqa
+        import lprof.collect.sampling, lprof.source  # noqa
         target = make_target(scratch)
     atheris.Setup(flags, target)
     atheris.Fuzz()

@@ -299,7 +299,7 @@ def _check_run_args(args):
         raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample, "
                          "--memory or --gpu", 2)
     if args.signal is not None:
-        from .sampler import check_signal
+        from .collect.sampling import check_signal
         try:
             check_signal(args.signal)
         except ValueError as exc:

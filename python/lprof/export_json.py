@@ -41,7 +41,7 @@ def export_dict(prof):
     if "gpu" in prof:
         g = dict(prof["gpu"])
         g["lines"] = _rows(g.get("lines", []), GPU_LINE_FIELDS)
-        if "tensor_memory" in g:  # PyTorch's allocator history (lprof.torch_memory)
+        if "tensor_memory" in g:  # PyTorch's allocator history (lprof.collect.torch_memory)
             t = dict(g["tensor_memory"])
             t["lines"] = _rows(t.get("lines", []), TENSOR_LINE_FIELDS)
             g["tensor_memory"] = t

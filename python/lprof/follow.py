@@ -31,7 +31,7 @@ import signal
 import sys
 import time
 
-from . import sampler as _sampler  # noqa: F401  its at-fork hook runs before ours
+from .collect import sampling as _sampling  # noqa: F401  its at-fork hook runs before ours
 
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
@@ -313,7 +313,7 @@ def _start_child_collectors(config, forked):
     from types import SimpleNamespace
 
     from . import _lprof
-    from .collectors import make
+    from .collect import make
     _config = config
     if forked:  # forget the parent's numbers: this process profiles its own part
         if _lprof.memory_running():

@@ -18,7 +18,7 @@ METRICS = {
     "leak": (("live_bytes",), "bytes"),
     "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
     # device memory allocated / live at the device's peak: per tensor from
-    # PyTorch's allocator history when it ran (lprof.torch_memory), else
+    # PyTorch's allocator history when it ran (lprof.collect.torch_memory), else
     # what cudaMalloc and friends handed out
     "gpu-mem": (("gpu_alloc_bytes",), "bytes"),
     "gpu-peak": (("gpu_peak_bytes",), "bytes"),

@@ -9,11 +9,11 @@ import threading
 import time
 
 from .. import faults, follow, outputs, runner, targets
-from ..collectors import make as make_collectors, options_of
+from ..collect import make as make_collectors, options_of
 from ..model import assemble, profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
-from ..linetrace import collector as line_collector
+from ..collect.linetrace import collector as line_collector
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "_bootstrap")
@@ -98,7 +98,7 @@ def _print_outputs(args, prof):
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                 summarize=args.summarize))
     if "sampling" in prof and not args.quiet:
-        from .. import sampler as sampling
+        from ..collect import sampling
         out.append(sampling.render_listing(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,

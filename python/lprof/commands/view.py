@@ -11,7 +11,7 @@ def render(prof, args):
         parts.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                   sort=args.sort, summarize=args.summarize))
     if "sampling" in prof:
-        from .. import sampler as sampling
+        from ..collect import sampling
         parts.append(sampling.render_listing(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,

@@ -4,7 +4,7 @@
  * (lp_agg_set_source). Holds no sampling logic: see collect/sampler.c
  * (sampling), collect/charge.c (which column a sample is charged to),
  * agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c (code registry,
- * frames). Used by python/lprof/sampler.py. */
+ * frames). Used by python/lprof/collect/sampling.py. */
 #define _GNU_SOURCE 1
 #include "cpython/module.h"
 
