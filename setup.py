@@ -127,8 +127,8 @@ setup(
     # pyproject.toml's [tool.lprof] table on Pythons without tomllib
     install_requires=['tomli>=1.1; python_version < "3.11"'],
     package_dir={"": "python"},
-    packages=["lprof", "lprof.collect", "lprof.model", "lprof.render", "lprof.commands",
-              "lprof._bootstrap"],
+    packages=["lprof", "lprof.collect", "lprof.model", "lprof.export", "lprof.render",
+              "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"],
                   "lprof.render": ["assets/report.js", "assets/report.css"]},
     ext_modules=[ext],

@@ -8,9 +8,10 @@ import sys
 
 from . import __version__
 from .errors import LprofError
+from .export import FORMATS as EXPORT_FORMATS, METRICS as _EXPORT_METRICS
 
-# stack export metrics (lprof.stacks.METRICS; gpu-mem/gpu-peak: device memory per stack)
-STACK_METRICS = ["cpu", "wall", "alloc", "peak", "leak", "gpu", "gpu-mem", "gpu-peak"]
+# stack export metrics (lprof.export.METRICS; gpu-mem/gpu-peak: device memory per stack)
+STACK_METRICS = list(_EXPORT_METRICS)
 VERBS = ("view", "export", "diff", "merge")
 
 
@@ -210,7 +211,7 @@ def _export_parser():
                                 description="Convert a saved profile to another format.")
     p.add_argument("file")
     p.add_argument("--format", "-f", required=True,
-                   choices=["json", "folded", "speedscope", "svg", "html", "chrome", "pstats"])
+                   choices=list(EXPORT_FORMATS))
     p.add_argument("--metric", default=None, choices=STACK_METRICS,
                    help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
                         "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")

@@ -185,7 +185,7 @@ def _folded_totals(path, charged=False):
 
 def test_exports_match_line_totals(tmp_path):
     sys.path.insert(0, PYPATH)
-    from lprof import stacks
+    from lprof import export as stacks
     snap, _ = run("ratio", tmp_path=tmp_path)
     folded = tmp_path / "p.folded"
     stacks.export(snap, "folded", "cpu", str(folded))
@@ -226,7 +226,7 @@ def test_fold_big_profile(tmp_path):
     speed (under 2 s for 1M samples) is measured by `make bench`, not here."""
     import random
     sys.path.insert(0, PYPATH)
-    from lprof import stacks
+    from lprof import export as stacks
     rnd = random.Random(7)
     frames = [["/src/mod%d.py" % (i % 50), "f%d" % i, i, i + 3] for i in range(3000)]
     st = []

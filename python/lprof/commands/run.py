@@ -84,9 +84,9 @@ class _Run:
                 if self.guard is not None:
                     self.guard.checkpoint(data)  # what a fatal signal writes
                 if self.args.html:  # the report follows the checkpoints (written atomically)
-                    from ..render import html_report
-                    html_report.write(prof, self.args.html,
-                                      fold_imports=not self.args.full_imports)
+                    from .. import export as exports
+                    exports.write(prof, "html", self.args.html,
+                                  fold_imports=not self.args.full_imports)
             except Exception as exc:  # a failed checkpoint must not end the program
                 sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
@@ -114,17 +114,16 @@ def _print_outputs(args, prof):
 
 def _write_stacks(args, prof):
     """Writes --stacks/--flamegraph/--html; False when one could not be written."""
+    from .. import export as exports
     ok = True
     if args.html:
-        from ..render import html_report
         try:
-            html_report.write(prof, args.html, fold_imports=not args.full_imports)
+            exports.write(prof, "html", args.html, fold_imports=not args.full_imports)
         except (ValueError, OSError) as exc:
             sys.stderr.write(f"lprof: could not write {args.html}: {exc}\n")
             ok = False
     if not (args.stacks or args.flamegraph):
         return ok
-    from .. import stacks
     sampled = not args.line_by_line or args.sample
     # --gpu asks for GPU stacks, where a GPU ran; without one the profile is
     # made as usual, its stacks too
@@ -135,7 +134,7 @@ def _write_stacks(args, prof):
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
-                stacks.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
+                exports.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
             except (ValueError, OSError) as exc:
                 _say(f"lprof: could not write {path}: {exc}\n")
                 ok = False

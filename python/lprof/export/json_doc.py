@@ -4,6 +4,8 @@ Schema "lprof.export" version 2 (docs/formats.md): list rows of the profile
 file become objects with named fields so consumers need no column list."""
 import json
 
+from ..model.profile_file import atomic_path
+
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
 
@@ -76,3 +78,10 @@ def write_json(prof, fh):
     long --memory run peaked at 887 MiB as one string)."""
     json.dump(export_dict(prof), fh, indent=1)
     fh.write("\n")
+
+
+def write(profile, path, metric=None):
+    """The export as a file (streamed, through the atomic writer)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write_json(profile, fh)

@@ -1,0 +1,123 @@
+"""What the stack formats (folded, speedscope, SVG) and the time formats
+(Chrome trace, pstats) share: the one table of stack metrics, frame names,
+and the stacks section as one metric sees it."""
+from ..model import import_fold
+from ..model.profile_file import stacks_from_columns
+
+# export metric -> (stack metric columns summed, unit of the output integers)
+METRICS = {
+    "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
+    "wall": (("wall_s",), "us"),
+    "alloc": (("alloc_bytes",), "bytes"),
+    "peak": (("peak_bytes",), "bytes"),
+    "leak": (("live_bytes",), "bytes"),
+    "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
+    # device memory allocated / live at the device's peak: per tensor from
+    # PyTorch's allocator history when it ran (lprof.collect.torch_memory),
+    # else what cudaMalloc and friends handed out
+    "gpu-mem": (("gpu_alloc_bytes",), "bytes"),
+    "gpu-peak": (("gpu_peak_bytes",), "bytes"),
+}
+# the metrics of the formats that hold time (Chrome trace, pstats)
+TIME_METRICS = ("cpu", "wall")
+
+THREAD_FILE = "<thread>"  # the picture's thread frames (never stored in a profile)
+
+
+def frame_name(frame):
+    file, func, first, line = frame[:4]
+    if file == "<gpu>" or file == THREAD_FILE:  # GPU work, a thread: the name alone
+        return func
+    if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
+        return f"{func} ({file.rsplit('/', 1)[-1]})"
+    return f"{func} ({file}:{line})"
+
+
+def metric_columns(metric):
+    """(columns summed, unit, scale of the output integers); ValueError for
+    an unknown metric."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown stack metric {metric!r} (choose from {', '.join(METRICS)})")
+    cols, unit = METRICS[metric]
+    return cols, unit, (1e6 if unit == "us" else 1)
+
+
+def time_columns(metric, holder):
+    """The columns of a time metric, for a format that holds time."""
+    if metric not in TIME_METRICS:
+        raise ValueError(f"{holder} holds time: --metric cpu or wall, not {metric!r}")
+    return METRICS[metric][0]
+
+
+def no_data(metric):
+    return ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
+                      f"alone hold none; sample with lprof script.py or -l --sample)")
+
+
+def for_metric(profile, metric):
+    """The profile whose stacks section `metric` is drawn from: device memory
+    per tensor replaces the stacks where PyTorch's allocator history ran."""
+    tensors = (profile.get("gpu") or {}).get("tensor_memory")
+    if metric in ("gpu-mem", "gpu-peak") and tensors:
+        return dict(profile, stacks=tensors["stacks"])
+    return profile
+
+
+def row_form(st):
+    """The stacks section in its row form (the file's columnar form converted)."""
+    return stacks_from_columns(st) if "nodes" in st else st
+
+
+def has_rows(st, cols):
+    return any(any(m.get(c) for c in cols) for _ids, _t, m in st.get("stacks", []))
+
+
+def fold_imports(st):
+    """importlib's frames folded into one frame per import (pictures only)."""
+    if import_fold.has_imports(st.get("frames", [])):
+        return import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st)
+    return st
+
+
+def thread_roots(profile, st):
+    """For a picture of several threads: each stack starts with a frame
+    naming its thread, so threads sit side by side, labelled."""
+    threads = st["rows"]["thread"] if "nodes" in st else [r[1] for r in st.get("stacks", [])]
+    if len(set(threads)) < 2:
+        return st
+    st = row_form(st)
+    names = (profile.get("sampling") or {}).get("threads", {})
+    frames = [list(f) for f in st.get("frames", [])]
+    root_of = {}
+    rows = []
+    for ids, th, m in st.get("stacks", []):
+        if th not in root_of:
+            root_of[th] = len(frames)
+            name = names.get(str(th))
+            frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        rows.append([[root_of[th]] + list(ids), th, m])
+    return dict(st, frames=frames, stacks=rows)
+
+
+def fold(st, metric, out_path, min_fraction):
+    """Folds the stacks section for `metric` in C: writes the folded lines to
+    out_path (None: not written) and returns (frame names, (lines, total,
+    rects)). The columnar section is folded straight from its value arrays
+    (_lprof.fold_columns: no Python object per row)."""
+    from array import array
+
+    from .. import _lprof
+    cols, _unit, scale = metric_columns(metric)
+    if "nodes" in st:
+        values = st["rows"]["values"]
+        present = [values[c] for c in cols if c in values and any(values[c])]
+        if not present:
+            raise no_data(metric)
+        names = [frame_name(f) for f in st["frames"]]
+        args = (names, array("i", st["nodes"]["parent"]), array("i", st["nodes"]["frame"]),
+                array("i", st["rows"]["node"]), [array("d", v) for v in present], scale)
+        return names, _lprof.fold_columns(*args, out_path, min_fraction)
+    if not has_rows(st, cols):
+        raise no_data(metric)
+    names = [frame_name(f) for f in st.get("frames", [])]
+    return names, _lprof.fold_rows(names, st.get("stacks", []), cols, scale, out_path, min_fraction)
