@@ -31,7 +31,7 @@ import signal
 import sys
 import time
 
-from .collect import sampling as _sampling  # noqa: F401  its at-fork hook runs before ours
+from .collect import sampling as _sampling
 
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
@@ -387,6 +387,7 @@ def _after_fork_in_child():
 def _install_fork_hook():
     global _hooks_done
     if not _hooks_done and hasattr(os, "register_at_fork"):
+        _sampling.install_fork_hook()  # the sampler's reset runs before ours
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _hooks_done = True
 

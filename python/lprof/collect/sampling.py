@@ -162,6 +162,7 @@ class SamplingCollector:
         global _active
         if self._running:
             return
+        install_fork_hook()
         if _active is not None:
             raise RuntimeError("lprof: sampling is already running in this process")
         if self._signo is None:
@@ -286,8 +287,17 @@ def _at_fork_child():
         _active._after_fork_child()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_at_fork_child)
+_fork_hook_done = False
+
+
+def install_fork_hook():
+    """Registers the forked child's reset of the sampler (once): when
+    sampling starts, and from lprof.follow before its own hook, which must
+    run after this one. Nothing is registered by importing this module."""
+    global _fork_hook_done
+    if not _fork_hook_done and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_at_fork_child)
+        _fork_hook_done = True
 
 
 # -- lprof.start() / lprof.stop() / lprof.sampling() --

@@ -1,8 +1,9 @@
 """What the stack formats (folded, speedscope, SVG) and the time formats
 (Chrome trace, pstats) share: the one table of stack metrics, frame names,
 and the stacks section as one metric sees it."""
+from ..model import frames as frame_kinds
 from ..model import import_fold
-from ..model.profile_file import stacks_from_columns
+from ..model.stacks import is_columnar, row_form, row_threads  # noqa: F401 (row_form: the exports')
 
 # export metric -> (stack metric columns summed, unit of the output integers)
 METRICS = {
@@ -21,16 +22,8 @@ METRICS = {
 # the metrics of the formats that hold time (Chrome trace, pstats)
 TIME_METRICS = ("cpu", "wall")
 
-THREAD_FILE = "<thread>"  # the picture's thread frames (never stored in a profile)
-
-
-def frame_name(frame):
-    file, func, first, line = frame[:4]
-    if file == "<gpu>" or file == THREAD_FILE:  # GPU work, a thread: the name alone
-        return func
-    if first == 0 and line == 0 and not file.startswith("<"):  # native: object file, no line
-        return f"{func} ({file.rsplit('/', 1)[-1]})"
-    return f"{func} ({file}:{line})"
+THREAD_FILE = frame_kinds.THREAD_FILE  # the picture's thread frames (never stored in a profile)
+frame_name = frame_kinds.label
 
 
 def metric_columns(metric):
@@ -63,11 +56,6 @@ def for_metric(profile, metric):
     return profile
 
 
-def row_form(st):
-    """The stacks section in its row form (the file's columnar form converted)."""
-    return stacks_from_columns(st) if "nodes" in st else st
-
-
 def has_rows(st, cols):
     return any(any(m.get(c) for c in cols) for _ids, _t, m in st.get("stacks", []))
 
@@ -75,15 +63,14 @@ def has_rows(st, cols):
 def fold_imports(st):
     """importlib's frames folded into one frame per import (pictures only)."""
     if import_fold.has_imports(st.get("frames", [])):
-        return import_fold.fold_columns(st) if "nodes" in st else import_fold.fold_section(st)
+        return import_fold.fold_columns(st) if is_columnar(st) else import_fold.fold_section(st)
     return st
 
 
 def thread_roots(profile, st):
     """For a picture of several threads: each stack starts with a frame
     naming its thread, so threads sit side by side, labelled."""
-    threads = st["rows"]["thread"] if "nodes" in st else [r[1] for r in st.get("stacks", [])]
-    if len(set(threads)) < 2:
+    if len(set(row_threads(st))) < 2:
         return st
     st = row_form(st)
     names = (profile.get("sampling") or {}).get("threads", {})
@@ -108,7 +95,7 @@ def fold(st, metric, out_path, min_fraction):
 
     from .. import _lprof
     cols, _unit, scale = metric_columns(metric)
-    if "nodes" in st:
+    if is_columnar(st):
         values = st["rows"]["values"]
         present = [values[c] for c in cols if c in values and any(values[c])]
         if not present:

@@ -4,6 +4,7 @@ derived from its stacks section by the one attribution rule
 merge of several profiles rebuilds. Pure functions of profile data: no
 collector, no C state (the leak rule is C's, asked through _lprof.leak_judge)."""
 from .. import _lprof
+from . import frames as frame_kinds
 from . import stacks as stacks_model
 
 SAMPLING_METRICS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "samples")
@@ -99,14 +100,15 @@ def gpu_line_rows(section, accept_frame=None):
     d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
     charged to the innermost frame accept_frame takes)."""
     frames = section.get("frames", [])
-    orphan = {i for i, f in enumerate(frames) if f[0] == "<lprof>" and f[1] == ORPHAN_MARKER}
+    orphan = {i for i, f in enumerate(frames)
+              if frame_kinds.kind(f) == frame_kinds.MARKER and f[1] == ORPHAN_MARKER}
     rows = {}
     for ids, _thread, m in section.get("stacks", []):
         if not ids or not any(m.get(c) for c in GPU_COLUMNS):
             continue
         f = (stacks_model.charge(frames, ids) if accept_frame is None
              else stacks_model.charge_frame(frames, ids, accept_frame))
-        if f is None or f[0] in ("<gpu>", "<lprof>"):
+        if f is None or frame_kinds.kind(f) in (frame_kinds.GPU, frame_kinds.MARKER):
             continue
         row = rows.setdefault((f[0], f[3], f[1]), [0.0] * (len(GPU_COLUMNS) + 1))
         for i, c in enumerate(GPU_COLUMNS):
