@@ -5,7 +5,11 @@
 #include <stdlib.h>
 
 const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
-#define LP_METRIC_INFO_(id, name, unit, merge, desc) {#name, unit, LP_MERGE_##merge, desc},
+#define LP_METRIC_INFO_(id, name, unit, merge, group, desc) \
+    {#name, unit, LP_MERGE_##merge, LP_GROUP_##group, LP_GROUP_NAME_##group, desc},
+#define LP_GROUP_NAME_SAMPLING "sampling"
+#define LP_GROUP_NAME_MEMORY "memory"
+#define LP_GROUP_NAME_GPU "gpu"
     LP_METRICS(LP_METRIC_INFO_)
 #undef LP_METRIC_INFO_
 };

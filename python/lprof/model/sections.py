@@ -2,23 +2,20 @@
 derived from its stacks section by the one attribution rule
 (lprof.model.stacks): what a collector gives at the end of a run, and what a
 merge of several profiles rebuilds. Pure functions of profile data: no
-collector, no C state (the leak rule is C's, asked through _lprof.leak_judge)."""
+collector, no C state read (the column lists and the leak rule are C's)."""
 from .. import _lprof
 from . import frames as frame_kinds
 from . import stacks as stacks_model
 
-SAMPLING_METRICS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "samples")
+# Each section's columns in column order, from the one list (the group tags of
+# src/aggregate/metrics.h): a sampling line's times and samples, the columns
+# a memory line sums (the leak rule's inputs among them; the rule itself is
+# C's, src/aggregate/leak.h), a GPU line's columns in listing order.
+_GROUPS = _lprof.metric_groups()
+SAMPLING_METRICS = tuple(_GROUPS["sampling"])
+MEMORY_COLUMNS = tuple(_GROUPS["memory"])
+GPU_COLUMNS = tuple(_GROUPS["gpu"])
 
-# Columns a memory line sums (the leak rule's inputs among them); the rule
-# itself is C's (src/aggregate/leak.h), asked through _lprof.leak_judge.
-MEMORY_COLUMNS = ("alloc_bytes", "alloc_count", "python_bytes", "freed_bytes", "peak_bytes",
-                  "alloc_samples", "free_samples", "survivors", "survivor_bytes",
-                  "survivor_t_ms", "survivor_t2_ms2")
-
-
-# the stack table's GPU columns (src/aggregate/metrics.h), in listing order
-GPU_COLUMNS = ("gpu_kernel_s", "gpu_copy_s", "gpu_kernels", "gpu_launches", "gpu_h2d_bytes",
-               "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_alloc_bytes", "gpu_peak_bytes")
 ORPHAN_MARKER = "[GPU work from a thread without Python]"
 GPU_BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
 
