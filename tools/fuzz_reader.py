@@ -86,15 +86,14 @@ HEADER_SIZE = 24  # docs/formats.md
 
 
 def make_target(scratch):
-    from lprof import cli
     from lprof import export as stacks
     from lprof.export import chrome_trace as export_chrome
     from lprof.commands import view
     from lprof.errors import LprofError
     from lprof.export.json_doc import to_json
     from lprof.model import profile_file
-    view_args = cli._view_parser().parse_args(["x"])
-    all_args = cli._view_parser().parse_args(["x", "--all", "--per-thread", "--profile-all"])
+    view_args = view.parser().parse_args(["x"])
+    all_args = view.parser().parse_args(["x", "--all", "--per-thread", "--profile-all"])
     out = os.path.join(scratch, "export.out")
     import resource
 

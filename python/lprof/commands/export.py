@@ -1,10 +1,28 @@
 """`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG, HTML,
 Chrome trace, pstats. The format comes from lprof.export's one registry."""
+import argparse
 import sys
 
 from .. import export as exports
 from ..errors import LprofError
 from ..model import profile_file
+from .options import STACK_METRICS
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="lprof export", allow_abbrev=False,
+                                description="Convert a saved profile to another format.")
+    p.add_argument("file")
+    p.add_argument("--format", "-f", required=True,
+                   choices=list(exports.FORMATS))
+    p.add_argument("--metric", default=None, choices=STACK_METRICS,
+                   help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
+                        "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
+    p.add_argument("--full-imports", action="store_true",
+                   help="svg/html: show importlib's frames whole (by default each import is "
+                        "one 'import module' frame)")
+    p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
+    return p
 
 
 def default_output(path, fmt):

@@ -4,12 +4,10 @@ whole profile), and FORMATS, the one registry that `lprof export`, `lprof
 run` (--stacks, --flamegraph, --html) and the command line's choices read.
 Every file goes through the one atomic writer (lprof.model.profile_file):
 a reader never sees half a file; a device or pipe (/dev/stdout) is written
-through. The stack metrics and the columns each sums: stack_rows.METRICS."""
+through. The stack metrics and the columns each sums: metrics.METRICS."""
 import importlib
 
-from . import stack_rows
-
-METRICS = stack_rows.METRICS
+from .metrics import METRICS  # noqa: F401 (lprof.export.METRICS)
 
 
 class Format:

@@ -1,26 +1,10 @@
 """What the stack formats (folded, speedscope, SVG) and the time formats
-(Chrome trace, pstats) share: the one table of stack metrics, frame names,
-and the stacks section as one metric sees it."""
+(Chrome trace, pstats) share: frame names, the stacks section as one metric
+sees it, and the fold in C (the table of stack metrics: metrics.py)."""
 from ..model import frames as frame_kinds
 from ..model import import_fold
 from ..model.stacks import is_columnar, row_form, row_threads  # noqa: F401 (row_form: the exports')
-
-# export metric -> (stack metric columns summed, unit of the output integers)
-METRICS = {
-    "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
-    "wall": (("wall_s",), "us"),
-    "alloc": (("alloc_bytes",), "bytes"),
-    "peak": (("peak_bytes",), "bytes"),
-    "leak": (("live_bytes",), "bytes"),
-    "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
-    # device memory allocated / live at the device's peak: per tensor from
-    # PyTorch's allocator history when it ran (lprof.collect.torch_memory),
-    # else what cudaMalloc and friends handed out
-    "gpu-mem": (("gpu_alloc_bytes",), "bytes"),
-    "gpu-peak": (("gpu_peak_bytes",), "bytes"),
-}
-# the metrics of the formats that hold time (Chrome trace, pstats)
-TIME_METRICS = ("cpu", "wall")
+from .metrics import METRICS, TIME_METRICS  # noqa: F401 (the table's home: metrics.py)
 
 THREAD_FILE = frame_kinds.THREAD_FILE  # the picture's thread frames (never stored in a profile)
 frame_name = frame_kinds.label
