@@ -9,7 +9,7 @@ are (file, first line, name); native frames (--native) are (object, 0, name),
 as cProfile names built-ins ('~', 0, name)."""
 import marshal
 
-from ..model.profile_file import save_bytes
+from ..model.profile_file import atomic_path
 from ..model.stacks import is_native
 from .stack_rows import row_form, time_columns
 
@@ -63,4 +63,7 @@ def stats(profile, metric="cpu"):
 
 
 def write(profile, out_path, metric="cpu"):
-    save_bytes(marshal.dumps(stats(profile, metric)), out_path)
+    data = stats(profile, metric)
+    with atomic_path(out_path) as tmp:
+        with open(tmp, "wb") as fh:
+            marshal.dump(data, fh)

@@ -139,10 +139,11 @@ def save_bytes(data, path):
 def atomic_path(path):
     """The same writer for code that opens the file itself (the C folder,
     a JSON stream): yields a temporary path in path's folder, renamed over
-    path when the block ends, removed if it raises. A device or pipe
-    (/dev/stdout, a FIFO) is yielded as it is: renaming over it would
-    replace the device node."""
-    if os.path.exists(path) and not os.path.isfile(path):
+    path when the block ends, removed if it raises. A device or pipe (a
+    FIFO) and a symbolic link (/dev/stdout, a regular file when the shell
+    redirects it) are yielded as they are: renaming over them would replace
+    the device node or the link, where the output was meant to go through."""
+    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
         yield path
         return
     fd, tmp = _temp_beside(path)
