@@ -49,7 +49,8 @@ def test_a_link_is_written_through(tmp_path):
 
 
 @pytest.mark.parametrize("fmt,output", [("folded", "-"), ("folded", "/dev/stdout"),
-                                        ("json", "/dev/stdout"), ("pstats", "/dev/stdout")])
+                                        ("json", "/dev/stdout"), ("pstats", "/dev/stdout"),
+                                        ("chrome", "/dev/stdout"), ("html", "/dev/stdout")])
 def test_stdout_redirected_to_a_file_gets_the_export(fmt, output, run_lprof, write_script, tmp_path):
     script = write_script("w.py", WORKLOAD)
     r = run_lprof("-q", "-o", "w.lprof", script)
