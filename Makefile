@@ -17,8 +17,9 @@ LOCAL_PIP_PACKAGES := torch==2.13.0
 
 CC ?= gcc
 CWARN := -std=gnu11 -Wall -Wextra -Werror -Wno-missing-field-initializers
-# the pure-C core: every source outside a cpython/ folder and the shim
-PURE_SOURCES := $(shell find src -name '*.c' -not -path '*/cpython/*' -not -path 'src/collect/shim/*')
+# the pure-C core: every source outside a cpython/ folder and the shim (but
+# the shim's shared/ folder, which the extension compiles too)
+PURE_SOURCES := $(shell find src -name '*.c' -not -path '*/cpython/*' \( -not -path 'src/collect/shim/*' -o -path 'src/collect/shim/shared/*' \))
 ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

@@ -24,10 +24,13 @@ if sys.version_info[:2] < (3, 10):
     sys.exit("lprof: needs CPython 3.10 or newer, this is %d.%d" % sys.version_info[:2])
 
 # Every C file under src/ belongs to the extension, except src/collect/shim/
-# (the LD_PRELOAD allocator, a separately built binary with its own Makefile).
+# (the LD_PRELOAD allocator, a separately built binary with its own Makefile);
+# its shared/ folder (the byte sampler, the live-block table) is compiled by
+# both, as the extension keeps its own tables with them.
 SHIM_DIR = os.path.join("src", "collect", "shim")
+SHIM_SHARED_DIR = os.path.join(SHIM_DIR, "shared")
 SOURCES = sorted(p for p in glob.glob("src/**/*.c", recursive=True)
-                 if not p.startswith(SHIM_DIR + os.sep))
+                 if not p.startswith(SHIM_DIR + os.sep) or p.startswith(SHIM_SHARED_DIR + os.sep))
 
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2", "-g",
           "-fvisibility=hidden", "-Wno-missing-field-initializers",
@@ -124,7 +127,8 @@ setup(
     # pyproject.toml's [tool.lprof] table on Pythons without tomllib
     install_requires=['tomli>=1.1; python_version < "3.11"'],
     package_dir={"": "python"},
-    packages=["lprof", "lprof.model", "lprof.render", "lprof.commands", "lprof._bootstrap"],
+    packages=["lprof", "lprof.collect", "lprof.model", "lprof.export", "lprof.render",
+              "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"],
                   "lprof.render": ["assets/report.js", "assets/report.css"]},
     ext_modules=[ext],

@@ -1,4 +1,4 @@
-"""Run with the project interpreter: time lprof.stacks.export on a synthetic
+"""Run with the project interpreter: time lprof.export.export on a synthetic
 profile of 1,000,000 samples over many distinct stacks, in the form a .lprof
 file holds (columnar stacks section, as `lprof export` reads it); prints JSON."""
 import json
@@ -43,12 +43,12 @@ def synthetic(seed=7):
 
 def main(outdir):
     try:
-        from lprof import stacks
+        from lprof import export as stacks
     except ImportError as e:
         print(json.dumps({"error": f"not built: {e}"}))
         return
     if not hasattr(stacks, "export"):
-        print(json.dumps({"error": "not built: lprof.stacks.export missing"}))
+        print(json.dumps({"error": "not built: lprof.export.export missing"}))
         return
     prof = synthetic()
     out = {}

@@ -213,7 +213,7 @@ def main():
         (h, rows), t = export_section(max(1, min(3, repeats)), log)
         targets += t
         md += ["## 4. Export speed", "",
-               "`lprof.stacks.export(profile, fmt, \"cpu\", path)` on a synthetic profile "
+               "`lprof.export.export(profile, fmt, \"cpu\", path)` on a synthetic profile "
                "of 1,000,000 unfolded samples (4 threads) over 20,000 distinct stacks (depth 3-40, "
                "3,000 frames), in the columnar form a format-2 .lprof file holds (what "
                "`lprof export` reads); time of the call only, median of up to 3 processes.", "",

@@ -86,13 +86,14 @@ HEADER_SIZE = 24  # docs/formats.md
 
 
 def make_target(scratch):
-    from lprof import cli, export_chrome, stacks
+    from lprof import export as stacks
+    from lprof.export import chrome_trace as export_chrome
     from lprof.commands import view
     from lprof.errors import LprofError
-    from lprof.export_json import to_json
+    from lprof.export.json_doc import to_json
     from lprof.model import profile_file
-    view_args = cli._view_parser().parse_args(["x"])
-    all_args = cli._view_parser().parse_args(["x", "--all", "--per-thread", "--profile-all"])
+    view_args = view.parser().parse_args(["x"])
+    all_args = view.parser().parse_args(["x", "--all", "--per-thread", "--profile-all"])
     out = os.path.join(scratch, "export.out")
     import resource
 
@@ -121,7 +122,7 @@ def make_target(scratch):
             pass  # no stacks with time: one line from the CLI
         try:
             cols = profile_file.decode(raw, "fuzz.lprof", rows=False)
-            for fmt in stacks.FORMATS:
+            for fmt in stacks.STACK_FORMATS:
                 stacks.export(cols, fmt, "cpu", out)
             stacks.export(cols, "folded", "alloc", out)
         except ValueError:
@@ -154,8 +155,8 @@ def main():
         # they are instrumented too
         import lprof.model.kernprof_file, lprof.model.validate, lprof.model.stacks  # noqa
         import lprof.render.listing, lprof.render.sampled_listing  # noqa
-        import lprof.render.memory_report, lprof.render.flamegraph  # noqa
-        import lprof.sampler, lprof.source  # noqa
+        import lprof.render.memory_report, lprof.export.svg  # noqa
+        import lprof.collect.sampling, lprof.source  # noqa
         target = make_target(scratch)
     atheris.Setup(flags, target)
     atheris.Fuzz()

@@ -1,4 +1,4 @@
-/* The contract between the LD_PRELOAD shim (src/shim/, liblprof_shim.so) and
+/* The contract between the LD_PRELOAD shim (src/collect/shim/, liblprof_shim.so) and
  * the _lprof extension. Versioned: the shim exports one function,
  * LP_SHIM_API_SYMBOL, returning a table whose `abi` must equal LP_SHIM_ABI
  * and whose `size` is at least sizeof(lp_shim_api); the extension finds it
@@ -29,7 +29,7 @@
 #define LP_SHIM_KIND_PYTHON 1u /* PyMem hooks (extension side only) */
 #define LP_SHIM_KIND_MMAP 2u   /* anonymous private mmap >= 1 MiB called directly */
 
-/* One sampled live block; layout shared with src/livemem.h lp_live_block. */
+/* One sampled live block; layout shared with src/collect/shim/shared/livemem.h lp_live_block. */
 typedef struct lp_shim_block {
     uint64_t addr;
     uint64_t size;   /* requested bytes */

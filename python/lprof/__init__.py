@@ -10,14 +10,14 @@ from .decorator import LineProfiler, LineStats, profile  # noqa: E402
 
 
 def start(mode="cpu", rate_hz=None):
-    """Starts whole-program sampling of this process (see lprof.sampler)."""
-    from . import sampler
+    """Starts whole-program sampling of this process (see lprof.collect.sampling)."""
+    from .collect import sampling as sampler
     return sampler.start(mode=mode, rate_hz=rate_hz)
 
 
 def stop():
     """Stops sampling started by start(); returns the profile dict."""
-    from . import sampler
+    from .collect import sampling as sampler
     return sampler.stop()
 
 
@@ -37,7 +37,7 @@ def sampling(mode="cpu", rate_hz=None):
 
 def render_listing(profile, **options):
     """The annotated listing of a sampled profile, as text."""
-    from . import sampler
+    from .collect import sampling as sampler
     return sampler.render_listing(profile, **options)
 
 

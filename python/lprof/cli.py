@@ -7,10 +7,10 @@ import os
 import sys
 
 from . import __version__
+from .commands.options import STACK_METRICS, add_sampled_listing_options
 from .errors import LprofError
 
-# stack export metrics (lprof.stacks.METRICS; gpu-mem/gpu-peak: device memory per stack)
-STACK_METRICS = ["cpu", "wall", "alloc", "peak", "leak", "gpu", "gpu-mem", "gpu-peak"]
+# the verbs other than run: each module in commands/ owns its parser() and main(args)
 VERBS = ("view", "export", "diff", "merge")
 
 
@@ -129,7 +129,7 @@ def _run_parser():
     g.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind; --native=all "
                         "also keeps the interpreter's own frames")
-    _add_sampled_listing_options(g)
+    add_sampled_listing_options(g)
     g = p.add_argument_group("memory")
     g.add_argument("--memory", action="store_true",
                    help="add memory columns: allocated, net, peak per line (preloads lprof's "
@@ -147,94 +147,9 @@ def _run_parser():
     return p
 
 
-def _add_sampled_listing_options(g):
-    """The sampled listing's options: the same for a run and for `lprof view`."""
-    g.add_argument("--reduced", dest="reduced", action="store_true", default=True,
-                   help="list only lines above the threshold (default)")
-    g.add_argument("--all", dest="reduced", action="store_false",
-                   help="list every line of the files with samples")
-    g.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
-                   help="reduced listing: minimum share of a line, in percent (default 1)")
-    g.add_argument("--profile-only", action="append", default=[], metavar="PATTERN",
-                   help="list only files whose path contains PATTERN")
-    g.add_argument("--profile-all", action="store_true",
-                   help="list every file, the standard library and site-packages too")
-    g.add_argument("--per-thread", action="store_true", help="one listing per thread")
-
-
 def _max_rate():
     from ._lprof import SAMPLER_MAX_RATE_HZ  # stated once, in C
     return SAMPLER_MAX_RATE_HZ
-
-
-def _view_parser():
-    p = argparse.ArgumentParser(prog="lprof view", allow_abbrev=False,
-                                description="Print a saved profile again: an lprof file, or a "
-                                            "line_profiler (kernprof -l) .lprof file.")
-    p.add_argument("file", help="the profile file")
-    p.add_argument("-u", "--unit", type=float, default=None,
-                   help="output unit of the -l time columns in seconds (default 1e-6)")
-    p.add_argument("-z", "--skip-zero", action="store_true",
-                   help="hide functions that never ran (-l listings)")
-    p.add_argument("--summarize", action="store_true",
-                   help="add a one-line-per-function summary (-l listings)")
-    p.add_argument("--sort", choices=["time", "file"], default="time",
-                   help="order of the -l functions: most time first (default) or by file")
-    _add_sampled_listing_options(p.add_argument_group("sampled listing"))
-    g = p.add_argument_group("merged profiles (lprof merge, children followed)")
-    g.add_argument("--ranks", action="store_true",
-                   help="per-line imbalance across ranks or processes: mean, max, max/mean "
-                        "and the rank holding the max")
-    g.add_argument("--ranks-metric", metavar="NAME",
-                   help="column of the --ranks view (default cpu_s, wall_s in wall mode, "
-                        "line_time_s for -l profiles); any column the profile holds")
-    g.add_argument("--ranks-lines", type=int, default=20, metavar="N",
-                   help="lines shown by --ranks (default 20)")
-    return p
-
-
-def _merge_parser():
-    p = argparse.ArgumentParser(prog="lprof merge", allow_abbrev=False,
-                                description="Merge profiles (one per rank or process) into "
-                                            "one: sums add, peaks take the maximum, and a "
-                                            "per-line imbalance view (lprof view OUT --ranks).")
-    p.add_argument("files", nargs="+", help="profile files (glob patterns are expanded)")
-    p.add_argument("-o", "--output", default="merged.lprof",
-                   help="merged profile to write (default merged.lprof)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no message on stderr")
-    return p
-
-
-def _export_parser():
-    p = argparse.ArgumentParser(prog="lprof export", allow_abbrev=False,
-                                description="Convert a saved profile to another format.")
-    p.add_argument("file")
-    p.add_argument("--format", "-f", required=True,
-                   choices=["json", "folded", "speedscope", "svg", "html", "chrome", "pstats"])
-    p.add_argument("--metric", default=None, choices=STACK_METRICS,
-                   help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
-                        "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
-    p.add_argument("--full-imports", action="store_true",
-                   help="svg/html: show importlib's frames whole (by default each import is "
-                        "one 'import module' frame)")
-    p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
-    return p
-
-
-def _diff_parser():
-    p = argparse.ArgumentParser(prog="lprof diff", allow_abbrev=False,
-                                description="Compare two profiles: the lines and functions of "
-                                            "your code whose time or memory changed most.")
-    p.add_argument("before", help="the earlier profile")
-    p.add_argument("after", help="the later profile")
-    p.add_argument("--metric", default=None, metavar="COLUMN",
-                   help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
-                        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
-                        "time_s, else alloc_bytes)")
-    p.add_argument("-n", "--top", type=int, default=20, metavar="N",
-                   help="lines and functions listed (default 20)")
-    p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
-    return p
 
 
 def _parse(parser, argv):
@@ -299,7 +214,7 @@ def _check_run_args(args):
         raise LprofError("--stacks/--flamegraph: lprof -l alone records no stacks; add --sample, "
                          "--memory or --gpu", 2)
     if args.signal is not None:
-        from .sampler import check_signal
+        from .collect.sampling import check_signal
         try:
             check_signal(args.signal)
         except ValueError as exc:
@@ -333,18 +248,9 @@ def main(argv=None):
         follow.leave_inherited()
     try:
         if argv and argv[0] in VERBS:
-            verb = argv.pop(0)
-            if verb == "view":
-                from .commands import view
-                return view.main(_parse(_view_parser(), argv))
-            if verb == "diff":
-                from .commands import diff
-                return diff.main(_parse(_diff_parser(), argv))
-            if verb == "merge":
-                from .commands import merge
-                return merge.main(_parse(_merge_parser(), argv))
-            from .commands import export
-            return export.main(_parse(_export_parser(), argv))
+            import importlib
+            command = importlib.import_module(f"{__package__}.commands.{argv.pop(0)}")
+            return command.main(_parse(command.parser(), argv))
         parser, args = _parse_run(argv)
         if args.module is None and args.script is None and args.code is None:
             parser.print_usage(sys.stderr)

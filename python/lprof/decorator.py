@@ -10,7 +10,7 @@ import os
 import sys
 import types
 
-from .linetrace import code_key, collector
+from .collect.linetrace import code_key, collector
 
 
 def _code_objects(obj, seen):

@@ -28,10 +28,10 @@ import atexit
 import json
 import os
 import signal
-import sys
 import time
 
-from . import sampler as _sampler  # noqa: F401  its at-fork hook runs before ours
+from .collect import sampling as _sampling
+from .collect.recording import Recording
 
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
@@ -158,14 +158,15 @@ def _alive(pid):
         return True
 
 
-class _Child:
-    """A followed child: its collectors, its file, its one save."""
+class _Child(Recording):
+    """A followed child's recording, with what only it has: its file and
+    marker in the session folder, its SIGTERM watcher, its one save."""
 
     def __init__(self, config, collectors, modes):
+        # argv None: the child's sys.argv as it is when its profile is built
+        super().__init__(collectors, modes, argv=None, started=time.time())
         self.dir = config["dir"]
-        self.collectors, self.modes = collectors, modes
         self.pid = os.getpid()
-        self.started = time.time()
         self.saved = False
         self._guard = None
         import _thread
@@ -175,7 +176,6 @@ class _Child:
                                            f"{self.pid}.lprof")
         self.marker = os.path.join(self.dir, f"{self.pid}.running")
         self.interval = float(config["options"].get("output_interval") or 0)
-        self._writer = None
 
     def start(self):
         if not _own_folder(self.dir):
@@ -185,17 +185,12 @@ class _Child:
                 pass
         except OSError:
             return False
-        for c in self.collectors:
-            c.start()
+        Recording.start(self)
         self._arm_sigterm()
         if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
             import threading
-
-            from .own_thread import OwnThread
             self._lock = threading.Lock()
-            self._stop = threading.Event()
-            self._writer = OwnThread(self._checkpoints)
-            self._writer.start()
+            self.start_checkpoints(self.interval, self._checkpoint)
         return True
 
     def _arm_sigterm(self):
@@ -217,20 +212,17 @@ class _Child:
         self.save(exit_code=exit_code, by_signal=True)
 
     def _write(self, exit_code=None):
-        from .model import assemble, profile_file
-        prof = assemble.profile(self.modes, self.collectors, argv=list(sys.argv),
-                                started=self.started, exit_code=exit_code)
-        profile_file.save(prof, self.path)
+        from .model import profile_file
+        profile_file.save(self.build(exit_code), self.path)
 
-    def _checkpoints(self):
-        while not self._stop.wait(self.interval):
-            with self._lock:
-                if self.saved:
-                    return
-                try:
-                    self._write()
-                except Exception:  # a failed checkpoint must not end the child
-                    pass
+    def _checkpoint(self):
+        with self._lock:
+            if self.saved:
+                return False  # the last checkpoint: the child's one save is done
+            try:
+                self._write()
+            except Exception:  # a failed checkpoint must not end the child
+                pass
 
     def save(self, exit_code=None, by_signal=False):
         """Writes this child's part once. by_signal: the SIGTERM guard's
@@ -247,8 +239,8 @@ class _Child:
             if not by_signal:
                 held = _hold_sigterm()
             try:
-                if self._writer is not None:
-                    self._stop.set()
+                if self.checkpointing:
+                    self.stop_checkpoints()
                     with self._lock:  # a checkpoint under way ends first
                         pass
                 for c in reversed(self.collectors):
@@ -275,8 +267,8 @@ class _Child:
         self.saved = True
         if self._guard is not None:
             self._guard.end()
-        if self._writer is not None:
-            self._stop.set()
+        if self.checkpointing:
+            self.stop_checkpoints()
         for c in reversed(self.collectors):
             try:
                 c.stop()
@@ -313,7 +305,7 @@ def _start_child_collectors(config, forked):
     from types import SimpleNamespace
 
     from . import _lprof
-    from .collectors import make
+    from .collect import make
     _config = config
     if forked:  # forget the parent's numbers: this process profiles its own part
         if _lprof.memory_running():
@@ -387,6 +379,7 @@ def _after_fork_in_child():
 def _install_fork_hook():
     global _hooks_done
     if not _hooks_done and hasattr(os, "register_at_fork"):
+        _sampling.install_fork_hook()  # the sampler's reset runs before ours
         os.register_at_fork(after_in_child=_after_fork_in_child)
         _hooks_done = True
 

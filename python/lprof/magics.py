@@ -98,7 +98,7 @@ class LprofMagics(Magics):
         profile = sample(self.shell, self.shell.transform_cell(code), self._cell_file,
                          mode="wall" if "wall" in opts else "cpu", rate_hz=rate,
                          memory="memory" in opts)
-        from .sampler import render_listing
+        from .collect.sampling import render_listing
         page(render_listing(profile, reduced="all" not in opts, per_thread="per-thread" in opts))
         if "o" in opts:
             from .model import profile_file
@@ -115,12 +115,12 @@ def sample(shell, code, cell_file, mode="cpu", rate_hz=None, memory=False):
     """Runs code in the shell's namespace under the sampler (and the memory
     hooks); returns the profile dict."""
     import time
-    from . import sampler
+    from .collect import sampling as sampler
     from .model import assemble, stacks
     collectors = [sampler.SamplingCollector(mode=mode, rate_hz=rate_hz)]
     modes = [mode]
     if memory:
-        from .memory import MemoryCollector
+        from .collect.memory import MemoryCollector
         collectors.append(MemoryCollector())
         modes.append("memory")
     stacks.reset()

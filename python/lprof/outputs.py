@@ -56,11 +56,10 @@ def _check_folder_writable(option, path, folder):
 def write_text(path, text):
     """Writes a text output whole: to a temporary file in the same folder,
     then renamed over path, so a reader (or a checkpoint racing the final
-    write) never sees half a file. A device or pipe (/dev/stdout, a FIFO) is
-    written through: renaming over it would replace the device node."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "w", encoding="utf-8") as fh:
+    write) never sees half a file. A device, a pipe or a link (/dev/stdout,
+    a FIFO) is written through: renaming over it would replace the device
+    node or the link (model/profile_file.atomic_path, the one atomic writer)."""
+    from .model.profile_file import atomic_path
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-        return
-    from .model.profile_file import save_bytes  # the one atomic writer
-    save_bytes(text.encode("utf-8"), path)

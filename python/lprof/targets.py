@@ -17,7 +17,7 @@ import sys
 
 from .decorator import profile
 from .errors import LprofError
-from .linetrace import collector
+from .collect.linetrace import collector
 
 
 def split_targets(values):

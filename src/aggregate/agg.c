@@ -5,7 +5,11 @@
 #include <stdlib.h>
 
 const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
-#define LP_METRIC_INFO_(id, name, unit, merge, desc) {#name, unit, LP_MERGE_##merge, desc},
+#define LP_METRIC_INFO_(id, name, unit, merge, group, desc) \
+    {#name, unit, LP_MERGE_##merge, LP_GROUP_##group, LP_GROUP_NAME_##group, desc},
+#define LP_GROUP_NAME_SAMPLING "sampling"
+#define LP_GROUP_NAME_MEMORY "memory"
+#define LP_GROUP_NAME_GPU "gpu"
     LP_METRICS(LP_METRIC_INFO_)
 #undef LP_METRIC_INFO_
 };
@@ -74,6 +78,17 @@ void lp_agg_set(uint32_t stack, lp_metric m, int64_t value) {
     lp_stacktab *t = lp_agg_stacks();
     if (LP_LIKELY(t != NULL)) lp_stacktab_set(t, stack, m, value);
 }
+
+/* Set at module init under the GIL; read under the GIL. */
+static lp_agg_source source;
+
+void lp_agg_set_source(const lp_agg_source *src) { source = *src; }
+
+uint64_t lp_agg_drain(void) { return source.drain ? source.drain() : 0; }
+
+int lp_agg_has_pending(void) { return source.pending ? source.pending() : 0; }
+
+int lp_agg_source_running(void) { return source.running ? source.running() : 0; }
 
 void lp_agg_reset(void) {
     lp_stacktab *t = lp_agg_stacks();

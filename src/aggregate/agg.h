@@ -7,11 +7,16 @@
  *   not, inside malloc hooks; lock-free, no malloc, no Python. Not from a
  *   signal handler (the sampler handler writes its per-thread ring and the
  *   drain interns later, under the GIL).
- * - Code pointers stored in interned stacks are kept alive by the sampler's
- *   code registry (collect/cpython/sampler.c): the drain, run under the GIL every ~100 ms,
- *   at stop and from the code-destruction hook, takes a strong reference on
- *   every code object that appears in a new node, so a code object can never
- *   die (and its address be reused) with unresolved stacks.
+ * - Code pointers stored in interned stacks are kept alive by the code
+ *   registry (aggregate/cpython/resolve.c): its scan, run under the GIL after
+ *   every drain (~100 ms), at stop and from the code-destruction hook, takes
+ *   a strong reference on every code object that appears in a new node, so a
+ *   code object can never die (and its address be reused) with unresolved
+ *   stacks.
+ * - Samples a collector holds outside the table (the sampler's per-thread
+ *   rings) reach it through the collector's drain, which the collector
+ *   registers here (lp_agg_set_source); aggregate calls lp_agg_drain and
+ *   never a collector itself. GIL held for the source functions.
  * - lp_agg_reset: GIL held, no collector running. */
 #ifndef LPROF_AGG_H
 #define LPROF_AGG_H
@@ -37,6 +42,23 @@ LP_INTERNAL uint32_t lp_agg_extend(uint32_t stack, void *code, int32_t offset);
 LP_INTERNAL void lp_agg_add(uint32_t stack, lp_metric m, int64_t value);
 LP_INTERNAL void lp_agg_max(uint32_t stack, lp_metric m, int64_t value);
 LP_INTERNAL void lp_agg_set(uint32_t stack, lp_metric m, int64_t value);
+
+/* A collector whose samples wait outside the table until drained (the
+ * sampler: its rings). drain moves them in and returns how many; pending is
+ * 1 while some wait; running is 1 while the collector runs. Registered once
+ * at module init, GIL held; called with the GIL held. */
+typedef struct {
+    uint64_t (*drain)(void);
+    int (*pending)(void);
+    int (*running)(void);
+} lp_agg_source;
+LP_INTERNAL void lp_agg_set_source(const lp_agg_source *source);
+/* The registered source's drain (0 when none is registered). */
+LP_INTERNAL uint64_t lp_agg_drain(void);
+/* 1 when the registered source holds samples not yet drained. */
+LP_INTERNAL int lp_agg_has_pending(void);
+/* 1 while the registered source runs (the table may not be reset then). */
+LP_INTERNAL int lp_agg_source_running(void);
 
 /* Drops all stacks and rows (GIL held, no collector running). */
 LP_INTERNAL void lp_agg_reset(void);

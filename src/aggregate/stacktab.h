@@ -19,41 +19,13 @@
 
 #include "common/base.h"
 #include "aggregate/metrics.h"
-
-/* One frame as captured on a hot path. A Python frame: the code object's
- * address (PyCodeObject*, not referenced) and the byte offset of the
- * instruction, ready for PyCode_Addr2Line. A native frame (lprof --native):
- * the instruction address in code, offset LP_OFFSET_NATIVE. flags are what
- * the capture saw (not part of the stack's identity: interning ignores them). */
-typedef struct {
-    void *code;
-    int32_t offset;
-    uint32_t flags;
-} lp_rawframe;
-
-/* The Python frame was entered from C: one native call of the eval loop runs
- * it and the frames leafward of it up to the previous entry frame (how
- * aggregate/splice.c places Python frames in the native stack). */
-#define LP_RAWFRAME_ENTRY 1u
+#include "common/rawframe.h" /* lp_rawframe, LP_OFFSET_* */
 
 typedef struct lp_stacktab lp_stacktab;
 
 #define LP_STACK_NONE UINT32_MAX
 /* Node 0 is the overflow stack; it always exists. */
 #define LP_STACK_OVERFLOW 0u
-
-/* Marker frames have code == NULL and one of these offsets. */
-#define LP_OFFSET_THREAD_ROOT INT32_MIN   /* root node; code field holds the thread key */
-#define LP_OFFSET_TRUNCATED (INT32_MIN + 1) /* frames dropped on the root side */
-#define LP_OFFSET_OVERFLOW (INT32_MIN + 2)  /* the "[other]" bucket */
-#define LP_OFFSET_NATIVE (INT32_MIN + 3)    /* a native frame: code is its address */
-/* GPU work (a kernel, a copy, a memset) as the leaf of the stack that
- * launched it: code is its name, a NUL-terminated string interned by
- * aggregate/gpu_names.h (alive for the process). */
-#define LP_OFFSET_GPU_OP (INT32_MIN + 4)
-/* A marker under which GPU work of threads without Python frames is charged
- * to the stack of the thread that started it (code NULL). */
-#define LP_OFFSET_GPU_ORPHAN (INT32_MIN + 5)
 
 /* Capacity: max_nodes trie nodes (also the index size / 2), max_rows metric
  * rows. Reserves address space with mmap (pages are touched on use).

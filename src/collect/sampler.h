@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "common/base.h"
-#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "common/rawframe.h" /* lp_rawframe */
 #include "collect/reader.h"
 #include "common/ranges.h"
 
@@ -32,7 +32,7 @@
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 
-/* Sample flags (set in the handler, internals.md 1.8). */
+/* Sample flags (set in the handler; the drain charges by them: collect/charge.h). */
 #define LP_SF_GIL 1u           /* the thread held the GIL */
 #define LP_SF_IN_INTERP 2u     /* PC inside the interpreter's text segment */
 #define LP_SF_SYSCALL 4u       /* PC right after a syscall instruction */
@@ -132,8 +132,9 @@ typedef struct {
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);
 
-/* Picks the default signal: SIGPROF unless the program has a SIGPROF
- * handler or an armed ITIMER_PROF, then a real-time signal. */
+/* Picks the default signal: the first real-time signal from SIGRTMIN+4 on
+ * that nobody handles yet (or that lprof's handler holds already), never
+ * SIGPROF, which the program may take for itself at any time. */
 LP_INTERNAL int lp_sampler_default_signal(void);
 
 /* For the host's ranges: the executable segment of a loaded object that

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "collect/livemem.h"
+#include "collect/shim/shared/livemem.h"
 
 static lp_live_block blk(uintptr_t addr, double w, uint32_t stack) {
     lp_live_block b = {0};

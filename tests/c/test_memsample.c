@@ -1,6 +1,6 @@
 /* memsample: the byte sampler is unbiased and its spread matches sqrt(T/N). */
 #include "harness.h"
-#include "collect/memsample.h"
+#include "collect/shim/shared/memsample.h"
 
 /* Estimated bytes for `total` bytes allocated in pieces of `size`. */
 static double estimate(lp_memsample *s, uint64_t total, uint64_t size) {

@@ -14,7 +14,7 @@ from conftest import lprof_env
 from test_export_pstats_chrome import validate_trace
 
 from lprof.model import profile_file
-from lprof.stacks import frame_name
+from lprof.export.stack_rows import frame_name
 
 # f and g each take `seconds` of the main thread's CPU (cpu) or of wall time
 # (wall: g sleeps); h runs on its own thread meanwhile, mostly outside the GIL
@@ -353,7 +353,7 @@ def _synthetic(t_us, node, weight_us, stride=1):
 def test_spans_merge_and_gaps_close():
     """Consecutive samples of one stack are one span per frame; a change of
     leaf closes only the leaf; a gap (not sampled) closes everything."""
-    from lprof import export_chrome
+    from lprof.export import chrome_trace as export_chrome
     # b at 4, 8, 12 ms; c at 16 ms; 100 ms without samples; b at 120 ms
     prof = _synthetic([4000, 4000, 4000, 4000, 104000], [1, 1, 1, 2, 1], [4000] * 5)
     doc = export_chrome.trace(prof)
@@ -371,7 +371,7 @@ def test_spans_merge_and_gaps_close():
 def test_same_pid_twice_stays_apart(cpu_run):
     """Merged profiles whose processes share a pid (two hosts) are still two
     trace processes: their tracks would overlap otherwise."""
-    from lprof import export_chrome
+    from lprof.export import chrome_trace as export_chrome
     from lprof.model.merge import merge_profiles
     _tmp, prof, _doc, _marks = cpu_run
     merged = merge_profiles([(prof, "a"), (json.loads(json.dumps(prof)), "b")])

@@ -250,7 +250,7 @@ def test_lprof_threads_never_take_process_signals(run_lprof, write_script):
     """)
     r = run_lprof("-q", "-i", "1", "mask.py")
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
-    code = ("import time, lprof.sampler as s; c = s.SamplingCollector(); c.start(); "
+    code = ("import time, lprof.collect.sampling as s; c = s.SamplingCollector(); c.start(); "
             "time.sleep(0.2); tid = c._drainer.native_id; "
             "line = [ln for ln in open(f'/proc/self/task/{tid}/status') if ln.startswith('SigBlk')]; "
             "print(int(line[0].split()[1], 16)); c.stop()")

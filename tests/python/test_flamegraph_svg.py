@@ -74,7 +74,7 @@ def test_columnar_svg_of_several_threads_equals_the_row_form_s(tmp_path):
     """The SVG's thread frames on the file's columnar form are added in the C
     fold (a root per row), not by turning every row into Python objects (1 M
     rows took 14.7 s so): the picture must be the row form's, byte for byte."""
-    from lprof import _lprof, stacks
+    from lprof import _lprof, export
     from lprof.model.profile_file import _stacks_to_columns, stacks_from_columns
     frames = [["/app/main.py", "<module>", 1, 3], ["/app/main.py", "work", 5, 6],
               ["/app/main.py", "io", 8, 9], ["/app/other.py", "spin", 1, 2]]
@@ -85,9 +85,9 @@ def test_columnar_svg_of_several_threads_equals_the_row_form_s(tmp_path):
     prof = {"sampling": {"threads": {"1": "MainThread", "2": "worker"}}}
     columnar = _stacks_to_columns(section)
     assert "nodes" in columnar
-    stacks.export(dict(prof, stacks=columnar), "svg", "cpu", str(tmp_path / "c.svg"))
-    stacks.export(dict(prof, stacks=stacks_from_columns(columnar)), "svg", "cpu",
-                  str(tmp_path / "r.svg"))
+    export.write(dict(prof, stacks=columnar), "svg", str(tmp_path / "c.svg"), "cpu")
+    export.write(dict(prof, stacks=stacks_from_columns(columnar)), "svg",
+                 str(tmp_path / "r.svg"), "cpu")
     assert (tmp_path / "c.svg").read_text() == (tmp_path / "r.svg").read_text()
     _root, titles = _titles(tmp_path / "c.svg")
     assert any(t.startswith("thread worker (2)") for t in titles), titles

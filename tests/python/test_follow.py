@@ -111,7 +111,10 @@ def test_pool_children_are_merged(method, run_lprof, write_script, load_profile,
 @pytest.mark.parametrize("method", METHODS)
 def test_each_process_has_its_profile(method, run_lprof, write_script, load_profile, tmp_path):
     script = write_script("procs.py", PROCESSES)
-    r = run_lprof("-q", "-o", "out.lprof", script, method, 300000)
+    # each child's loop long enough (~0.15 s of CPU) that a busy machine
+    # still lands timer ticks in it: with 300,000 rounds (~20 ms) one child in
+    # three had no sample on its loop while benchmarks ran beside
+    r = run_lprof("-q", "-o", "out.lprof", script, method, 2000000)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[0, 0]"
     prof = load_profile(str(tmp_path / "out.lprof"))
@@ -307,7 +310,7 @@ def test_sigterm_ends_a_child_stuck_in_an_uninterruptible_wait(method, run_lprof
 
         def stuck(ready):
             s = 0
-            for i in range(300_000):
+            for i in range(3_000_000):  # ~0.2 s: some ticks land here on a busy machine too
                 s += i
             libc = ctypes.CDLL(None)
             mutex = ctypes.create_string_buffer(64)  # zeroed: a default glibc mutex

@@ -107,7 +107,7 @@ def test_cuda_columns_in_the_line_profiler_listing(run_lprof, tmp_path, fake_cud
     r = run_lprof("-l", "-v", "--gpu=cuda", "-o", tmp_path / "p.lprof", CUDA_WORKLOAD,
                   env=_cuda_env(fake_cuda))
     assert r.returncode == 0, r.stderr
-    from lprof import gpu
+    from lprof.collect import gpu
     prof = load_profile(str(tmp_path / "p.lprof"))
     cols = gpu.line_columns(prof, functions=prof["functions"])
     call = cols[(CUDA_WORKLOAD, line_of(CUDA_WORKLOAD, "marker: matmul call"))]

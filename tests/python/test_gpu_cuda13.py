@@ -238,7 +238,7 @@ def test_libcupti_of_the_installed_torchs_cuda_major(tmp_path, cuda, want):
     conda = tmp_path / "conda"
     (conda / "lib").mkdir(parents=True)
     (conda / "lib" / "libcupti.so.12").write_text("")
-    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from lprof import gpu; "
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); from lprof.collect import gpu; "
             "print(json.dumps([gpu.torch_cuda_major(), gpu.cupti_candidates(), gpu.cupti_sonames(), "
             "'torch' in sys.modules]))")
     env = dict(os.environ, CONDA_PREFIX=str(conda), CUDA_HOME=str(tmp_path / "none"),

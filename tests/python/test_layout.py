@@ -43,3 +43,97 @@ def test_includes_name_existing_headers():
                         or os.path.exists(os.path.join(ROOT, "include", name))):
                     missing.append((os.path.relpath(path, SRC), name))
     assert missing == []
+
+
+def _includes(path):
+    with open(path, encoding="utf-8") as f:
+        return re.findall(r'#\s*include\s*"([^"]+)"', f.read())
+
+
+def test_includes_follow_the_flow():
+    """collect -> aggregate -> export: nothing in aggregate/ or export/
+    includes a header of collect/ (a collector that must be drained registers
+    its drain with aggregate instead), and the frame vocabulary lives in
+    common/, so no stage needs another's header for it."""
+    offenders = []
+    for path in _sources():
+        rel = os.path.relpath(path, SRC).replace(os.sep, "/")
+        if rel.split("/")[0] not in ("aggregate", "export"):
+            continue
+        for name in _includes(path):
+            if name.startswith("collect/"):
+                offenders.append((rel, name))
+    assert offenders == []
+
+
+def test_shim_compiles_only_its_own_folder():
+    """The LD_PRELOAD shim builds from src/collect/shim/ only (its shared/
+    folder is compiled by the extension too): no source of it lies above."""
+    with open(os.path.join(SRC, "collect", "shim", "Makefile"), encoding="utf-8") as f:
+        text = f.read()
+    sources = re.search(r"^SOURCES\s*:=\s*(.*)$", text, re.M).group(1).split()
+    assert sources and all(not s.startswith("..") for s in sources)
+    for path in _sources():
+        rel = os.path.relpath(path, SRC).replace(os.sep, "/")
+        if rel.startswith("collect/shim/"):
+            for name in _includes(path):
+                assert not name.startswith("collect/") or name.startswith("collect/shim/"), (rel, name)
+
+
+PKG = os.path.join(ROOT, "python", "lprof")
+
+
+def _python_imports(path):
+    """The lprof modules a file imports, as dotted names under lprof
+    (relative imports resolved)."""
+    import ast
+    rel = os.path.relpath(path, PKG).replace(os.sep, "/")
+    here = ["lprof"] + rel.split("/")[:-1]  # the module's package (a package's own folder)
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[:len(here) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            names.append(mod)
+            names.extend(f"{mod}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+    return [n for n in names if n == "lprof" or n.startswith("lprof.")]
+
+
+def test_python_stages_point_down_the_flow():
+    """model/ and export/ import nothing of collect/ (the collectors) or
+    commands/ (the verbs): the profile's data and its formats stand alone."""
+    offenders = []
+    for stage in ("model", "export"):
+        for path in glob.glob(os.path.join(PKG, stage, "**", "*.py"), recursive=True):
+            for name in _python_imports(path):
+                if name.startswith(("lprof.collect", "lprof.commands")):
+                    offenders.append((os.path.relpath(path, PKG), name))
+    assert offenders == []
+
+
+def test_python_stage_folders_and_one_stacks_module():
+    for stage in ("collect", "model", "export", "render", "commands"):
+        assert os.path.isfile(os.path.join(PKG, stage, "__init__.py")), stage
+    stacks = [os.path.relpath(p, PKG) for p in glob.glob(os.path.join(PKG, "**", "stacks.py"),
+                                                          recursive=True)]
+    assert stacks == [os.path.join("model", "stacks.py")]
+
+
+def test_setup_lists_every_python_package():
+    """pip install . installs the packages setup.py names: every folder of
+    python/lprof with an __init__.py must be among them."""
+    with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
+        listed = set(re.findall(r'"(lprof(?:\.[a-z_]+)*)"', re.search(r"packages=\[(.*?)\]", f.read(),
+                                                                     re.S).group(1)))
+    found = set()
+    for init in glob.glob(os.path.join(PKG, "**", "__init__.py"), recursive=True):
+        rel = os.path.relpath(os.path.dirname(init), os.path.dirname(PKG))
+        found.add(rel.replace(os.sep, "."))
+    assert found == listed

@@ -2,7 +2,7 @@
 collector's API and the shape of its sections."""
 import pytest
 
-from lprof import memory
+from lprof.collect import memory
 
 MB = 1 << 20
 

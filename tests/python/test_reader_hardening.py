@@ -236,7 +236,7 @@ def test_json_export_streams(tmp_path):
     path, out = tmp_path / "big.lprof", tmp_path / "big.json"
     profile_file.save(prof, str(path))
     export = "from lprof import cli; rc = cli.main(['export', p, '--format', 'json', '-o', o])"
-    whole = ("from lprof.model import profile_file; from lprof.export_json import to_json; "
+    whole = ("from lprof.model import profile_file; from lprof.export.json_doc import to_json; "
              "t = to_json(profile_file.load(p)); open(o + '.whole', 'w').write(t); rc = 0")
     peaks = []
     for body in (export, whole):

@@ -146,7 +146,7 @@ def test_fork_child_and_parent(tmp_path):
 
 def test_sigprof_in_use_switches_to_rt_signal(tmp_path):
     code = ("import signal, importlib; signal.signal(signal.SIGPROF, lambda *a: None);"
-            "s = importlib.import_module('lprof.sampler'); c = s.SamplingCollector(); c.start(); c.stop();"
+            "s = importlib.import_module('lprof.collect.sampling'); c = s.SamplingCollector(); c.start(); c.stop();"
             "print(c.snapshot()['sampling']['signal'])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=PYPATH))
@@ -185,7 +185,7 @@ def _folded_totals(path, charged=False):
 
 def test_exports_match_line_totals(tmp_path):
     sys.path.insert(0, PYPATH)
-    from lprof import stacks
+    from lprof import export as stacks
     snap, _ = run("ratio", tmp_path=tmp_path)
     folded = tmp_path / "p.folded"
     stacks.export(snap, "folded", "cpu", str(folded))
@@ -213,7 +213,7 @@ def test_exports_match_line_totals(tmp_path):
 def test_listing_renders_user_lines(tmp_path):
     sys.path.insert(0, PYPATH)
     import importlib
-    sampling = importlib.import_module("lprof.sampler")
+    sampling = importlib.import_module("lprof.collect.sampling")
     snap, _ = run("native", tmp_path=tmp_path)
     text = sampling.render_listing(snap)
     assert "sampling_workloads.py" in text and "sum(range(2_000_000))" in text
@@ -226,7 +226,7 @@ def test_fold_big_profile(tmp_path):
     speed (under 2 s for 1M samples) is measured by `make bench`, not here."""
     import random
     sys.path.insert(0, PYPATH)
-    from lprof import stacks
+    from lprof import export as stacks
     rnd = random.Random(7)
     frames = [["/src/mod%d.py" % (i % 50), "f%d" % i, i, i + 3] for i in range(3000)]
     st = []
@@ -252,7 +252,7 @@ def test_dynamic_code_objects(tmp_path):
 
 
 def test_start_stop_api():
-    code = ("import importlib, time; s = importlib.import_module('lprof.sampler'); s.start(rate_hz=200)\n"
+    code = ("import importlib, time; s = importlib.import_module('lprof.collect.sampling'); s.start(rate_hz=200)\n"
             "t0 = time.process_time()\n"
             "while time.process_time() - t0 < 0.4: pass\n"
             "p = s.stop(); print(p['sampling']['samples'] > 20, p['sampling']['cpu_total_s'] > 0.2)")

@@ -1,4 +1,4 @@
-"""Tensor memory per line (lprof.torch_memory): the reader on snapshots the
+"""Tensor memory per line (lprof.collect.torch_memory): the reader on snapshots the
 tests build in torch's format (no torch needed), and end to end under
 `lprof --gpu` with a stand-in torch package whose allocator history records
 the program's Python stacks as torch's does."""
@@ -46,7 +46,7 @@ def snapshot():
 
 
 def test_reader_per_line_allocated_peak_and_live(tmp_path):
-    from lprof import torch_memory
+    from lprof.collect import torch_memory
     path = tmp_path / "snap.pickle"
     path.write_bytes(pickle.dumps(snapshot()))
     for source in (snapshot(), str(path)):
@@ -61,7 +61,7 @@ def test_reader_per_line_allocated_peak_and_live(tmp_path):
 
 
 def test_reader_two_devices_and_frameless_allocations():
-    from lprof import torch_memory
+    from lprof.collect import torch_memory
     snap = snapshot()
     snap["device_traces"].append([{"action": "alloc", "addr": 0xE, "size": 7000, "frames": []}])
     got = torch_memory.read_snapshot(snap, accept=accept)
@@ -71,7 +71,7 @@ def test_reader_two_devices_and_frameless_allocations():
 
 
 def test_reader_takes_torch_2_0_blocks():
-    from lprof import torch_memory
+    from lprof.collect import torch_memory
     snap = {"segments": [{"blocks": [{"size": 1024, "state": "active_allocated",
                                       "history": [{"real_size": 1000, "frames": frames((10, "step"))}]}]}]}
     got = torch_memory.read_snapshot(snap, accept=accept)
@@ -79,7 +79,7 @@ def test_reader_takes_torch_2_0_blocks():
 
 
 def test_reader_refuses_what_is_not_a_snapshot(tmp_path):
-    from lprof import torch_memory
+    from lprof.collect import torch_memory
     bad = tmp_path / "bad.pickle"
     bad.write_bytes(pickle.dumps([1, 2, 3]))
     with pytest.raises(ValueError, match="not a torch memory snapshot"):
@@ -144,7 +144,7 @@ def test_tensor_memory_in_the_listing_json_and_stack_exports(run_lprof, tmp_path
     assert rows[act]["peak_bytes"] == 1 << 20  # one activation at a time
     assert rows[grads]["alloc_bytes"] == 3 << 10 and rows[grads]["live_bytes"] == 3 << 10
     assert rows[grads]["peak_bytes"] == 3 << 10  # the peak is the last activation and all grads
-    from lprof import gpu
+    from lprof.collect import gpu
     from lprof.model import profile_file
     cols = gpu.line_columns(profile_file.load(str(tmp_path / "p.lprof")))
     assert cols[(str(script), act)]["alloc_bytes"] == 3 << 20

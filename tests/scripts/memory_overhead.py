@@ -31,7 +31,7 @@ def main():
     work = alloc_heavy if sys.argv[1] == "alloc" else cpu_bound
     c = None
     if "--profile" in sys.argv:
-        from lprof.memory import MemoryCollector
+        from lprof.collect.memory import MemoryCollector
         c = MemoryCollector()
         c.start()
     t, cpu = time.perf_counter(), time.process_time()

@@ -1,7 +1,7 @@
 """Known-allocation workloads for the memory tests.
 
 Usage: python memory_workloads.py CASE OUT.json [EXT_DIR]
-Starts lprof.memory.MemoryCollector, runs CASE, stops, writes the snapshot
+Starts lprof.collect.memory.MemoryCollector, runs CASE, stops, writes the snapshot
 plus {"marks": {marker: line}} as JSON. Lines are found by their `# MARK`
 comments so the tests never hard-code line numbers."""
 import json
@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from lprof.memory import MemoryCollector
+from lprof.collect.memory import MemoryCollector
 
 MB = 1 << 20
 

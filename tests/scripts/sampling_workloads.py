@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-sampling = importlib.import_module("lprof.sampler")
+sampling = importlib.import_module("lprof.collect.sampling")
 
 
 def spin(seconds):

@@ -1,9 +1,26 @@
 """`lprof diff BEFORE AFTER`: lines and functions that got slower or heavier."""
+import argparse
 import sys
 
 from ..errors import LprofError
 from ..model import profile_file
 from ..outputs import write_text
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="lprof diff", allow_abbrev=False,
+                                description="Compare two profiles: the lines and functions of "
+                                            "your code whose time or memory changed most.")
+    p.add_argument("before", help="the earlier profile")
+    p.add_argument("after", help="the later profile")
+    p.add_argument("--metric", default=None, metavar="COLUMN",
+                   help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
+                        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
+                        "time_s, else alloc_bytes)")
+    p.add_argument("-n", "--top", type=int, default=20, metavar="N",
+                   help="lines and functions listed (default 20)")
+    p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
+    return p
 
 
 def main(args):

@@ -2,6 +2,7 @@
 process). Files are read one at a time and folded into the running total
 (lprof.model.merge), so memory follows the distinct lines and stacks, not
 the number of files."""
+import argparse
 import glob
 import os
 import sys
@@ -9,6 +10,18 @@ import sys
 from ..errors import LprofError
 from ..model import profile_file
 from ..model.merge import MergeError, Merger
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="lprof merge", allow_abbrev=False,
+                                description="Merge profiles (one per rank or process) into "
+                                            "one: sums add, peaks take the maximum, and a "
+                                            "per-line imbalance view (lprof view OUT --ranks).")
+    p.add_argument("files", nargs="+", help="profile files (glob patterns are expanded)")
+    p.add_argument("-o", "--output", default="merged.lprof",
+                   help="merged profile to write (default merged.lprof)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no message on stderr")
+    return p
 
 
 def _inputs(patterns):

@@ -6,14 +6,14 @@ import os
 import signal
 import sys
 import threading
-import time
 
 from .. import faults, follow, outputs, runner, targets
-from ..collectors import make as make_collectors, options_of
-from ..model import assemble, profile_file
+from ..collect import make as make_collectors, options_of
+from ..model import profile_file
 from ..decorator import profile as profile_object
 from ..errors import LprofError
-from ..linetrace import collector as line_collector
+from ..collect.linetrace import collector as line_collector
+from ..collect.recording import Recording
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                              "_bootstrap")
@@ -37,37 +37,25 @@ def _inject_builtin_profile():
     os.environ["PYTHONPATH"] = os.pathsep.join(parts + ([old] if old else []))
 
 
-class _Run:
-    """State of one profiled run: collectors, timing, periodic writer."""
+class _Run(Recording):
+    """The lprof command's own recording, with what only it has: the output
+    file, the fault guard and the checkpoints' HTML report."""
 
     def __init__(self, args, collectors, modes, outfile):
-        self.args, self.collectors, self.modes, self.outfile = args, collectors, modes, outfile
-        self.started = None
+        target = args.module or args.script
+        super().__init__(collectors, modes, argv=[target] + list(args.args))
+        self.args, self.outfile = args, outfile
         self.lock = threading.Lock()
-        self.stop_event = threading.Event()
-        self.writer = None
         self.guard = None  # faults.Guard: SIGTERM, fatal signals, exec, os._exit
 
     def start(self):
-        self.started = time.time()
-        for c in self.collectors:
-            c.start()
+        super().start()
         if self.args.output_interval and self.args.output_interval > 0:
-            from ..own_thread import OwnThread  # unseen by the program, never sampled
-            self.writer = OwnThread(self._periodic_writer)
-            self.writer.start()
+            self.start_checkpoints(self.args.output_interval, self._checkpoint)
 
     def stop(self):
-        self.stop_event.set()
-        for c in reversed(self.collectors):
-            c.stop()
-        if self.writer is not None:
-            self.writer.join(timeout=5)
-
-    def build(self, exit_code=None):
-        target = self.args.module or self.args.script
-        return assemble.profile(self.modes, self.collectors, argv=[target] + list(self.args.args),
-                                started=self.started or time.time(), exit_code=exit_code)
+        super().stop()
+        self.stop_checkpoints(join_timeout=5)
 
     def save(self, prof):
         """Saves the profile; returns its encoded bytes (what a fatal signal writes)."""
@@ -76,19 +64,18 @@ class _Run:
             profile_file.save_bytes(data, self.outfile)
         return data
 
-    def _periodic_writer(self):
-        while not self.stop_event.wait(self.args.output_interval):
-            try:
-                prof = self.build()
-                data = self.save(prof)
-                if self.guard is not None:
-                    self.guard.checkpoint(data)  # what a fatal signal writes
-                if self.args.html:  # the report follows the checkpoints (written atomically)
-                    from ..render import html_report
-                    html_report.write(prof, self.args.html,
-                                      fold_imports=not self.args.full_imports)
-            except Exception as exc:  # a failed checkpoint must not end the program
-                sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
+    def _checkpoint(self):
+        try:
+            prof = self.build()
+            data = self.save(prof)
+            if self.guard is not None:
+                self.guard.checkpoint(data)  # what a fatal signal writes
+            if self.args.html:  # the report follows the checkpoints (written atomically)
+                from .. import export as exports
+                exports.write(prof, "html", self.args.html,
+                              fold_imports=not self.args.full_imports)
+        except Exception as exc:  # a failed checkpoint must not end the program
+            sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
 
 def _print_outputs(args, prof):
@@ -98,7 +85,7 @@ def _print_outputs(args, prof):
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                 summarize=args.summarize))
     if "sampling" in prof and not args.quiet:
-        from .. import sampler as sampling
+        from ..collect import sampling
         out.append(sampling.render_listing(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,
@@ -114,17 +101,16 @@ def _print_outputs(args, prof):
 
 def _write_stacks(args, prof):
     """Writes --stacks/--flamegraph/--html; False when one could not be written."""
+    from .. import export as exports
     ok = True
     if args.html:
-        from ..render import html_report
         try:
-            html_report.write(prof, args.html, fold_imports=not args.full_imports)
+            exports.write(prof, "html", args.html, fold_imports=not args.full_imports)
         except (ValueError, OSError) as exc:
             sys.stderr.write(f"lprof: could not write {args.html}: {exc}\n")
             ok = False
     if not (args.stacks or args.flamegraph):
         return ok
-    from .. import stacks
     sampled = not args.line_by_line or args.sample
     # --gpu asks for GPU stacks, where a GPU ran; without one the profile is
     # made as usual, its stacks too
@@ -135,7 +121,7 @@ def _write_stacks(args, prof):
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
-                stacks.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
+                exports.export(prof, fmt, metric, path, fold_imports=not args.full_imports)
             except (ValueError, OSError) as exc:
                 _say(f"lprof: could not write {path}: {exc}\n")
                 ok = False

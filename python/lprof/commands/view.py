@@ -1,7 +1,35 @@
 """`lprof view FILE`: print a saved profile again."""
+import argparse
 import sys
 
 from ..model import profile_file
+from .options import add_sampled_listing_options
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="lprof view", allow_abbrev=False,
+                                description="Print a saved profile again: an lprof file, or a "
+                                            "line_profiler (kernprof -l) .lprof file.")
+    p.add_argument("file", help="the profile file")
+    p.add_argument("-u", "--unit", type=float, default=None,
+                   help="output unit of the -l time columns in seconds (default 1e-6)")
+    p.add_argument("-z", "--skip-zero", action="store_true",
+                   help="hide functions that never ran (-l listings)")
+    p.add_argument("--summarize", action="store_true",
+                   help="add a one-line-per-function summary (-l listings)")
+    p.add_argument("--sort", choices=["time", "file"], default="time",
+                   help="order of the -l functions: most time first (default) or by file")
+    add_sampled_listing_options(p.add_argument_group("sampled listing"))
+    g = p.add_argument_group("merged profiles (lprof merge, children followed)")
+    g.add_argument("--ranks", action="store_true",
+                   help="per-line imbalance across ranks or processes: mean, max, max/mean "
+                        "and the rank holding the max")
+    g.add_argument("--ranks-metric", metavar="NAME",
+                   help="column of the --ranks view (default cpu_s, wall_s in wall mode, "
+                        "line_time_s for -l profiles); any column the profile holds")
+    g.add_argument("--ranks-lines", type=int, default=20, metavar="N",
+                   help="lines shown by --ranks (default 20)")
+    return p
 
 
 def render(prof, args):
@@ -11,7 +39,7 @@ def render(prof, args):
         parts.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                   sort=args.sort, summarize=args.summarize))
     if "sampling" in prof:
-        from .. import sampler as sampling
+        from ..collect import sampling
         parts.append(sampling.render_listing(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,

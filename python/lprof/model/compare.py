@@ -6,7 +6,7 @@ and hits (`lprof -l`). Lines match by (file, line), functions by (file,
 qualified name); only the program's own files count (as in the listing)
 unless `accept` says otherwise. Entries are sorted by the size of their
 change in the chosen metric."""
-from .stacks import INTERNAL_COLUMNS, is_user_file, lines as stack_lines
+from .stacks import INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
 
 CPU_TOTAL = "cpu_s"
 TRACED = (("time_s", "s"), ("hits", "count"))
@@ -20,11 +20,7 @@ def _units(profile):
 
 
 def _stacks_rows(profile):
-    st = profile.get("stacks") or {}
-    if "nodes" in st:
-        from .profile_file import stacks_from_columns
-        st = stacks_from_columns(st)
-    return st
+    return row_form(profile.get("stacks") or {})
 
 
 def per_line(profile, accept=is_user_file):

@@ -248,16 +248,16 @@ class Merger:
         prof = {"format": "lprof", "version": 2, "meta": meta, "functions": self._functions_section()}
         st = self._stacks
         if self._sampling is not None:
-            from ..sampler import line_rows
+            from .sections import sampling_line_rows as line_rows
             threads = {str(th): name for name, th in self._thread_ids.items()}
             prof["sampling"] = dict(self._sampling, threads=threads, lines=line_rows(st))
         if self._memory is not None:
-            from ..memory import build_section
+            from .sections import memory_section as build_section
             raw = dict(self._memory)
             extra = {"peak_bytes_sum": raw.pop("peak_bytes_sum")}
             prof["memory"] = dict(build_section(raw, st), **extra)
         if self._gpu is not None:
-            from ..gpu import line_rows as gpu_line_rows
+            from .sections import gpu_line_rows
             prof["gpu"] = dict(self._gpu, lines=gpu_line_rows(st))
         if st["stacks"]:
             prof["stacks"] = st

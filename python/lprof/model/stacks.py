@@ -16,6 +16,7 @@ frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listi
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
 from .. import _lprof, libdirs
+from .frames import is_gpu, is_native  # noqa: F401 (the frame kinds, model/frames.py)
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
 # columns kept for the memory sampler's statistics (the leak rule reads them),
@@ -35,6 +36,7 @@ def snapshot(start_s=None):
     from start_s, under that key (assemble moves it to its own section)."""
     from . import timeline as timeline_model
     origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
+    _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snapshot.c)
     frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw = _lprof.stacks_snapshot(origin)
     cols = columns()
     rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b,
@@ -63,16 +65,6 @@ def is_user_file(path):
     if path.startswith("<"):  # code given as text; IPython's cells too
         return path.startswith(("<string>", "<stdin>", "<ipython-input-"))
     return not libdirs.is_library_file(path)
-
-
-def is_native(frame):
-    """A native frame (lprof --native): an object file, no source lines."""
-    return frame[2] == 0 and frame[3] == 0 and not frame[0].startswith("<")
-
-
-def is_gpu(frame):
-    """GPU work hung under its launching stack (lprof --gpu): no line."""
-    return frame[0] == "<gpu>"
 
 
 def charge_frame(frames, ids, accept_frame):
@@ -178,4 +170,26 @@ def restrict(section, names):
             "stacks": rows}
 
 
-_lprof.set_launcher_dir(libdirs.LPROF_DIR)
+# -- the section's two shapes: the row form above (built in memory, what the
+# listings and this module read) and the file's columnar form ("nodes",
+# "rows": what a loaded .lprof keeps for the stack exports, which fold it in
+# C without building rows). Only these functions tell them apart.
+
+def is_columnar(section):
+    return "nodes" in section
+
+
+def row_form(section, name="<profile>"):
+    """The section in its row form (a columnar one converted; ProfileFileError
+    when malformed)."""
+    if not is_columnar(section):
+        return section
+    from .profile_file import stacks_from_columns
+    return stacks_from_columns(section, name)
+
+
+def row_threads(section):
+    """The thread of each row, in either form."""
+    if is_columnar(section):
+        return section["rows"]["thread"]
+    return [r[1] for r in section.get("stacks", [])]

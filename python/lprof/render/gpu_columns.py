@@ -1,7 +1,8 @@
 """The GPU columns of both listings (lprof --gpu): per line, device time of
 the kernels and copies it launched (and its share), kernels run, bytes copied
-host to device and back, device memory it allocated (the lprof.gpu module
+host to device and back, device memory it allocated (lprof.model.sections
 charges them by the one attribution rule)."""
+from ..model.sections import GPU_BACKEND_NAMES, gpu_line_columns
 from .memory_report import fmt_bytes
 
 HEADER = f" {'GPU s':>9} {'GPU%':>6} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
@@ -14,8 +15,7 @@ LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = 
 
 def for_listing(profile, accept=None, functions=None):
     """{(file, line): columns} of lines whose file `accept` takes."""
-    from .. import gpu
-    cols = gpu.line_columns(profile, functions=functions)
+    cols = gpu_line_columns(profile, functions=functions)
     if accept is None:
         return cols
     return {k: v for k, v in cols.items() if accept(k[0])}
@@ -33,5 +33,38 @@ def cells(g, total):
 
 
 def summary(profile):
-    from .. import gpu
-    return gpu.summary(profile)
+    """Lines under a listing: backends used, totals, what was not charged."""
+    gpu = profile.get("gpu")
+    if not gpu:
+        return []
+    stats = gpu.get("stats") or {}
+    join = stats.get("join", {})
+    used = [GPU_BACKEND_NAMES.get(b, b) for b, s in (gpu.get("backends") or {}).items() if s == "active"]
+    if not used:
+        why = "; ".join(f"{GPU_BACKEND_NAMES.get(b, b)}: {s}" for b, s in (gpu.get("backends") or {}).items())
+        return ["", f"GPU: none ({why})"]
+    launches = sum(row[6] for row in gpu.get("lines", []))
+    out = ["", f"GPU ({', '.join(used)}): {join.get('records', 0)} kernels/copies, "
+               f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {launches:.0f} launches "
+               f"charged to lines"]
+    if join.get("unattributed"):
+        out.append(f"  {join['unattributed']} records had no launch record (stack "
+                   f"'[GPU work without a launch record]')")
+    if join.get("late"):
+        out.append(f"  {join['late']} records arrived after their launch's slot was reused; "
+                   f"charged to their launch all the same")
+    if join.get("aged_out"):
+        out.append(f"  {join['aged_out']} launches aged out before their records arrived")
+    out.extend(f"  {note}" for note in gpu.get("notes", []))
+    tensors = gpu.get("tensor_memory")
+    if tensors:
+        ts = tensors.get("stats", {})
+        out.append(f"  tensor memory (PyTorch's allocator history): peak {fmt_bytes(ts.get('peak_bytes', 0)) or '0 B'}, "
+                   f"{fmt_bytes(ts.get('live_bytes', 0)) or '0 B'} live at exit"
+                   + ("; the history's window was full, older allocations are not counted"
+                      if ts.get("window_full") else ""))
+    mem = stats.get("memory", {})
+    if mem.get("allocs"):
+        out.append(f"  device memory: peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}, "
+                   f"{mem.get('allocs', 0)} allocations")
+    return out

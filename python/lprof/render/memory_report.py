@@ -18,8 +18,8 @@ def memory_lines(profile, accept=None):
     """{(file, line): fields} of the profile's memory section, filtered by accept(path)."""
     if not profile.get("memory"):
         return {}
-    from ..memory import line_columns
-    cols = line_columns(profile)
+    from ..model.sections import memory_line_columns
+    cols = memory_line_columns(profile)
     if accept is None:
         return cols
     return {k: v for k, v in cols.items() if accept(k[0])}

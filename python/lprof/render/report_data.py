@@ -8,7 +8,7 @@ line and per thread but never re-implements the rule."""
 import os
 
 from ..model import import_fold
-from ..model.stacks import INTERNAL_COLUMNS, charge, is_native, is_user_file
+from ..model.stacks import INTERNAL_COLUMNS, charge, is_native, is_user_file, row_form
 from ..source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
@@ -64,10 +64,7 @@ def _frame_label(f):
 
 
 def _stack_part(profile, fold_imports):
-    section = profile.get("stacks") or {}
-    if "nodes" in section:
-        from ..model.profile_file import stacks_from_columns
-        section = stacks_from_columns(section)
+    section = row_form(profile.get("stacks") or {})
     section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
     # charged on the stacks as stored, as the listing charges them; folding
     # keeps the rows in order and the frame ids (it only appends frames)

@@ -11,8 +11,6 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/symbols.h"
-#include "collect/cpython/frames.h"
-#include "collect/cpython/sampler.h"
 
 #define NO_FRAME LP_RESOLVE_NO_FRAME
 
@@ -186,7 +184,7 @@ static uint32_t resolve_node(uint32_t id, lp_stacknode n) {
     else if (n.offset == LP_OFFSET_NATIVE) f = native_frame((uintptr_t)n.code);
     else if (n.offset == LP_OFFSET_GPU_OP) f = gpu_frame(n.code);
     else if (n.offset == LP_OFFSET_GPU_ORPHAN) f = marker_frame("[GPU work from a thread without Python]");
-    else if (n.code && lp_pyframes_is_code(n.code, NULL)) f = code_frame(n.code, n.offset);
+    else if (n.code && PyCode_Check((PyObject *)n.code)) f = code_frame(n.code, n.offset);
     else f = marker_frame("[unknown]");
     R.node_frame[id] = f;
     return f;
@@ -216,7 +214,7 @@ void lp_resolve_scan(PyObject *dying) {
         if (co == dying) {
             resolve_node(id, n); /* resolve now, then nobody may match it again */
             lp_stacktab_retire(t, id);
-        } else if (!codes_contains(co) && lp_pyframes_is_code(co, NULL)) {
+        } else if (!codes_contains(co) && PyCode_Check(co)) {
             if (codes_insert(co) < 0) break;
         }
     }
@@ -229,9 +227,9 @@ void lp_resolve_scan(PyObject *dying) {
 
 static void on_code_death(PyObject *co) {
     if (R.in_hook) return;
-    if (!lp_resolve_needs_scan() && !lp_pysampler_has_pending_rings()) return;
+    if (!lp_resolve_needs_scan() && !lp_agg_has_pending()) return;
     R.in_hook = 1;
-    lp_pysampler_drain_rings();
+    lp_agg_drain(); /* the sampler's rings (registered by its binding) */
     lp_resolve_scan(co);
     R.in_hook = 0;
 }

@@ -6,7 +6,8 @@
  *   now and retired instead.
  * - lp_resolve_install_hook: code-destruction hook (PyCode_AddWatcher on
  *   3.12+, a PyCode_Type.tp_dealloc wrapper on 3.10-3.11) that drains the
- *   sampler rings and scans before an unscanned code object dies.
+ *   registered source (lp_agg_drain: the sampler's rings) and scans before
+ *   an unscanned code object dies.
  * - lp_resolve_node_frame: the frame id of a stack-table node; frames are
  *   (file, function, first line, line) tuples in lp_resolve_frames(). Marker
  *   frames ("[truncated]", "[other]", "[unknown]", ...) are ("<lprof>",

@@ -11,7 +11,7 @@
  *       int32 into its own trie, thread int32 into threads, weight_us
  *       uint32; trie parent int32, trie frame int32 (output frame ids);
  *       threads uint64; stride). stacks_snapshot(origin_ns=0).
- *   stacks_reset(), metric_names(), set_launcher_dir(path).
+ *   stacks_reset(), metric_names(), metric_groups(), set_launcher_dir(path).
  * Building it: every stack-table node is resolved (resolve.c) and interned
  * into a trie keyed by (parent, frame), so that two raw frames on the same
  * line, or the same stack on two threads, share nodes. lprof's own launcher
@@ -27,8 +27,6 @@
 #include "aggregate/agg.h"
 #include "aggregate/cpython/resolve.h"
 #include "aggregate/timeline.h"
-#include "collect/cpython/sampler.h"
-#include "collect/sampler.h"
 
 #define ROOT -1       /* the trie's root: no frame yet */
 #define CUT -2        /* only launcher frames so far */
@@ -382,7 +380,7 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args) {
     unsigned long long origin_ns = 0;
     if (!PyArg_ParseTuple(args, "|K", &origin_ns)) return NULL;
     if (lp_agg_init() < 0) return PyErr_NoMemory();
-    lp_pysampler_drain_rings();
+    lp_agg_drain();
     lp_resolve_scan(NULL);
     snap s;
     memset(&s, 0, sizeof s);
@@ -440,11 +438,11 @@ error:
 
 static PyObject *py_reset(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
-    if (lp_sampler_running()) {
+    if (lp_agg_source_running()) {
         PyErr_SetString(PyExc_RuntimeError, "stop sampling before reset");
         return NULL;
     }
-    lp_pysampler_drain_rings();
+    lp_agg_drain();
     lp_resolve_reset();
     lp_timeline *tl = lp_timeline_global();
     if (tl) lp_timeline_clear(tl);
@@ -588,6 +586,28 @@ static PyObject *py_metric_names(PyObject *self, PyObject *unused) {
     return out;
 }
 
+/* {group: [name, ...]}: each section's columns in column order (metrics.h) */
+static PyObject *py_metric_groups(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *out = PyDict_New();
+    for (int m = 0; out && m < LP_M_COUNT; m++) {
+        PyObject *names = PyDict_GetItemString(out, lp_metric_infos[m].group_name); /* borrowed */
+        if (!names) {
+            names = PyList_New(0);
+            if (!names || PyDict_SetItemString(out, lp_metric_infos[m].group_name, names) < 0) {
+                Py_XDECREF(names);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(names); /* the dict holds it */
+        }
+        PyObject *name = PyUnicode_FromString(lp_metric_infos[m].name);
+        if (!name || PyList_Append(names, name) < 0) Py_CLEAR(out);
+        Py_XDECREF(name);
+    }
+    return out;
+}
+
 static PyObject *py_set_launcher_dir(PyObject *self, PyObject *arg) {
     (void)self;
     const char *dir = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
@@ -609,6 +629,8 @@ static PyMethodDef methods[] = {
     {"stacks_table_info", py_table_info, METH_NOARGS,
      "{nodes, node_capacity, rows, row_capacity, overflows, reserved_bytes, resident_bytes} or None."},
     {"metric_names", py_metric_names, METH_NOARGS, "[(name, unit, merge)] in column order."},
+    {"metric_groups", py_metric_groups, METH_NOARGS,
+     "{group: [name, ...]}: the columns each section (sampling, memory, gpu) reads, in column order."},
     {"set_launcher_dir", py_set_launcher_dir, METH_O,
      "Frames of files under this folder (lprof's own) are cut from every stack."},
     {NULL, NULL, 0, NULL},

@@ -1,6 +1,6 @@
 /* collect: per-version Python frame walking (see frames.h). The ONLY file
  * with PY_VERSION_HEX frame-layout conditions; layouts come from each
- * version's own (internal) headers, table in internals.md 1.4.
+ * version's own (internal) headers, table in docs/design-sampler.md.
  * Runs in signal handlers and allocator hooks: no allocation, no Python API,
  * no locks; every pointer is read through rd() so that the wall sampler can
  * read a detached thread with a fault-safe reader. */

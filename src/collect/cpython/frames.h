@@ -6,7 +6,7 @@
  * not), and the wall-mode sampler thread reading a DETACHED thread through a
  * fault-safe reader. Never dereferences NULL, validates each code object's
  * type, skips incomplete and C-stack shim frames, bounds depth (keeps the leaf
- * side). Design: docs/design-sampler.md, internals.md 1.4. */
+ * side). Design: docs/design-sampler.md (its table of frame layouts per version). */
 #ifndef LPROF_PYFRAMES_H
 #define LPROF_PYFRAMES_H
 
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "common/base.h"
-#include "aggregate/stacktab.h" /* lp_rawframe */
+#include "common/rawframe.h" /* lp_rawframe */
 #include "collect/reader.h"     /* lp_reader */
 
 /* process_vm_readv on our own pid: never faults. */

@@ -16,7 +16,7 @@
 #include "collect/native_unwind.h"
 #include "collect/sampler.h"
 #include "common/clock.h"
-#include "collect/memsample.h"
+#include "collect/shim/shared/memsample.h"
 #include "common/own_alloc.h"
 #include "collect/cpython/frames.h"
 #include "collect/cpython/memhooks.h"

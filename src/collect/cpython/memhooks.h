@@ -11,7 +11,7 @@
 
 #include "common/base.h"
 #include "aggregate/memacct.h"
-#include "collect/livemem.h"
+#include "collect/shim/shared/livemem.h"
 #include "lprof/shim.h"
 
 #define LP_MEM_MAX_DEPTH 128

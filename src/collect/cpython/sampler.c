@@ -1,8 +1,10 @@
 /* binding: the sampler's Python functions in lprof._lprof, the interpreter
  * side it is started with (frame walker, text ranges, GIL release), plus the
- * drain (rings -> stack table, GIL held). Holds no sampling logic: see
- * collect/sampler.c (collect), agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c
- * (code registry, frames). Used by python/lprof/sampling.py and stacks.py. */
+ * drain (rings -> stack table, GIL held), which it registers with aggregate
+ * (lp_agg_set_source). Holds no sampling logic: see collect/sampler.c
+ * (sampling), collect/charge.c (which column a sample is charged to),
+ * agg.c/stacktab.c (aggregate), aggregate/cpython/resolve.c (code registry,
+ * frames). Used by python/lprof/collect/sampling.py. */
 #define _GNU_SOURCE 1
 #include "cpython/module.h"
 
@@ -14,6 +16,7 @@
 #include "aggregate/splice.h"
 #include "aggregate/symbols.h"
 #include "aggregate/timeline.h"
+#include "collect/charge.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -54,9 +57,10 @@ static const lp_rawframe *sample_stack(const lp_sample *s, uint32_t *depth) {
 
 /* Is the leaf frame stopped at a call instruction? Then a sample outside
  * the eval loop is inside the called C function: native time of this line
- * (internals.md 1.8, Scalene's rule). co_code is the deoptimized bytecode
+ * (collect/charge.h, Scalene's rule). co_code is the deoptimized bytecode
  * (cached by CPython on 3.11+). */
-static int leaf_at_call(const lp_sample *s) {
+static int leaf_at_call(const lp_sample *s, void *arg) {
+    (void)arg;
     if (s->depth == 0 || s->frames[0].offset < 0 || !lp_pyframes_is_code(s->frames[0].code, NULL)) return 0;
     PyObject *bytes = PyObject_GetAttrString((PyObject *)s->frames[0].code, "co_code");
     if (!bytes) { PyErr_Clear(); return 0; }
@@ -103,24 +107,15 @@ static void add_sample(const lp_sample *s, int slot, void *arg) {
     uint32_t depth;
     const lp_rawframe *stack = sample_stack(s, &depth);
     uint32_t id = lp_agg_intern(s->thread_key, stack, depth, (s->flags & LP_SF_TRUNCATED) != 0);
-    int64_t w = (int64_t)s->weight * (int64_t)config.period_ns;
-    if (s->flags & LP_SF_DETACHED) {
-        lp_agg_add(id, LP_M_WALL, w);
-        if (s->cpu_ns) lp_agg_add(id, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns < w ? (int64_t)s->cpu_ns : w);
-    } else {
-        lp_metric m = (s->flags & LP_SF_SYSCALL) ? LP_M_CPU_SYSTEM
-                      : ((s->flags & (LP_SF_GIL | LP_SF_IN_INTERP)) == (LP_SF_GIL | LP_SF_IN_INTERP)) ? LP_M_CPU_PYTHON
-                                                                                                      : LP_M_CPU_NATIVE;
-        if (m == LP_M_CPU_PYTHON && !(s->flags & LP_SF_IN_EVAL) && leaf_at_call(s)) m = LP_M_CPU_NATIVE;
-        lp_agg_add(id, m, w);
-        if (config.mode == LP_MODE_WALL) lp_agg_add(id, LP_M_WALL, w);
-        if (slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
-            slot_last[slot].stack = id;
-            slot_last[slot].metric = m;
-            slot_last[slot].set = 1;
-        }
+    lp_charge c; /* the rule: collect/charge.c */
+    lp_charge_sample(s, config.period_ns, config.mode, leaf_at_call, NULL, &c);
+    for (int i = 0; i < c.n; i++) lp_agg_add(id, c.add[i].metric, c.add[i].value);
+    if (c.cpu != LP_M_COUNT && slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
+        slot_last[slot].stack = id;
+        slot_last[slot].metric = c.cpu;
+        slot_last[slot].set = 1;
     }
-    lp_agg_add(id, LP_M_SAMPLES, s->weight);
+    int64_t w = c.weight_ns;
     lp_timeline *tl = lp_timeline_global();
     if (tl && s->t_ns) lp_timeline_add(tl, s->t_ns, s->thread_key, id, (uint64_t)w);
 }
@@ -132,8 +127,9 @@ const lp_splice_rules *lp_pysampler_native_rules(uintptr_t *self_lo, uintptr_t *
     return &splice_rules;
 }
 
-uint64_t lp_pysampler_drain_rings(void) { return lp_sampler_drain(add_sample, NULL); }
-int lp_pysampler_has_pending_rings(void) { return lp_sampler_has_pending(); }
+/* The drain (rings -> stack table, GIL held); aggregate calls it through
+ * the source registered at init (lp_agg_set_source), never this file. */
+static uint64_t drain_rings(void) { return lp_sampler_drain(add_sample, NULL); }
 
 /* Unregisters threads whose thread state left the interpreter. */
 static void prune_dead_threads(void) {
@@ -152,7 +148,7 @@ static void prune_dead_threads(void) {
 static PyObject *py_drain(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     if (lp_sampler_running()) prune_dead_threads();
-    uint64_t n = lp_pysampler_drain_rings();
+    uint64_t n = drain_rings();
     lp_resolve_scan(NULL);
     return PyLong_FromUnsignedLongLong(n);
 }
@@ -282,7 +278,7 @@ static PyObject *py_register_current(PyObject *self, PyObject *unused) {
          * has not taken yet: it needs the GIL, which a busy machine gives it
          * late while short threads keep starting (300 threads of 5 ms lost
          * half their CPU time so). Drain here, GIL held: that frees them. */
-        lp_pysampler_drain_rings();
+        drain_rings();
         slot = lp_sampler_register(ts, key, tid, 0);
     }
     if (slot < 0 && lp_sampler_running()) threads_unsampled++;
@@ -376,7 +372,7 @@ static PyMethodDef methods[] = {
     {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
     {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
     {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},
-    {"sampler_default_signal", py_default_signal, METH_NOARGS, "SIGPROF unless the program uses it."},
+    {"sampler_default_signal", py_default_signal, METH_NOARGS, "The first free real-time signal from SIGRTMIN+4 (never SIGPROF)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -385,6 +381,9 @@ int lp_pysampler_init(PyObject *module) {
         PyErr_SetString(PyExc_RuntimeError, "lprof: cannot reserve the stack table");
         return -1;
     }
+    /* aggregate drains the rings through this (snapshots, the code hook) */
+    static const lp_agg_source rings = {drain_rings, lp_sampler_has_pending, lp_sampler_running};
+    lp_agg_set_source(&rings);
     if (lp_resolve_install_hook() < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_MAX_RATE_HZ", LP_SAMPLER_MAX_RATE_HZ) < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_DEFAULT_RATE_HZ", LP_SAMPLER_DEFAULT_RATE_HZ) < 0) return -1;

@@ -1,6 +1,7 @@
-/* collect: the sampler's drain (sampler.c), for the code registry's
- * destruction hook, which must move pending samples into the stack table
- * before a code object they name can die. GIL held. */
+/* collect: what the sampler's binding (sampler.c) shares with the other
+ * collectors' bindings. Its drain is not here: the binding registers it
+ * with aggregate (lp_agg_set_source), which calls it for snapshots and from
+ * the code-destruction hook. */
 #ifndef LPROF_COLLECT_CPYTHON_SAMPLER_H
 #define LPROF_COLLECT_CPYTHON_SAMPLER_H
 
@@ -8,11 +9,6 @@
 
 #include "common/base.h"
 #include "aggregate/splice.h"
-
-/* Drains every thread's ring into the stack table; returns samples moved. */
-LP_INTERNAL uint64_t lp_pysampler_drain_rings(void);
-/* 1 when some ring holds samples not yet drained. */
-LP_INTERNAL int lp_pysampler_has_pending_rings(void);
 
 /* While sampling runs with --native: how stacks are spliced, and lprof's
  * own code (the extension), whose frames lead every hook's native stack.

@@ -9,8 +9,8 @@
 #include <sys/types.h>
 
 #include "lprof/shim.h"
-#include "collect/livemem.h"
-#include "collect/memsample.h"
+#include "collect/shim/shared/livemem.h"
+#include "collect/shim/shared/memsample.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_HIDDEN __attribute__((visibility("hidden")))

@@ -10,6 +10,9 @@ them to pixels. Without scripts (an <img> tag), frames are placed in percent
 of the width and labelled for a 1200 px wide view."""
 from xml.sax.saxutils import escape, quoteattr
 
+from ..model.profile_file import atomic_path
+from . import stack_rows
+
 FALLBACK_WIDTH = 1200
 ROW = 17
 MIN_PX = 0.1
@@ -107,5 +110,19 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
                    f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'
                    f'{escape(_fit(short, pw))}</text></g>')
     out.append("</svg>")
-    with open(out_path, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(out) + "\n")
+    with atomic_path(out_path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(out) + "\n")
+
+
+def write(profile, path, metric="cpu", fold_imports=True):
+    """The flame graph of one stack metric; importlib's frames folded into one
+    frame per import unless fold_imports is False (lprof.model.import_fold)."""
+    _cols, unit, _scale = stack_rows.metric_columns(metric)
+    profile = stack_rows.for_metric(profile, metric)
+    st = profile.get("stacks") or {}
+    if fold_imports:
+        st = stack_rows.fold_imports(st)
+    st = stack_rows.thread_roots(profile, st)
+    names, (_lines, total, rects) = stack_rows.fold(st, metric, None, MIN_FRACTION)
+    write_svg(names, rects, total, path, title=f"lprof {metric}", unit=unit)

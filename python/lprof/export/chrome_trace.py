@@ -17,10 +17,8 @@ small integers); each is named after its thread, with the thread's id."""
 import json
 import math
 
-from .model import timeline as timeline_model
-from .stacks import frame_name
-
-METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
+from ..model import timeline as timeline_model
+from .stack_rows import frame_name, row_form, time_columns
 PID = 1
 _FIRST_SPARE_PID = 1 << 22  # above Linux's largest pid
 GAP_MIN_US = 10_000  # shorter gaps between samples: timer or scheduling jitter
@@ -160,15 +158,11 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
 
 
 def trace(profile, metric="cpu"):
-    if metric not in METRICS:
-        raise ValueError(f"a trace holds time: --metric cpu or wall, not {metric!r}")
-    st = profile.get("stacks") or {}
-    if "nodes" in st:
-        from .model.profile_file import stacks_from_columns
-        st = stacks_from_columns(st)
+    cols = time_columns(metric, "a trace")
+    st = row_form(profile.get("stacks") or {})
     frames = st.get("frames", [])
     names = [frame_name(f) for f in frames]
-    by_thread = _rows_by_thread(st, METRICS[metric])
+    by_thread = _rows_by_thread(st, cols)
     mem = (profile.get("memory") or {}).get("timeline") or []
     tl = profile.get("timeline")
     if tl and any(p.get("t_us") for p in tl.get("parts", [])):
@@ -201,5 +195,5 @@ def trace(profile, metric="cpu"):
 
 
 def write(profile, out_path, metric="cpu"):
-    from .outputs import write_text
+    from ..outputs import write_text  # the atomic writer, for a text
     write_text(out_path, json.dumps(trace(profile, metric), separators=(",", ":")))

@@ -12,9 +12,9 @@ import threading
 import time
 import types
 
-from . import _lprof
+from .. import _lprof
+from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 
-SAMPLING_METRICS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "samples")
 _DRAIN_PERIOD_S = 0.1
 
 
@@ -162,6 +162,7 @@ class SamplingCollector:
         global _active
         if self._running:
             return
+        install_fork_hook()
         if _active is not None:
             raise RuntimeError("lprof: sampling is already running in this process")
         if self._signo is None:
@@ -186,7 +187,7 @@ class SamplingCollector:
         if others:
             _lprof.sampler_register_threads(others)
         self._stop_event.clear()
-        from .own_thread import OwnThread
+        from ..own_thread import OwnThread
         self._drainer = OwnThread(self._drain_loop)
         self._drainer.start()
 
@@ -231,7 +232,7 @@ class SamplingCollector:
     def section(self, stacks):
         """The "sampling" section; its per-line rows follow the one
         attribution rule (lprof.model.stacks.lines)."""
-        from .model import stacks as model
+        from ..model import stacks as model
         if self._running:
             _lprof.sampler_drain()
         stats = self._stats if self._stopped and hasattr(self, "_stats") else _lprof.sampler_stats()
@@ -266,19 +267,8 @@ class SamplingCollector:
 
     def snapshot(self):
         """{"sampling": ..., "stacks": ...} of this collector alone."""
-        from .model import assemble
+        from ..model import assemble
         return assemble.sections([self])
-
-
-def line_rows(stacks, per_line=None):
-    """The "sampling" section's per-line rows, from a stacks section by the
-    one attribution rule (also what a merge of several profiles rebuilds)."""
-    if per_line is None:
-        from .model import stacks as model
-        per_line = model.lines(stacks, names=SAMPLING_METRICS)
-    return sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_METRICS[:4]]
-                   + [int(row.get("samples", 0))]
-                   for (f, ln, func), row in per_line.items()])
 
 
 def _effective_rate(mode, stats, span, threads):
@@ -297,8 +287,17 @@ def _at_fork_child():
         _active._after_fork_child()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_at_fork_child)
+_fork_hook_done = False
+
+
+def install_fork_hook():
+    """Registers the forked child's reset of the sampler (once): when
+    sampling starts, and from lprof.follow before its own hook, which must
+    run after this one. Nothing is registered by importing this module."""
+    global _fork_hook_done
+    if not _fork_hook_done and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_at_fork_child)
+        _fork_hook_done = True
 
 
 # -- lprof.start() / lprof.stop() / lprof.sampling() --
@@ -323,7 +322,7 @@ def stop():
         return None
     col.stop()
     _api_collector = None
-    from .model import assemble
+    from ..model import assemble
     return assemble.profile([col.mode], [col])
 
 
@@ -340,6 +339,6 @@ def sampling(**kw):
 
 def render_listing(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0,
                    per_thread=False):
-    from .render.sampled_listing import render
+    from ..render.sampled_listing import render
     return render(profile, reduced=reduced, profile_only=profile_only, profile_all=profile_all,
                   threshold_pct=threshold_pct, per_thread=per_thread)

@@ -1,5 +1,5 @@
-/* collect: sampled live blocks (see livemem.h). */
-#include "collect/livemem.h"
+/* shim/shared: sampled live blocks (see livemem.h). */
+#include "collect/shim/shared/livemem.h"
 
 #include <string.h>
 #include <sys/mman.h>

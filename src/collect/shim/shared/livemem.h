@@ -1,4 +1,5 @@
-/* collect: the sampled blocks still alive (the per-stack account that their
+/* shim/shared (the shim and the extension both compile it): the sampled
+ * blocks still alive (the per-stack account that their
  * allocations and frees update is aggregate/memacct.h).
  *
  * lp_livemem is a fixed-capacity open-addressing table address -> sampled

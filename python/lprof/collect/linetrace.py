@@ -7,7 +7,7 @@ import os
 import threading
 import types
 
-from . import _lprof
+from .. import _lprof
 
 
 COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")

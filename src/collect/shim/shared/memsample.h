@@ -1,4 +1,5 @@
-/* memsample: byte-interval (Poisson) sampling of allocations.
+/* shim/shared (the shim and the extension both compile it): byte-interval
+ * (Poisson) sampling of allocations.
  *
  * Every thread keeps a countdown of bytes until its next sample, drawn from
  * an exponential distribution of mean T. An allocation of s bytes is sampled

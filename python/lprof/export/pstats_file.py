@@ -9,10 +9,9 @@ are (file, first line, name); native frames (--native) are (object, 0, name),
 as cProfile names built-ins ('~', 0, name)."""
 import marshal
 
-from .model.stacks import is_native
-
-# export metric -> stack columns summed (seconds)
-METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
+from ..model.profile_file import atomic_path
+from ..model.stacks import is_native
+from .stack_rows import row_form, time_columns
 
 
 def _func(frame):
@@ -22,13 +21,8 @@ def _func(frame):
 
 def stats(profile, metric="cpu"):
     """{func: (cc, nc, tt, ct, {caller: (cc, nc, tt, ct)})} as pstats keeps it."""
-    if metric not in METRICS:
-        raise ValueError(f"pstats holds time: --metric cpu or wall, not {metric!r}")
-    cols = METRICS[metric]
-    st = profile.get("stacks") or {}
-    if "nodes" in st:
-        from .model.profile_file import stacks_from_columns
-        st = stacks_from_columns(st)
+    cols = time_columns(metric, "pstats")
+    st = row_form(profile.get("stacks") or {})
     frames = st.get("frames", [])
     funcs = [_func(f) for f in frames]
     table = {}      # func -> [samples, tt, ct]
@@ -70,5 +64,6 @@ def stats(profile, metric="cpu"):
 
 def write(profile, out_path, metric="cpu"):
     data = stats(profile, metric)
-    with open(out_path, "wb") as fh:
-        marshal.dump(data, fh)
+    with atomic_path(out_path) as tmp:
+        with open(tmp, "wb") as fh:
+            marshal.dump(data, fh)

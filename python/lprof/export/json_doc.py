@@ -4,6 +4,8 @@ Schema "lprof.export" version 2 (docs/formats.md): list rows of the profile
 file become objects with named fields so consumers need no column list."""
 import json
 
+from ..model.profile_file import atomic_path
+
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
 
@@ -41,7 +43,7 @@ def export_dict(prof):
     if "gpu" in prof:
         g = dict(prof["gpu"])
         g["lines"] = _rows(g.get("lines", []), GPU_LINE_FIELDS)
-        if "tensor_memory" in g:  # PyTorch's allocator history (lprof.torch_memory)
+        if "tensor_memory" in g:  # PyTorch's allocator history (lprof.collect.torch_memory)
             t = dict(g["tensor_memory"])
             t["lines"] = _rows(t.get("lines", []), TENSOR_LINE_FIELDS)
             g["tensor_memory"] = t
@@ -76,3 +78,10 @@ def write_json(prof, fh):
     long --memory run peaked at 887 MiB as one string)."""
     json.dump(export_dict(prof), fh, indent=1)
     fh.write("\n")
+
+
+def write(profile, path, metric=None):
+    """The export as a file (streamed, through the atomic writer)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write_json(profile, fh)

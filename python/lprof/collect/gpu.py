@@ -12,12 +12,12 @@ import shutil
 import sys
 import time
 
-from . import _lprof
+from .. import _lprof
+from ..model.sections import GPU_BACKEND_NAMES as _BACKEND_NAMES
+from ..model.sections import GPU_COLUMNS, ORPHAN_MARKER  # noqa: F401 (lprof.collect.gpu's names)
+from ..model.sections import gpu_line_columns as line_columns  # noqa: F401
+from ..model.sections import gpu_line_rows as line_rows
 
-# the stack table's GPU columns (src/aggregate/metrics.h), in listing order
-GPU_COLUMNS = ("gpu_kernel_s", "gpu_copy_s", "gpu_kernels", "gpu_launches", "gpu_h2d_bytes",
-               "gpu_d2h_bytes", "gpu_d2d_bytes", "gpu_alloc_bytes", "gpu_peak_bytes")
-ORPHAN_MARKER = "[GPU work from a thread without Python]"
 LAUNCHES_KEPT = 65536  # LP_GPU_WAIT_SLOTS (src/aggregate/gpu_join.h)
 BACKENDS = ("cuda", "levelzero")
 
@@ -277,9 +277,6 @@ class GPUCollector:
         return out
 
 
-_BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
-
-
 def _warnings(stats):
     out = []
     cupti = stats.get("cupti", {})
@@ -307,110 +304,4 @@ def _warnings(stats):
         reused = (f" ({lz['reused']} because the program signalled or reset their event again while they "
                   f"ran)") if lz.get("reused") else ""
         out.append(f"{lz['lost']} Level Zero launches could not be timed{reused}")
-    return out
-
-
-def _skipped(frame):
-    return frame[0] == "<gpu>"
-
-
-def line_rows(section, accept_frame=None):
-    """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
-    d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
-    charged to the innermost frame accept_frame takes)."""
-    from .model.stacks import charge, charge_frame
-    frames = section.get("frames", [])
-    orphan = {i for i, f in enumerate(frames) if f[0] == "<lprof>" and f[1] == ORPHAN_MARKER}
-    rows = {}
-    for ids, _thread, m in section.get("stacks", []):
-        if not ids or not any(m.get(c) for c in GPU_COLUMNS):
-            continue
-        f = charge(frames, ids) if accept_frame is None else charge_frame(frames, ids, accept_frame)
-        if f is None or f[0] in ("<gpu>", "<lprof>"):
-            continue
-        row = rows.setdefault((f[0], f[3], f[1]), [0.0] * (len(GPU_COLUMNS) + 1))
-        for i, c in enumerate(GPU_COLUMNS):
-            row[i] += m.get(c, 0)
-        if orphan and orphan.intersection(ids):
-            row[-1] += m.get("gpu_kernel_s", 0) + m.get("gpu_copy_s", 0)
-    return [[path, line, func] + vals for (path, line, func), vals in rows.items()]
-
-
-def line_columns(profile, functions=None):
-    """{(file, line): {gpu_s, kernel_s, copy_s, kernels, launches, h2d_bytes,
-    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s}}. With
-    `functions` (the -l listing's), work is charged to the innermost frame
-    inside one of them, from the profile's stacks."""
-    gpu = profile.get("gpu") or {}
-    if functions is not None:
-        inside = {(fn["file"], fn["first_line"]) for fn in functions}
-        rows = line_rows(profile.get("stacks") or {}, lambda f: (f[0], f[2]) in inside)
-    else:
-        rows = gpu.get("lines", [])
-    out = {}
-    for path, line, _func, *vals in rows:
-        e = out.setdefault((path, line), [0.0] * len(vals))
-        for i, v in enumerate(vals):
-            e[i] += v
-    keys = ("kernel_s", "copy_s", "kernels", "launches", "h2d_bytes", "d2h_bytes", "d2d_bytes",
-            "alloc_bytes", "peak_bytes", "other_thread_s")
-    result = {}
-    for k, vals in out.items():
-        d = dict(zip(keys, vals))
-        d["gpu_s"] = d["kernel_s"] + d["copy_s"]
-        d["live_bytes"] = 0
-        result[k] = d
-    tensors = gpu.get("tensor_memory")
-    if tensors:
-        # PyTorch's allocator history is per tensor: it replaces the
-        # per-segment cudaMalloc bytes on every line
-        for d in result.values():
-            d["alloc_bytes"] = d["peak_bytes"] = 0
-        for path, line, _func, alloc, peak, live in tensors.get("lines", []):
-            d = result.get((path, line))
-            if d is None:
-                d = result[(path, line)] = dict.fromkeys(keys + ("gpu_s", "live_bytes"), 0)
-            d["alloc_bytes"] += alloc
-            d["peak_bytes"] += peak
-            d["live_bytes"] += live
-    return result
-
-
-def summary(profile):
-    """Lines under a listing: backends used, totals, what was not charged."""
-    gpu = profile.get("gpu")
-    if not gpu:
-        return []
-    stats = gpu.get("stats") or {}
-    join = stats.get("join", {})
-    used = [_BACKEND_NAMES.get(b, b) for b, s in (gpu.get("backends") or {}).items() if s == "active"]
-    if not used:
-        why = "; ".join(f"{_BACKEND_NAMES.get(b, b)}: {s}" for b, s in (gpu.get("backends") or {}).items())
-        return ["", f"GPU: none ({why})"]
-    launches = sum(row[6] for row in gpu.get("lines", []))
-    out = ["", f"GPU ({', '.join(used)}): {join.get('records', 0)} kernels/copies, "
-               f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {launches:.0f} launches "
-               f"charged to lines"]
-    if join.get("unattributed"):
-        out.append(f"  {join['unattributed']} records had no launch record (stack "
-                   f"'[GPU work without a launch record]')")
-    if join.get("late"):
-        out.append(f"  {join['late']} records arrived after their launch's slot was reused; "
-                   f"charged to their launch all the same")
-    if join.get("aged_out"):
-        out.append(f"  {join['aged_out']} launches aged out before their records arrived")
-    out.extend(f"  {note}" for note in gpu.get("notes", []))
-    tensors = gpu.get("tensor_memory")
-    if tensors:
-        from .render.memory_report import fmt_bytes
-        ts = tensors.get("stats", {})
-        out.append(f"  tensor memory (PyTorch's allocator history): peak {fmt_bytes(ts.get('peak_bytes', 0)) or '0 B'}, "
-                   f"{fmt_bytes(ts.get('live_bytes', 0)) or '0 B'} live at exit"
-                   + ("; the history's window was full, older allocations are not counted"
-                      if ts.get("window_full") else ""))
-    mem = stats.get("memory", {})
-    if mem.get("allocs"):
-        from .render.memory_report import fmt_bytes
-        out.append(f"  device memory: peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}, "
-                   f"{mem.get('allocs', 0)} allocations")
     return out

@@ -12,7 +12,7 @@ def make(opts, quiet=False):
         collectors.append(line_collector)
         modes.append("lines")
     if not opts.line_by_line or opts.sample:
-        from . import sampler as sampling
+        from . import sampling
         mode = "wall" if opts.wall else "cpu"
         collectors.append(sampling.SamplingCollector(mode=mode, rate_hz=opts.rate,
                                                      signal=opts.signal, native=opts.native))

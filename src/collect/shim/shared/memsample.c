@@ -1,5 +1,5 @@
 /* memsample: exponential countdown and weights (see memsample.h). */
-#include "collect/memsample.h"
+#include "collect/shim/shared/memsample.h"
 
 #include <math.h>
 

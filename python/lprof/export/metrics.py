@@ -1,0 +1,19 @@
+"""The stack metrics an export can draw, declared once (no imports: the
+command line's choices read it before anything else is loaded)."""
+
+# export metric -> (stack metric columns summed, unit of the output integers)
+METRICS = {
+    "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
+    "wall": (("wall_s",), "us"),
+    "alloc": (("alloc_bytes",), "bytes"),
+    "peak": (("peak_bytes",), "bytes"),
+    "leak": (("live_bytes",), "bytes"),
+    "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
+    # device memory allocated / live at the device's peak: per tensor from
+    # PyTorch's allocator history when it ran (lprof.collect.torch_memory),
+    # else what cudaMalloc and friends handed out
+    "gpu-mem": (("gpu_alloc_bytes",), "bytes"),
+    "gpu-peak": (("gpu_peak_bytes",), "bytes"),
+}
+# the metrics of the formats that hold time (Chrome trace, pstats)
+TIME_METRICS = ("cpu", "wall")

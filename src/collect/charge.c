@@ -1,0 +1,32 @@
+/* collect: the sample-charging rule (see charge.h). */
+#include "collect/charge.h"
+
+lp_metric lp_charge_cpu_metric(const lp_sample *s, lp_charge_at_call_fn leaf_at_call, void *arg) {
+    if (s->flags & LP_SF_SYSCALL) return LP_M_CPU_SYSTEM;
+    if ((s->flags & (LP_SF_GIL | LP_SF_IN_INTERP)) != (LP_SF_GIL | LP_SF_IN_INTERP)) return LP_M_CPU_NATIVE;
+    if (!(s->flags & LP_SF_IN_EVAL) && leaf_at_call && leaf_at_call(s, arg)) return LP_M_CPU_NATIVE;
+    return LP_M_CPU_PYTHON;
+}
+
+static void put(lp_charge *c, lp_metric m, int64_t v) {
+    c->add[c->n].metric = m;
+    c->add[c->n].value = v;
+    c->n++;
+}
+
+void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mode,
+                      lp_charge_at_call_fn leaf_at_call, void *arg, lp_charge *out) {
+    int64_t w = (int64_t)s->weight * (int64_t)period_ns;
+    out->n = 0;
+    out->weight_ns = w;
+    if (s->flags & LP_SF_DETACHED) {
+        out->cpu = LP_M_COUNT;
+        put(out, LP_M_WALL, w);
+        if (s->cpu_ns) put(out, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns < w ? (int64_t)s->cpu_ns : w);
+    } else {
+        out->cpu = lp_charge_cpu_metric(s, leaf_at_call, arg);
+        put(out, out->cpu, w);
+        if (mode == LP_MODE_WALL) put(out, LP_M_WALL, w);
+    }
+    put(out, LP_M_SAMPLES, s->weight);
+}
