@@ -81,6 +81,12 @@ def mounted_under(path):
     return sorted(found, key=len, reverse=True)
 
 
+def is_mounted(path):
+    """From the mount table: os.path.ismount misses a bind mount of the
+    same file system (the same device as its parent)."""
+    return os.path.realpath(path) in mounted_under(path)
+
+
 def unmount_all():
     for point in mounted_under(CHROOT):
         subprocess.run(["umount", "-l", point], check=False)
@@ -111,7 +117,7 @@ def mount_all():
             subprocess.run(["mount", "-t", fstype, source, where], check=True)
     cuda = host_cuda_include()
     where = os.path.join(CHROOT, CUDA_INSIDE, "include")
-    if cuda and not os.path.ismount(where):
+    if cuda and not is_mounted(where):
         os.makedirs(where, exist_ok=True)
         subprocess.run(["mount", "--bind", cuda, where], check=True)
         subprocess.run(["mount", "-o", "remount,bind,ro", where], check=True)
@@ -126,7 +132,7 @@ def in_chroot(command, check=True, **kw):
                 "http_proxy", "https_proxy", "no_proxy"):
         if key in os.environ:
             env[key] = os.environ[key]
-    if os.path.ismount(os.path.join(CHROOT, CUDA_INSIDE, "include")):
+    if is_mounted(os.path.join(CHROOT, CUDA_INSIDE, "include")):
         env["CUDA_HOME"] = "/" + CUDA_INSIDE
     r = subprocess.run(["chroot", CHROOT, "bash", "-c", command], env=env,
                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
