@@ -5,8 +5,10 @@
 #include <stdlib.h>
 
 const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
-#define LP_METRIC_INFO_(id, name, unit, merge, group, desc) \
-    {#name, unit, LP_MERGE_##merge, LP_GROUP_##group, LP_GROUP_NAME_##group, desc},
+#define LP_METRIC_INFO_(id, name, unit, merge, group, audience, desc) \
+    {#name, unit, LP_MERGE_##merge, LP_GROUP_##group, LP_GROUP_NAME_##group, LP_INTERNAL_##audience, desc},
+#define LP_INTERNAL_SHOWN false
+#define LP_INTERNAL_INTERNAL true
 #define LP_GROUP_NAME_SAMPLING "sampling"
 #define LP_GROUP_NAME_MEMORY "memory"
 #define LP_GROUP_NAME_GPU "gpu"

@@ -26,4 +26,16 @@ TEST(groups_are_contiguous_runs) {
         CHECK(lp_metric_infos[m].group >= lp_metric_infos[m - 1].group);
 }
 
-RUN_TESTS(every_column_belongs_to_its_section, groups_are_contiguous_runs)
+/* The memory sampler's statistics are kept, never shown: the reports'
+ * column lists (lprof.model.stacks.INTERNAL_COLUMNS) come from this flag. */
+TEST(only_the_sampler_statistics_are_internal) {
+    int internal = 0;
+    for (int m = 0; m < LP_M_COUNT; m++) internal += lp_metric_infos[m].internal;
+    CHECK_EQ_INT(internal, 6);
+    CHECK(lp_metric_infos[LP_M_SURVIVORS].internal && lp_metric_infos[LP_M_ALLOC_SAMPLES].internal);
+    CHECK(!lp_metric_infos[LP_M_ALLOC_BYTES].internal && !lp_metric_infos[LP_M_PEAK_BYTES].internal);
+    CHECK(!lp_metric_infos[LP_M_GPU_PEAK].internal && !lp_metric_infos[LP_M_SAMPLES].internal);
+}
+
+RUN_TESTS(every_column_belongs_to_its_section, groups_are_contiguous_runs,
+          only_the_sampler_statistics_are_internal)

@@ -11,7 +11,8 @@
  *       int32 into its own trie, thread int32 into threads, weight_us
  *       uint32; trie parent int32, trie frame int32 (output frame ids);
  *       threads uint64; stride). stacks_snapshot(origin_ns=0).
- *   stacks_reset(), metric_names(), metric_groups(), set_launcher_dir(path).
+ *   stacks_reset(), metric_names(), metric_groups(), internal_metrics(),
+ *   set_launcher_dir(path).
  * Building it: every stack-table node is resolved (resolve.c) and interned
  * into a trie keyed by (parent, frame), so that two raw frames on the same
  * line, or the same stack on two threads, share nodes. lprof's own launcher
@@ -608,6 +609,22 @@ static PyObject *py_metric_groups(PyObject *self, PyObject *unused) {
     return out;
 }
 
+/* (name, ...): the columns of audience INTERNAL (metrics.h), never a report's */
+static PyObject *py_internal_metrics(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *names = PyList_New(0);
+    for (int m = 0; names && m < LP_M_COUNT; m++) {
+        if (!lp_metric_infos[m].internal) continue;
+        PyObject *name = PyUnicode_FromString(lp_metric_infos[m].name);
+        if (!name || PyList_Append(names, name) < 0) Py_CLEAR(names);
+        Py_XDECREF(name);
+    }
+    if (!names) return NULL;
+    PyObject *out = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return out;
+}
+
 static PyObject *py_set_launcher_dir(PyObject *self, PyObject *arg) {
     (void)self;
     const char *dir = arg == Py_None ? NULL : PyUnicode_AsUTF8(arg);
@@ -631,6 +648,8 @@ static PyMethodDef methods[] = {
     {"metric_names", py_metric_names, METH_NOARGS, "[(name, unit, merge)] in column order."},
     {"metric_groups", py_metric_groups, METH_NOARGS,
      "{group: [name, ...]}: the columns each section (sampling, memory, gpu) reads, in column order."},
+    {"internal_metrics", py_internal_metrics, METH_NOARGS,
+     "(name, ...): the columns kept for the memory sampler's statistics, never shown per line."},
     {"set_launcher_dir", py_set_launcher_dir, METH_O,
      "Frames of files under this folder (lprof's own) are cut from every stack."},
     {NULL, NULL, 0, NULL},
