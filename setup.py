@@ -15,7 +15,7 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# The same rule as python/lprof/support.py, before anything is compiled: one
+# The same rule as python/lprof/process/support.py, before anything is compiled: one
 # line, not a page of compiler errors.
 if sysconfig.get_config_var("Py_GIL_DISABLED"):
     sys.exit("lprof: free-threaded CPython (%d.%dt) is not supported yet: build lprof with the "
@@ -127,8 +127,8 @@ setup(
     # pyproject.toml's [tool.lprof] table on Pythons without tomllib
     install_requires=['tomli>=1.1; python_version < "3.11"'],
     package_dir={"": "python"},
-    packages=["lprof", "lprof.collect", "lprof.model", "lprof.export", "lprof.render",
-              "lprof.commands", "lprof._bootstrap"],
+    packages=["lprof", "lprof.common", "lprof.collect", "lprof.model", "lprof.export",
+              "lprof.render", "lprof.process", "lprof.commands", "lprof._bootstrap"],
     package_data={"lprof._bootstrap": ["sitecustomize.py"],
                   "lprof.render": ["assets/report.js", "assets/report.css"]},
     ext_modules=[ext],

@@ -89,7 +89,7 @@ def make_target(scratch):
     from lprof import export as stacks
     from lprof.export import chrome_trace as export_chrome
     from lprof.commands import view
-    from lprof.errors import LprofError
+    from lprof.common.errors import LprofError
     from lprof.export.json_doc import to_json
     from lprof.model import profile_file
     view_args = view.parser().parse_args(["x"])
@@ -156,7 +156,7 @@ def main():
         import lprof.model.kernprof_file, lprof.model.validate, lprof.model.stacks  # noqa
         import lprof.render.listing, lprof.render.sampled_listing  # noqa
         import lprof.render.memory_report, lprof.export.svg  # noqa
-        import lprof.collect.sampling, lprof.source  # noqa
+        import lprof.collect.sampling, lprof.render.source  # noqa
         target = make_target(scratch)
     atheris.Setup(flags, target)
     atheris.Fuzz()

@@ -37,8 +37,8 @@ def sampling(mode="cpu", rate_hz=None):
 
 def render_listing(profile, **options):
     """The annotated listing of a sampled profile, as text."""
-    from .collect import sampling as sampler
-    return sampler.render_listing(profile, **options)
+    from .render.sampled_listing import render
+    return render(profile, **options)
 
 
 def load_ipython_extension(ip):

@@ -98,8 +98,8 @@ class LprofMagics(Magics):
         profile = sample(self.shell, self.shell.transform_cell(code), self._cell_file,
                          mode="wall" if "wall" in opts else "cpu", rate_hz=rate,
                          memory="memory" in opts)
-        from .collect.sampling import render_listing
-        page(render_listing(profile, reduced="all" not in opts, per_thread="per-thread" in opts))
+        from .render.sampled_listing import render
+        page(render(profile, reduced="all" not in opts, per_thread="per-thread" in opts))
         if "o" in opts:
             from .model import profile_file
             profile_file.save(profile, opts["o"])

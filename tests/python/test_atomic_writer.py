@@ -1,4 +1,4 @@
-"""The one atomic writer every export goes through (lprof.model.profile_file):
+"""The one atomic writer every export goes through (lprof.common.files):
 a file appears whole or not at all; a link or a device is written through,
 never replaced (/dev/stdout is a link, to a regular file when the shell
 redirects it)."""
@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import lprof_env
-from lprof.model.profile_file import atomic_path
+from lprof.common.files import atomic_path
 
 WORKLOAD = "def f():\n    s = 0\n    for i in range(3000000):\n        s += i\n    return s\n\n\nf()\n"
 

@@ -106,20 +106,53 @@ def _python_imports(path):
     return [n for n in names if n == "lprof" or n.startswith("lprof.")]
 
 
+# What each folder of the package may import (besides itself and the C
+# extension lprof._lprof): the flow collect -> model -> render/export, with
+# common/ under everything, process/ (the program's process) over the
+# collectors, and commands/ on top. The package's top modules (cli, the
+# public decorator and magics) may use anything.
+ALLOWED = {
+    "common": set(),
+    "model": {"common"},
+    "render": {"common", "model"},
+    "export": {"common", "model", "render"},
+    "collect": {"common", "model"},
+    "process": {"common", "model", "collect"},
+    "commands": {"common", "model", "render", "export", "collect", "process", "decorator"},
+}
+TOP_MODULES = {"__init__", "__main__", "cli", "decorator", "magics"}
+
+
+def _stage_of(dotted):
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
 def test_python_stages_point_down_the_flow():
-    """model/ and export/ import nothing of collect/ (the collectors) or
-    commands/ (the verbs): the profile's data and its formats stand alone."""
+    """Nothing imports upward: model/ and export/ know nothing of the
+    collectors or the verbs, collect/ nothing of how profiles are shown,
+    common/ nothing else of lprof at all."""
     offenders = []
-    for stage in ("model", "export"):
+    for stage, allowed in ALLOWED.items():
         for path in glob.glob(os.path.join(PKG, stage, "**", "*.py"), recursive=True):
             for name in _python_imports(path):
-                if name.startswith(("lprof.collect", "lprof.commands")):
+                other = _stage_of(name)
+                if other and other not in allowed | {stage, "_lprof", "__version__"}:
                     offenders.append((os.path.relpath(path, PKG), name))
     assert offenders == []
 
 
+def test_package_top_holds_only_entry_points():
+    """Every module sits in the stage folder that owns its job; the top
+    keeps the command line's entry, the public decorator and the magics."""
+    top = {os.path.basename(p)[:-3] for p in glob.glob(os.path.join(PKG, "*.py"))}
+    assert top == TOP_MODULES
+    folders = {d for d in os.listdir(PKG) if os.path.isfile(os.path.join(PKG, d, "__init__.py"))}
+    assert folders == set(ALLOWED) | {"_bootstrap"}
+
+
 def test_python_stage_folders_and_one_stacks_module():
-    for stage in ("collect", "model", "export", "render", "commands"):
+    for stage in ALLOWED:
         assert os.path.isfile(os.path.join(PKG, stage, "__init__.py")), stage
     stacks = [os.path.relpath(p, PKG) for p in glob.glob(os.path.join(PKG, "**", "stacks.py"),
                                                           recursive=True)]

@@ -6,7 +6,7 @@ import zlib
 import pytest
 
 from lprof.model import profile_file
-from lprof.errors import ProfileFileError
+from lprof.common.errors import ProfileFileError
 
 
 def sample_profile():

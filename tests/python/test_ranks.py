@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from lprof import procinfo
-from lprof.errors import ProfileFileError
+from lprof.common import procinfo
+from lprof.common.errors import ProfileFileError
 from lprof.model import profile_file
 from lprof.model.merge import Merger, MergeError
 

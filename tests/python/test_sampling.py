@@ -215,9 +215,9 @@ def test_exports_match_line_totals(tmp_path):
 def test_listing_renders_user_lines(tmp_path):
     sys.path.insert(0, PYPATH)
     import importlib
-    sampling = importlib.import_module("lprof.collect.sampling")
+    listing = importlib.import_module("lprof.render.sampled_listing")
     snap, _ = run("native", tmp_path=tmp_path)
-    text = sampling.render_listing(snap)
+    text = listing.render(snap)
     assert "sampling_workloads.py" in text and "sum(range(2_000_000))" in text
     # nothing from the stdlib by default, but it shows with profile_all
     assert "threading.py" not in text

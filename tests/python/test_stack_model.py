@@ -9,6 +9,7 @@ import pytest
 
 from lprof import _lprof
 from lprof.model import stacks as model
+from lprof.model.frames import Frame, table as frame_table
 
 DEEP_ALLOC = """
     import sys
@@ -58,9 +59,24 @@ def test_merge_matches_frames_by_value():
 
 def test_attribution_innermost_user_frame_else_innermost():
     stdlib_file = json.encoder.__file__
-    frames = [["/home/me/app.py", "main", 1, 10], [stdlib_file, "enc", 1, 5]]
+    frames = frame_table([["/home/me/app.py", "main", 1, 10], [stdlib_file, "enc", 1, 5],
+                          ["/usr/lib/libc.so.6", "memcpy", 0, 0], ["<gpu>", "kernel", 0, 0]])
     assert model.charge(frames, [0, 1]) == frames[0]  # library leaf: charged to the caller
     assert model.charge(frames, [1]) == frames[1]     # no user frame: the innermost one
+    assert model.charge(frames, [0, 2, 3]) == frames[0]  # native and GPU frames never charged
+    assert model.charge(frames, [2, 3]) is None
+
+
+def test_frame_kinds_and_labels():
+    kinds = {f.kind: f for f in frame_table([
+        ["/home/me/app.py", "main", 1, 10], ["/usr/lib/libc.so.6", "memcpy", 0, 0],
+        ["<gpu>", "sgemm", 0, 0], ["<lprof>", "[truncated]", 0, 0], ["<thread>", "worker", 0, 0]])}
+    assert sorted(kinds) == ["gpu", "marker", "native", "python", "thread"]
+    assert kinds["python"].label == "main (/home/me/app.py:10)" and kinds["python"].has_line
+    assert kinds["native"].label == "memcpy (libc.so.6)" and kinds["native"].is_native
+    assert kinds["gpu"].label == "sgemm" and not kinds["gpu"].has_line
+    assert kinds["marker"].has_line and not kinds["marker"].is_native
+    assert Frame.of(["<string>", "<module>", 0, 0]).kind == "python"  # code given as text
 
 
 @pytest.mark.needs_shim  # lprof --memory preloads the shim, which cannot run under ASan

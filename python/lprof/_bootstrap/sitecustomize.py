@@ -4,7 +4,7 @@ Under `lprof -l`, a script that uses a bare `@profile` must also import in
 fresh interpreters (multiprocessing's spawn method re-imports the script), so
 `profile` is put into builtins here. When the lprof command follows child
 processes (LPROF_FOLLOW set), this child starts profiling itself here, before
-its program runs (lprof.follow). Then the user's own sitecustomize, if any,
+its program runs (lprof.process.follow). Then the user's own sitecustomize, if any,
 runs as it would have."""
 import os
 import sys
@@ -26,7 +26,7 @@ def _follow():
     if not os.environ.get("LPROF_FOLLOW"):
         return
     try:
-        from lprof import follow
+        from lprof.process import follow
         follow.start_from_env()
     except Exception:  # never break the child program (e.g. another Python version)
         pass

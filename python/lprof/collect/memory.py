@@ -4,7 +4,7 @@ timeline (docs/design-memory.md).
 
 Python objects are seen through CPython's allocator hooks; native allocations
 (numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
-(`lprof --memory` re-executes the interpreter with it, see lprof.preload)."""
+(`lprof --memory` re-executes the interpreter with it, see lprof.process.preload)."""
 import sys
 
 from .. import _lprof

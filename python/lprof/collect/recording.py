@@ -1,7 +1,7 @@
 """One process's recording: its collectors (lprof.collect.make), when it
 started, the profile they make, and the checkpoint thread of -i. The lprof
 command's own process (commands/run.py) and every child it follows
-(lprof.follow) record through it; each keeps only what is its own (the
+(lprof.process.follow) record through it; each keeps only what is its own (the
 parent: the fault guard and the HTML report; a child: its marker file and
 its one save)."""
 import sys
@@ -42,7 +42,7 @@ class Recording:
         """Calls checkpoint() every `interval` seconds on lprof's own thread
         (unseen by the program, never sampled) until stop() or
         stop_checkpoints()."""
-        from ..own_thread import OwnThread
+        from ..common.own_thread import OwnThread
         self._checkpoints = OwnThread(lambda: self._every(interval, checkpoint))
         self._checkpoints.start()
 

@@ -187,7 +187,7 @@ class SamplingCollector:
         if others:
             _lprof.sampler_register_threads(others)
         self._stop_event.clear()
-        from ..own_thread import OwnThread
+        from ..common.own_thread import OwnThread
         self._drainer = OwnThread(self._drain_loop)
         self._drainer.start()
 
@@ -292,7 +292,7 @@ _fork_hook_done = False
 
 def install_fork_hook():
     """Registers the forked child's reset of the sampler (once): when
-    sampling starts, and from lprof.follow before its own hook, which must
+    sampling starts, and from lprof.process.follow before its own hook, which must
     run after this one. Nothing is registered by importing this module."""
     global _fork_hook_done
     if not _fork_hook_done and hasattr(os, "register_at_fork"):
@@ -335,10 +335,3 @@ def sampling(**kw):
         yield result
     finally:
         result["profile"] = stop()
-
-
-def render_listing(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0,
-                   per_thread=False):
-    from ..render.sampled_listing import render
-    return render(profile, reduced=reduced, profile_only=profile_only, profile_all=profile_all,
-                  threshold_pct=threshold_pct, per_thread=per_thread)

@@ -12,7 +12,7 @@ it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
 import argparse
 import os
 
-from .errors import LprofError
+from ..common.errors import LprofError
 
 KERNPROF_TABLE = ("tool", "line_profiler", "kernprof")
 LPROF_TABLE = ("tool", "lprof")

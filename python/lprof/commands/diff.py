@@ -2,9 +2,9 @@
 import argparse
 import sys
 
-from ..errors import LprofError
+from ..common.errors import LprofError
 from ..model import profile_file
-from ..outputs import write_text
+from ..common.files import write_text
 
 
 def parser():

@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from .. import export as exports
-from ..errors import LprofError
+from ..common.errors import LprofError
 from ..model import profile_file
 from .options import STACK_METRICS
 

@@ -7,7 +7,7 @@ import glob
 import os
 import sys
 
-from ..errors import LprofError
+from ..common.errors import LprofError
 from ..model import profile_file
 from ..model.merge import MergeError, Merger
 
@@ -42,7 +42,7 @@ def _inputs(patterns):
 def main(args):
     paths = _inputs(args.files)
     out = args.output
-    from .. import outputs
+    from . import output_paths as outputs
     outputs.check([("-o", out)])
     merger = Merger()
     for path in paths:

@@ -1,10 +1,10 @@
 """Output paths checked before the program runs: a profile that cannot be
 written must be refused up front, not lost after a long run, and lprof must
-never overwrite the user's own source. write_text() writes a report."""
+never overwrite the user's own source. Writing them is common/files.py's."""
 import os
 import tempfile
 
-from .errors import LprofError
+from ..common.errors import LprofError
 
 
 def check(paths, protected=()):
@@ -51,15 +51,3 @@ def _check_folder_writable(option, path, folder):
         os.unlink(probe)
     except OSError:
         pass
-
-
-def write_text(path, text):
-    """Writes a text output whole: to a temporary file in the same folder,
-    then renamed over path, so a reader (or a checkpoint racing the final
-    write) never sees half a file. A device, a pipe or a link (/dev/stdout,
-    a FIFO) is written through: renaming over it would replace the device
-    node or the link (model/profile_file.atomic_path, the one atomic writer)."""
-    from .model.profile_file import atomic_path
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)

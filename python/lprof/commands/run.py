@@ -7,12 +7,12 @@ import signal
 import sys
 import threading
 
-from .. import faults, follow, outputs, runner, targets
+from ..process import faults, follow, runner
+from . import output_paths as outputs, targets
 from ..collect import make as make_collectors, options_of
 from ..model import profile_file
 from ..decorator import profile as profile_object
-from ..errors import LprofError
-from ..collect.linetrace import collector as line_collector
+from ..common.errors import LprofError
 from ..collect.recording import Recording
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -85,8 +85,8 @@ def _print_outputs(args, prof):
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                 summarize=args.summarize))
     if "sampling" in prof and not args.quiet:
-        from ..collect import sampling
-        out.append(sampling.render_listing(
+        from ..render.sampled_listing import render as render_sampled
+        out.append(render_sampled(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,
             per_thread=args.per_thread))
@@ -146,7 +146,7 @@ def _finish_children():
         if left and not args.quiet:
             sys.stderr.write(f"lprof: {len(left)} child process(es) still running after "
                              f"{follow.WAIT_S:g} s; their profiles are not merged\n")
-        from ..errors import ProfileFileError
+        from ..common.errors import ProfileFileError
         from ..model.merge import MergeError, Merger
         merger = Merger()
         merger.add(prof)
@@ -281,7 +281,7 @@ def main(args, raw_argv):
         return 1
     default_name = "lprof-command" if kind == "code" else target
     outfile = args.outfile or default_outfile(default_name, args.line_by_line)
-    from ..procinfo import profile_path
+    from ..common.procinfo import profile_path
     outfile = profile_path(outfile, args.outdir)
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
                    ("--html", args.html)],

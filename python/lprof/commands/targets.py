@@ -15,9 +15,9 @@ import importlib.machinery
 import os
 import sys
 
-from .decorator import profile
-from .errors import LprofError
-from .collect.linetrace import collector
+from ..decorator import profile
+from ..common.errors import LprofError
+from ..collect.linetrace import collector
 
 
 def split_targets(values):

@@ -39,8 +39,8 @@ def render(prof, args):
         parts.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
                                   sort=args.sort, summarize=args.summarize))
     if "sampling" in prof:
-        from ..collect import sampling
-        parts.append(sampling.render_listing(
+        from ..render.sampled_listing import render as render_sampled
+        parts.append(render_sampled(
             prof, reduced=args.reduced, profile_only=args.profile_only or None,
             profile_all=args.profile_all, threshold_pct=args.threshold,
             per_thread=args.per_thread))
@@ -52,7 +52,7 @@ def render(prof, args):
 def main(args):
     prof = profile_file.load(args.file)
     if args.ranks:
-        from ..errors import LprofError
+        from ..common.errors import LprofError
         from ..render import ranks
         if args.ranks_metric and args.ranks_metric not in ranks.metric_names(prof):
             names = ", ".join(ranks.metric_names(prof)) or "none"

@@ -5,7 +5,7 @@ import functools
 import os
 
 # lprof's own package folder (ends with os.sep): its frames are the launcher's
-LPROF_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+LPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # lprof/
 
 
 def is_launcher_file(path):

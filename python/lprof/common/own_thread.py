@@ -11,7 +11,7 @@ program's threads, as without lprof, never by one of lprof's."""
 import _thread
 import signal
 
-from . import _lprof
+from .. import _lprof
 
 
 # synchronous signals (faults) cannot be blocked meaningfully; KILL/STOP cannot be at all

@@ -195,5 +195,5 @@ def trace(profile, metric="cpu"):
 
 
 def write(profile, out_path, metric="cpu"):
-    from ..outputs import write_text  # the atomic writer, for a text
+    from ..common.files import write_text  # the atomic writer, for a text
     write_text(out_path, json.dumps(trace(profile, metric), separators=(",", ":")))

@@ -4,7 +4,7 @@ Schema "lprof.export" version 2 (docs/formats.md): list rows of the profile
 file become objects with named fields so consumers need no column list."""
 import json
 
-from ..model.profile_file import atomic_path
+from ..common.files import atomic_path
 
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2

@@ -9,14 +9,14 @@ are (file, first line, name); native frames (--native) are (object, 0, name),
 as cProfile names built-ins ('~', 0, name)."""
 import marshal
 
-from ..model.profile_file import atomic_path
-from ..model.stacks import is_native
+from ..common.files import atomic_path
+from ..model.frames import Frame
 from .stack_rows import row_form, time_columns
 
 
 def _func(frame):
-    file, name, first = frame[0], frame[1], frame[2]
-    return (file, 0 if is_native(frame) else int(first), name)
+    frame = Frame.of(frame)
+    return (frame.file, 0 if frame.is_native else int(frame.first_line), frame.function)
 
 
 def stats(profile, metric="cpu"):

@@ -2,7 +2,7 @@
 one sampled profile per thread, weights in the metric's unit."""
 import json
 
-from ..model.profile_file import atomic_path
+from ..common.files import atomic_path
 from . import stack_rows
 
 

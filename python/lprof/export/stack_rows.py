@@ -1,13 +1,15 @@
 """What the stack formats (folded, speedscope, SVG) and the time formats
 (Chrome trace, pstats) share: frame names, the stacks section as one metric
 sees it, and the fold in C (the table of stack metrics: metrics.py)."""
-from ..model import frames as frame_kinds
+from ..model.frames import THREAD_FILE, Frame
 from ..model import import_fold
 from ..model.stacks import is_columnar, row_form, row_threads  # noqa: F401 (row_form: the exports')
 from .metrics import METRICS, TIME_METRICS  # noqa: F401 (the table's home: metrics.py)
 
-THREAD_FILE = frame_kinds.THREAD_FILE  # the picture's thread frames (never stored in a profile)
-frame_name = frame_kinds.label
+
+def frame_name(raw):
+    """A stored frame's label (model/frames.py)."""
+    return Frame.of(raw).label
 
 
 def metric_columns(metric):

@@ -10,7 +10,7 @@ them to pixels. Without scripts (an <img> tag), frames are placed in percent
 of the width and labelled for a 1200 px wide view."""
 from xml.sax.saxutils import escape, quoteattr
 
-from ..model.profile_file import atomic_path
+from ..common.files import atomic_path
 from . import stack_rows
 
 FALLBACK_WIDTH = 1200

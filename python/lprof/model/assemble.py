@@ -3,7 +3,8 @@ import os
 import sys
 import time
 
-from .. import _lprof, procinfo
+from .. import _lprof
+from ..common import procinfo
 from . import stacks as stacks_model
 from . import timeline as timeline_model
 

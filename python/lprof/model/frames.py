@@ -1,7 +1,8 @@
 """The frame vocabulary of a stacks section: the one place a frame's kind is
 told from its fields. C writes these frames (aggregate/cpython/resolve.c,
-from the raw frames of src/common/rawframe.h); a frame is stored as the list
-[file, function, first_line, line]. Kinds:
+from the raw frames of src/common/rawframe.h); a profile stores a frame as
+the list [file, function, first_line, line], and readers take a section's
+frames as Frame objects (table()). Kinds:
 - PYTHON: a line of Python code (a file, "<string>", "<stdin>", a notebook cell)
 - NATIVE (lprof --native): a C/C++ function; file is its object file, no lines
 - GPU (lprof --gpu): GPU work hung under its launching stack; file "<gpu>"
@@ -9,40 +10,62 @@ from the raw frames of src/common/rawframe.h); a frame is stored as the list
   ...); file "<lprof>"
 - THREAD: a thread's root in a picture (never stored in a profile); file "<thread>"
 """
+import collections
+
 PYTHON, NATIVE, GPU, MARKER, THREAD = "python", "native", "gpu", "marker", "thread"
 
 GPU_FILE = "<gpu>"
 MARKER_FILE = "<lprof>"
 THREAD_FILE = "<thread>"
 
-
-def is_native(frame):
-    """A native frame (lprof --native): an object file, no source lines."""
-    return frame[2] == 0 and frame[3] == 0 and not frame[0].startswith("<")
+_SPECIAL_FILES = {GPU_FILE: GPU, MARKER_FILE: MARKER, THREAD_FILE: THREAD}
 
 
-def is_gpu(frame):
-    """GPU work hung under its launching stack (lprof --gpu): no line."""
-    return frame[0] == GPU_FILE
+class Frame(collections.namedtuple("Frame", "file function first_line line")):
+    """One frame, with its kind. A tuple (file, function, first_line, line),
+    so it indexes as the stored list does."""
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, raw):
+        """The Frame of a stored [file, function, first_line, line]."""
+        return raw if type(raw) is cls else cls(raw[0], raw[1], raw[2], raw[3])
+
+    @property
+    def kind(self):
+        special = _SPECIAL_FILES.get(self.file)
+        if special:
+            return special
+        return NATIVE if self.is_native else PYTHON
+
+    @property
+    def is_native(self):
+        """A native frame (lprof --native): an object file, no source lines."""
+        return self.first_line == 0 and self.line == 0 and not self.file.startswith("<")
+
+    @property
+    def is_gpu(self):
+        """GPU work hung under its launching stack (lprof --gpu): no line."""
+        return self.file == GPU_FILE
+
+    @property
+    def has_line(self):
+        """A frame a sample can be charged to: Python code or lprof's marker
+        (native frames' time is their calling line's; GPU work is its
+        launch's)."""
+        return not (self.is_native or self.is_gpu)
+
+    @property
+    def label(self):
+        """The frame as one line of text (folded stacks, flame graphs, traces)."""
+        kind = self.kind
+        if kind in (GPU, THREAD):  # GPU work, a thread: the name alone
+            return self.function
+        if kind == NATIVE:  # an object file, no line
+            return f"{self.function} ({self.file.rsplit('/', 1)[-1]})"
+        return f"{self.function} ({self.file}:{self.line})"
 
 
-def kind(frame):
-    file = frame[0]
-    if file == GPU_FILE:
-        return GPU
-    if file == MARKER_FILE:
-        return MARKER
-    if file == THREAD_FILE:
-        return THREAD
-    return NATIVE if is_native(frame) else PYTHON
-
-
-def label(frame):
-    """The frame as one line of text (folded stacks, flame graphs, traces)."""
-    file, func, _first, line = frame[:4]
-    k = kind(frame)
-    if k in (GPU, THREAD):  # GPU work, a thread: the name alone
-        return func
-    if k == NATIVE:  # an object file, no line
-        return f"{func} ({file.rsplit('/', 1)[-1]})"
-    return f"{func} ({file}:{line})"
+def table(raw_frames):
+    """A stacks section's stored frames as Frames, by frame id."""
+    return [Frame.of(f) for f in raw_frames]

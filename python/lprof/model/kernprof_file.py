@@ -10,7 +10,7 @@ line_profiler need not be installed."""
 import io
 import pickle
 
-from ..errors import ProfileFileError
+from ..common.errors import ProfileFileError
 
 _LINESTATS_MODULES = ("line_profiler.line_profiler", "line_profiler._line_profiler",
                       "line_profiler")

@@ -18,15 +18,13 @@ describes. Version 1 files still open; newer versions are refused.
 Files are written to a temporary name and renamed, so a reader never sees a
 half-written profile, also when it is rewritten periodically (-i).
 """
-import contextlib
 import json
 import math
-import os
 import struct
-import tempfile
 import zlib
 
-from ..errors import ProfileFileError
+from ..common.errors import ProfileFileError
+from ..common.files import save_bytes
 
 MAGIC = b"LPROF\x00\r\n"
 FORMAT_VERSION = 2
@@ -120,75 +118,6 @@ def encode(profile):
 def save(profile, path):
     """Atomically write `profile` (a dict) to `path`."""
     save_bytes(encode(profile), path)
-
-
-def save_bytes(data, path):
-    """Atomically write bytes (an encoded profile, a report) to `path`: a
-    temporary file in the same folder, renamed over it."""
-    fd, tmp = _temp_beside(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """The same writer for code that opens the file itself (the C folder,
-    a JSON stream): yields a temporary path in path's folder, renamed over
-    path when the block ends, removed if it raises. A device or pipe (a
-    FIFO) and a symbolic link (/dev/stdout, a regular file when the shell
-    redirects it) are yielded as they are: renaming over them would replace
-    the device node or the link, where the output was meant to go through."""
-    if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
-        yield path
-        return
-    fd, tmp = _temp_beside(path)
-    try:
-        os.close(fd)
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-def _temp_beside(path):
-    """(fd, name) of a new temporary file in path's folder, with the mode
-    open() would give it (mkstemp makes it 0600; 0666 less the umask)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".lprof-", suffix=".tmp", dir=directory)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-    except BaseException:
-        os.close(fd)
-        _discard(tmp)
-        raise
-    return fd, tmp
-
-
-def _discard(tmp):
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
-
-
-def _umask():
-    """The process umask, read without changing it where Linux tells it
-    (/proc/self/status): setting and restoring it could race with files the
-    program creates in other threads meanwhile."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
 
 
 def decode(data, name="<bytes>", rows=True):

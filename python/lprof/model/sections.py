@@ -4,7 +4,7 @@ derived from its stacks section by the one attribution rule
 merge of several profiles rebuilds. Pure functions of profile data: no
 collector, no C state read (the column lists and the leak rule are C's)."""
 from .. import _lprof
-from . import frames as frame_kinds
+from .frames import GPU, MARKER, table as frame_table
 from . import stacks as stacks_model
 
 # Each section's columns in column order, from the one list (the group tags of
@@ -96,16 +96,15 @@ def gpu_line_rows(section, accept_frame=None):
     """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
     d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
     charged to the innermost frame accept_frame takes)."""
-    frames = section.get("frames", [])
-    orphan = {i for i, f in enumerate(frames)
-              if frame_kinds.kind(f) == frame_kinds.MARKER and f[1] == ORPHAN_MARKER}
+    frames = frame_table(section.get("frames", []))
+    orphan = {i for i, f in enumerate(frames) if f.kind == MARKER and f.function == ORPHAN_MARKER}
     rows = {}
     for ids, _thread, m in section.get("stacks", []):
         if not ids or not any(m.get(c) for c in GPU_COLUMNS):
             continue
         f = (stacks_model.charge(frames, ids) if accept_frame is None
              else stacks_model.charge_frame(frames, ids, accept_frame))
-        if f is None or frame_kinds.kind(f) in (frame_kinds.GPU, frame_kinds.MARKER):
+        if f is None or f.kind in (GPU, MARKER):
             continue
         row = rows.setdefault((f[0], f[3], f[1]), [0.0] * (len(GPU_COLUMNS) + 1))
         for i, c in enumerate(GPU_COLUMNS):

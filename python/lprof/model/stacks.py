@@ -15,14 +15,14 @@ library, site-packages or lprof), else to its innermost Python frame; native
 frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
-from .. import _lprof, libdirs
-from .frames import is_gpu, is_native  # noqa: F401 (the frame kinds, model/frames.py)
+from .. import _lprof
+from ..common import libdirs
+from .frames import table as frame_table
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
 # columns kept for the memory sampler's statistics (the leak rule reads them),
-# not quantities a report shows per line
-INTERNAL_COLUMNS = ("survivors", "survivor_bytes", "survivor_t_ms", "survivor_t2_ms2",
-                    "alloc_samples", "free_samples")
+# not quantities a report shows per line: their audience in metrics.h
+INTERNAL_COLUMNS = frozenset(_lprof.internal_metrics())
 
 
 def columns():
@@ -69,10 +69,11 @@ def is_user_file(path):
 
 def charge_frame(frames, ids, accept_frame):
     """The innermost frame accept_frame(frame) takes (the -l listing charges
-    GPU work to lines inside its profiled functions); None if none does."""
+    GPU work to lines inside its profiled functions); None if none does.
+    frames: the section's frame table (model/frames.py table())."""
     for fid in reversed(ids):
         f = frames[fid]
-        if not is_native(f) and not is_gpu(f) and accept_frame(f):
+        if f.has_line and accept_frame(f):
             return f
     return None
 
@@ -81,11 +82,12 @@ def charge(frames, ids, accept=is_user_file):
     """The frame a stack is charged to (the rule above); None for a stack
     without any Python or marker frame. Native frames are never charged:
     their time is the calling line's, and a stack of native frames alone (a
-    thread outside Python, seen with --native) has no line, as without it."""
+    thread outside Python, seen with --native) has no line, as without it.
+    frames: the section's frame table (model/frames.py table())."""
     innermost = None
     for fid in reversed(ids):
         f = frames[fid]
-        if is_native(f) or is_gpu(f):
+        if not f.has_line:
             continue
         if accept(f[0]):
             return f
@@ -97,7 +99,7 @@ def charge(frames, ids, accept=is_user_file):
 def lines(section, accept=is_user_file, names=None, thread=None):
     """{(file, line, function): {column: sum}} by the attribution rule; only
     the named columns (all by default); only one thread's stacks if given."""
-    frames = section.get("frames", [])
+    frames = frame_table(section.get("frames", []))
     out = {}
     cache = {}
     for ids, th, m in section.get("stacks", []):

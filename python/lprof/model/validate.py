@@ -5,7 +5,7 @@ silently named after another). Every value the renderers read is checked
 here; unknown keys are left alone (later versions may add some)."""
 import math
 
-from ..errors import ProfileFileError
+from ..common.errors import ProfileFileError
 
 # far above any real source file, far below a listing that would never end
 MAX_LINE = 10_000_000

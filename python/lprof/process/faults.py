@@ -23,8 +23,8 @@ import signal
 import sys
 import time
 
-from . import _lprof
-from .own_thread import OwnThread
+from .. import _lprof
+from ..common.own_thread import OwnThread
 
 # first in-memory checkpoint after this many seconds, then at least this
 # often, and never more than 2% of the time (a checkpoint's cost x 50)
@@ -159,7 +159,7 @@ def _flush():
 
 
 def _umask():
-    from .model.profile_file import _umask as read
+    from ..common.files import umask as read
     return read()
 
 

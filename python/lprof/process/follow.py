@@ -30,8 +30,8 @@ import os
 import signal
 import time
 
-from .collect import sampling as _sampling
-from .collect.recording import Recording
+from ..collect import sampling as _sampling
+from ..collect.recording import Recording
 
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
@@ -43,8 +43,8 @@ _real_exit = os._exit
 
 
 def _bootstrap_path(env):
-    here = os.path.dirname(os.path.abspath(__file__))
-    parts = [os.path.join(here, "_bootstrap"), os.path.dirname(here)]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # lprof/
+    parts = [os.path.join(package, "_bootstrap"), os.path.dirname(package)]
     old = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(parts + [p for p in old if p not in parts])
 
@@ -171,7 +171,7 @@ class _Child(Recording):
         self._guard = None
         import _thread
         self._save_lock = _thread.allocate_lock()
-        from . import procinfo
+        from ..common import procinfo
         self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
                                            f"{self.pid}.lprof")
         self.marker = os.path.join(self.dir, f"{self.pid}.running")
@@ -197,7 +197,8 @@ class _Child(Recording):
         """SIGTERM left at its default: saved by a watcher thread, then the
         child dies by it (faults.Guard, without checkpoints or os wrappers:
         os._exit is wrapped below)."""
-        from . import _lprof, faults
+        from .. import _lprof
+        from . import faults
         try:
             if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
                 return  # the program's own handler: as without lprof
@@ -212,7 +213,7 @@ class _Child(Recording):
         self.save(exit_code=exit_code, by_signal=True)
 
     def _write(self, exit_code=None):
-        from .model import profile_file
+        from ..model import profile_file
         profile_file.save(self.build(exit_code), self.path)
 
     def _checkpoint(self):
@@ -304,8 +305,8 @@ def _start_child_collectors(config, forked):
     global _child, _config
     from types import SimpleNamespace
 
-    from . import _lprof
-    from .collect import make
+    from .. import _lprof
+    from ..collect import make
     _config = config
     if forked:  # forget the parent's numbers: this process profiles its own part
         if _lprof.memory_running():

@@ -10,7 +10,7 @@ lprof themselves)."""
 import os
 import sys
 
-from . import _lprof
+from .. import _lprof
 
 MARKER = "LPROF_SHIM_PRELOADED"
 SHIM_NAME = "liblprof_shim.so"
@@ -19,10 +19,10 @@ SHIM_NAME = "liblprof_shim.so"
 def shim_path():
     """Path of liblprof_shim.so: $LPROF_SHIM, the installed package, or the
     source tree's build folder; None when not found."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # lprof/
     candidates = [os.environ.get("LPROF_SHIM"),
-                  os.path.join(here, SHIM_NAME),
-                  os.path.join(here, "..", "..", "src", "collect", "shim", "build", SHIM_NAME)]
+                  os.path.join(package, SHIM_NAME),
+                  os.path.join(package, "..", "..", "src", "collect", "shim", "build", SHIM_NAME)]
     for c in candidates:
         if c and os.path.isfile(c):
             return os.path.realpath(c)
@@ -41,7 +41,7 @@ def reexec_env(path, env=None):
     env["LD_PRELOAD"] = path + (":" + old if old else "")
     env[MARKER] = "1"
     # the child must import this same lprof package
-    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     pp = env.get("PYTHONPATH")
     env["PYTHONPATH"] = pkg_parent + (os.pathsep + pp if pp else "")
     return env

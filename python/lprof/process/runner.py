@@ -12,8 +12,8 @@ import threading
 import types
 from importlib.machinery import SourceFileLoader
 
-from . import libdirs
-from .errors import LprofError
+from ..common import libdirs
+from ..common.errors import LprofError
 
 
 class Outcome:

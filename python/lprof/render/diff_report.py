@@ -3,7 +3,7 @@
 import os
 from html import escape
 
-from ..source import read_lines
+from .source import read_lines
 from .memory_report import fmt_bytes
 
 

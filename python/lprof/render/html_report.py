@@ -36,5 +36,5 @@ def render(profile, fold_imports=True):
 
 
 def write(profile, out_path, fold_imports=True):
-    from ..outputs import write_text
+    from ..common.files import write_text
     write_text(out_path, render(profile, fold_imports=fold_imports))

@@ -4,7 +4,7 @@ Header per function: Total time, File, Function; then Line #, Hits, Time,
 Per Hit, % Time, Line Contents, with memory columns when the profile has them."""
 import os
 
-from ..source import block_range, read_lines
+from .source import block_range, read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 

@@ -3,7 +3,7 @@ processes) of a merged profile: mean, maximum, max/mean and the rank that
 holds the maximum (the straggler), from the profile's "ranks" section."""
 import os
 
-from ..source import read_lines
+from .source import read_lines
 from .memory_report import fmt_bytes
 
 # what a column is called in the header; any other column is shown by name

@@ -8,8 +8,9 @@ line and per thread but never re-implements the rule."""
 import os
 
 from ..model import import_fold
-from ..model.stacks import INTERNAL_COLUMNS, charge, is_native, is_user_file, row_form
-from ..source import block_range, read_lines
+from ..model.frames import Frame, table as frame_table
+from ..model.stacks import INTERNAL_COLUMNS, charge, is_user_file, row_form
+from .source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
 # milli ones as counts
@@ -56,7 +57,8 @@ def _cpu_parts(cols):
 
 
 def _frame_label(f):
-    if is_native(f):
+    f = Frame.of(f)
+    if f.is_native:
         return f"{f[1]} ({os.path.basename(f[0])})"
     if f[0].startswith("<"):
         return f"{f[1]} ({f[0]}:{f[3]})" if f[3] else f[1]
@@ -68,7 +70,7 @@ def _stack_part(profile, fold_imports):
     section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
     # charged on the stacks as stored, as the listing charges them; folding
     # keeps the rows in order and the frame ids (it only appends frames)
-    frames = section.get("frames", [])
+    frames = frame_table(section.get("frames", []))
     cache = {}
     charged = []
     for ids, _th, _m in section["stacks"]:
@@ -168,7 +170,7 @@ def build(profile, fold_imports=True):
         "columns": [{"name": n, "unit": u, "label": _label(n),
                      "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
                     for n, u, _k in cols],
-        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0])) and not is_native(f)]
+        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0])) and not Frame.of(f).is_native]
                    for f in frames],
         "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
                     for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],

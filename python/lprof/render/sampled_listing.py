@@ -3,8 +3,7 @@ CPU % (Python / native / system), wall % and seconds, plus a per-function
 summary. Time in library code is charged to the innermost frame whose file
 passes the filter (the user's calling line)."""
 
-from .. import libdirs
-from ..source import read_lines
+from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 
@@ -31,9 +30,10 @@ def _make_filter(profile_only, profile_all):
 def _charge(profile, accept, thread=None):
     """Per line and per function, by the one attribution rule
     (lprof.model.stacks.charge); only lines of accepted files are shown."""
+    from ..model.frames import table as frame_table
     from ..model.stacks import charge
     st = profile.get("stacks") or {}
-    frames = st.get("frames", [])
+    frames = frame_table(st.get("frames", []))
     lines, funcs = {}, {}
     for ids, th, m in st.get("stacks", []):
         if thread is not None and str(th) != str(thread):
