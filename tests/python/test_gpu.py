@@ -162,7 +162,31 @@ def test_level_zero_tracing_layer_turned_off_is_said(run_lprof, tmp_path, fake_z
     r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", ZE_WORKLOAD,
                   env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze), "ZE_ENABLE_TRACING_LAYER": "0"})
     assert r.returncode == 0 and r.stdout.startswith("ze done\n")
-    assert "tracing layer is off" in r.stderr
+    # the user's setting is kept, with any loader (from 1.16 on the loader
+    # could turn the layer on at run time, and lprof would then make a
+    # tracer whose callbacks never come unless it looked)
+    assert "tracing layer is off (ZE_ENABLE_TRACING_LAYER=0 in the environment" in r.stderr
+
+
+ZE_LATE = os.path.join(ROOT, "tests", "scripts", "gpu_levelzero_late_start.py")
+
+
+def test_level_zero_initialised_before_lprof_started(run_python, fake_ze, monkeypatch):
+    """The process's first zeInit ran without ZE_ENABLE_TRACING_LAYER, so the
+    loader's tracing layer is off when the collector starts: a loader with
+    the run-time switch (1.16+) gets it turned on, every launch is timed,
+    and it is off again after stop; an older loader has no switch: said."""
+    monkeypatch.delenv("ZE_ENABLE_TRACING_LAYER", raising=False)
+    r = run_python(ZE_LATE, env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    if not out["runtime_switch"]:  # Debian 12's loader 1.8
+        assert "tracing layer is off" in out["status"], out
+        return
+    assert out["status"] == "active", out
+    assert (out["appends"], out["records"], out["lost"], out["layer_turned_on"]) == (3, 3, 0, 1), out
+    if out["layer_before"] is not None:  # loader 1.26.2+ can say
+        assert out["layer_before"] is False and out["layer_after"] is False, out
 
 
 def test_gpu_options_are_checked_before_the_run(run_lprof, write_script):
