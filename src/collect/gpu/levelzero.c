@@ -567,22 +567,24 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     pro.Mem.pfnFreeCb = on_free;
     pro.CommandList.pfnAppendEventResetCb = on_append_event_reset;
     host = *h;
-    if (fn.set_prologues(tracer, &pro) != ZE_RESULT_SUCCESS || fn.set_epilogues(tracer, &epi) != ZE_RESULT_SUCCESS ||
-        fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
+    /* (tracer, ZEL_REGISTER_EPILOGUE = 1, callback); zel_tracer_reg_t is in
+     * the register header of newer loaders only (1.10+). Like the prologue
+     * and epilogue sets, it is refused once the tracer is enabled. */
+    typedef ze_result_t (*reg_fn)(zel_tracer_handle_t, int, void (*)(lp_ze_list_sync_params *, ze_result_t, void *,
+                                                                     void **));
+    reg_fn reg = NULL;
+    void *sym = dlsym(lib, "zelTracerCommandListHostSynchronizeRegisterCallback");
+    memcpy(&reg, &sym, sizeof reg);
+    int ok = fn.set_prologues(tracer, &pro) == ZE_RESULT_SUCCESS && fn.set_epilogues(tracer, &epi) == ZE_RESULT_SUCCESS;
+    int list_sync_hooked = ok && reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
+    if (!ok || fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
         if (fn.tracer_destroy) fn.tracer_destroy(tracer);
         if (layer_turned_on && fn.layer_disable) (void)fn.layer_disable();
         layer_turned_on = 0;
         snprintf(why, why_len, "could not enable the Level Zero tracer");
         return -1;
     }
-    /* (tracer, ZEL_REGISTER_EPILOGUE = 1, callback); zel_tracer_reg_t is in
-     * the register header of newer loaders only */
-    typedef ze_result_t (*reg_fn)(zel_tracer_handle_t, int, void (*)(lp_ze_list_sync_params *, ze_result_t, void *,
-                                                                     void **));
-    reg_fn reg = NULL;
-    void *sym = dlsym(lib, "zelTracerCommandListHostSynchronizeRegisterCallback");
-    memcpy(&reg, &sym, sizeof reg);
-    info.list_sync_hooked = reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
+    info.list_sync_hooked = list_sync_hooked;
     info.layer_turned_on = layer_turned_on;
     info.active = 1;
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
