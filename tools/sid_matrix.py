@@ -4,10 +4,11 @@
 usage: sid_matrix.py [--shell | --bench DIR [--rounds N]] 3.14 3.15
   Creates the chroot once (debootstrap --variant=minbase from the Debian
   mirror the host's apt uses), installs pythonX.Y-dev, -venv, gcc,
-  libunwind-dev and libjemalloc-dev there, and reuses it afterwards. Each run
-  copies the repository's files (tracked and untracked-not-ignored) to
-  /lprof inside, gives each version a venv (/venv-X.Y with pytest, numpy,
-  IPython), builds the extension, runs the pytest suite and the sdist check.
+  libunwind-dev, libjemalloc-dev and libze-dev there, and reuses it
+  afterwards. Each run copies the repository's files (tracked and
+  untracked-not-ignored) to /lprof inside, gives each version a venv
+  (/venv-X.Y with pytest, numpy, IPython), builds the extension, runs the
+  pytest suite and the sdist check.
   --shell opens a shell in the prepared chroot instead (for debugging).
   --bench DIR runs bench/version_bench.py on each version instead of the
   tests (kernprof installed in the venv for it) and leaves its JSON in
@@ -35,10 +36,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROOT = os.path.join(ROOT, "build", "sid-chroot")
 SUITE = "sid"
-# No libze-dev: with unstable's (newer) Level Zero loader, lprof did not say
-# "tracing layer is off" where the test turns it off (it does with Debian
-# 12's); not looked into yet, so the Level Zero tests run on the host only.
-BASE_PACKAGES = ["gcc", "g++", "libc6-dev", "make", "libunwind-dev", "libjemalloc-dev", "binutils"]
+# libze-dev: unstable's Level Zero loader (1.32 when added) and headers, so the
+# Level Zero tests run against a loader newer than 1.16 (tracing layer always
+# loaded, switched at run time) beside Debian 12's 1.8 on the host.
+BASE_PACKAGES = ["gcc", "g++", "libc6-dev", "make", "libunwind-dev", "libjemalloc-dev", "binutils",
+                 "libze-dev"]
 VENV_PACKAGES = ["pytest", "setuptools", "wheel", "numpy", "ipython"]
 # Debian unstable's Release files can outlive their Valid-Until on a mirror
 # snapshot; the packages are still signed, only freshness is waived.

@@ -52,7 +52,9 @@ def fake_ze(tmp_path_factory):
     if not os.path.exists("/usr/include/level_zero/ze_ddi.h"):
         pytest.skip("Level Zero headers not found (Debian: libze-dev)")
     d = tmp_path_factory.mktemp("fake_ze")
-    _cc(d / "libfake_ze.so", "fake_ze_driver.c", "-fvisibility=hidden")
+    with open("/usr/include/level_zero/ze_api.h") as fh:  # spec 1.6: loader 1.10 and newer
+        list_sync = "zeCommandListHostSynchronize" in fh.read()
+    _cc(d / "libfake_ze.so", "fake_ze_driver.c", "-fvisibility=hidden", *(["-DFAKE_ZE_LIST_SYNC"] if list_sync else []))
     return d / "libfake_ze.so"
 
 
@@ -162,7 +164,31 @@ def test_level_zero_tracing_layer_turned_off_is_said(run_lprof, tmp_path, fake_z
     r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", ZE_WORKLOAD,
                   env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze), "ZE_ENABLE_TRACING_LAYER": "0"})
     assert r.returncode == 0 and r.stdout.startswith("ze done\n")
-    assert "tracing layer is off" in r.stderr
+    # the user's setting is kept, with any loader (from 1.16 on the loader
+    # could turn the layer on at run time, and lprof would then make a
+    # tracer whose callbacks never come unless it looked)
+    assert "tracing layer is off (ZE_ENABLE_TRACING_LAYER=0 in the environment" in r.stderr
+
+
+ZE_LATE = os.path.join(ROOT, "tests", "scripts", "gpu_levelzero_late_start.py")
+
+
+def test_level_zero_initialised_before_lprof_started(run_python, fake_ze, monkeypatch):
+    """The process's first zeInit ran without ZE_ENABLE_TRACING_LAYER, so the
+    loader's tracing layer is off when the collector starts: a loader with
+    the run-time switch (1.16+) gets it turned on, every launch is timed,
+    and it is off again after stop; an older loader has no switch: said."""
+    monkeypatch.delenv("ZE_ENABLE_TRACING_LAYER", raising=False)
+    r = run_python(ZE_LATE, env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    if not out["runtime_switch"]:  # Debian 12's loader 1.8
+        assert "tracing layer is off" in out["status"], out
+        return
+    assert out["status"] == "active", out
+    assert (out["appends"], out["records"], out["lost"], out["layer_turned_on"]) == (3, 3, 0, 1), out
+    if out["layer_before"] is not None:  # loader 1.26.2+ can say
+        assert out["layer_before"] is False and out["layer_after"] is False, out
 
 
 def test_gpu_options_are_checked_before_the_run(run_lprof, write_script):
@@ -268,3 +294,25 @@ def test_level_zero_pool_exhaustion_and_reused_events(run_lprof, tmp_path, fake_
     assert at("first use")["kernel_s"] == pytest.approx(5 * 1000 * 10e-9)
     assert at("reused")["kernel_s"] == pytest.approx(7 * 1000 * 10e-9)
     assert at("after reset")["kernel_s"] == pytest.approx(2 * 1000 * 10e-9)
+
+
+ZE_LIST_SYNC = os.path.join(ROOT, "tests", "scripts", "gpu_levelzero_list_sync.py")
+
+
+def test_level_zero_command_list_sync_reads_finished_work(run_lprof, tmp_path, fake_ze):
+    """3 x 600 launches, each batch followed by zeCommandListHostSynchronize:
+    where the loader traces it (1.10+), lprof reads the finished launches
+    there, so its 1024 events per context never run out (nothing retried).
+    Debian 12's loader 1.8 has neither the call nor its tracing."""
+    r = run_lprof("--gpu=levelzero", "-o", tmp_path / "p.lprof", ZE_LIST_SYNC,
+                  env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    lz = doc["gpu"]["stats"]["levelzero"]
+    if r.stdout.startswith("no zeCommandListHostSynchronize\n"):
+        assert lz["list_sync_hooked"] == 0, lz
+        return
+    assert r.stdout.startswith("ze list sync done\n")
+    assert lz["list_sync_hooked"] == 1 and lz["retried"] == 0 and lz["lost"] == 0, lz
+    lines = {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == ZE_LIST_SYNC}
+    assert lines[line_of(ZE_LIST_SYNC, "marker: batch")]["kernels"] == 1800

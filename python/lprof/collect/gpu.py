@@ -105,8 +105,10 @@ def cupti_sonames():
 
 
 def enable_level_zero_tracing():
-    """The loader's tracing layer loads only when this is set before the
-    process's first zeInit (loader 1.8); children inherit it."""
+    """The loader's tracing layer is on when this is "1" at the process's
+    first zeInit (the only switch before loader 1.16; from 1.16 on the
+    collector also turns it on at run time where it is off, unless the user
+    set this to something else); children inherit it."""
     os.environ.setdefault("ZE_ENABLE_TRACING_LAYER", "1")
 
 

@@ -159,7 +159,7 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_levelzero_get_info(&z);
     return Py_BuildValue(
         "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
-        "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i}}",
+        "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}}",
         "join", "records", (unsigned long long)j.records, "unattributed", (unsigned long long)j.unattributed,
         "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches,
         "kept", (unsigned long long)j.kept, "late", (unsigned long long)j.late,
@@ -178,7 +178,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         "levelzero", "active", z.active, "loader", z.loader, "appends", (unsigned long long)z.appends,
         "records", (unsigned long long)z.records, "pending", (unsigned long long)z.pending,
         "lost", (unsigned long long)z.lost, "retried", (unsigned long long)z.retried,
-        "reused", (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked);
+        "reused", (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked,
+        "layer_turned_on", z.layer_turned_on);
 }
 
 static PyMethodDef methods[] = {

@@ -28,6 +28,8 @@ void lp_levelzero_get_info(lp_levelzero_info *out) { memset(out, 0, sizeof *out)
 #include <level_zero/layers/zel_tracing_api.h>
 #include <level_zero/ze_api.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_devmem.h"
@@ -47,6 +49,11 @@ static struct {
     ze_result_t (*set_epilogues)(zel_tracer_handle_t, zel_core_callbacks_t *);
     ze_result_t (*set_enabled)(zel_tracer_handle_t, ze_bool_t);
     ze_result_t (*tracer_destroy)(zel_tracer_handle_t);
+    /* the run-time switch of the tracing layer (loader 1.16 and newer), and
+     * its state (1.26.2 and newer); NULL in older loaders */
+    ze_result_t (*layer_enable)(void);
+    ze_result_t (*layer_disable)(void);
+    ze_result_t (*layer_state)(bool *);
     ze_result_t (*pool_create)(ze_context_handle_t, const ze_event_pool_desc_t *, uint32_t, ze_device_handle_t *,
                                ze_event_pool_handle_t *);
     ze_result_t (*event_create)(ze_event_pool_handle_t, const ze_event_desc_t *, ze_event_handle_t *);
@@ -94,6 +101,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static lp_gpu_host host;
 static zel_tracer_handle_t tracer;
 static int active;
+static int layer_turned_on; /* lprof called zelEnableTracingLayer: it turns it off at stop */
 static uint32_t next_correlation = 1;
 static pending pend[MAX_PENDING];
 static size_t pend_high; /* no used entry at or above this index: scans stop there */
@@ -470,6 +478,9 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     BIND(set_epilogues, "zelTracerSetEpilogues");
     BIND(set_enabled, "zelTracerSetEnabled");
     BIND(tracer_destroy, "zelTracerDestroy");
+    BIND(layer_enable, "zelEnableTracingLayer");
+    BIND(layer_disable, "zelDisableTracingLayer");
+    BIND(layer_state, "zelGetTracingLayerState");
     BIND(pool_create, "zeEventPoolCreate");
     BIND(event_create, "zeEventCreate");
     BIND(query_status, "zeEventQueryStatus");
@@ -493,12 +504,48 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
         snprintf(why, why_len, "no Level Zero driver (zeInit: 0x%x)", (unsigned)r);
         return -1;
     }
+    /* The loader's rule: the layer is on from the first zeInit when the
+     * variable is exactly "1". A user who set it to anything else turned
+     * the layer off: lprof says so and leaves it off, with any loader. */
+    const char *env = getenv("ZE_ENABLE_TRACING_LAYER");
+    int env_on = env && strcmp(env, "1") == 0;
+    if (env && !env_on) {
+        snprintf(why, why_len, "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=%.40s in the environment; "
+                               "unset it or set it to 1)", env);
+        return -1;
+    }
     zel_tracer_desc_t desc = {ZEL_STRUCTURE_TYPE_TRACER_DESC, NULL, NULL};
     r = fn.tracer_create(&desc, &tracer);
     if (r != ZE_RESULT_SUCCESS) {
+        /* before loader 1.16 the tracer functions work only where the layer
+         * was loaded, i.e. the variable was set at the first zeInit */
         snprintf(why, why_len, "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=1 must be set before "
                                "the first zeInit; zelTracerCreate: 0x%x)", (unsigned)r);
         return -1;
+    }
+    /* From loader 1.16 on the layer's library is always loaded, so the
+     * tracer above is made even where the layer is off, and its callbacks
+     * would never come. Off here means the process's first zeInit ran
+     * before the variable was set: turned on at run time instead (counted
+     * by the loader; turned off again at stop). 1.16 to 1.26.1 cannot say
+     * the state: the variable's rule above is all there is. */
+    bool layer_on = env_on;
+    if (fn.layer_state) {
+        layer_on = false; /* the loader writes it only where its context exists */
+        if (fn.layer_state(&layer_on) != ZE_RESULT_SUCCESS) layer_on = env_on;
+    } else if (!fn.layer_enable) {
+        layer_on = true; /* before 1.16: the tracer exists only with the layer on */
+    }
+    layer_turned_on = 0;
+    if (!layer_on) {
+        r = fn.layer_enable ? fn.layer_enable() : ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+        if (r != ZE_RESULT_SUCCESS) {
+            if (fn.tracer_destroy) fn.tracer_destroy(tracer);
+            snprintf(why, why_len, "the loader's tracing layer is off and could not be turned on "
+                                   "(zelEnableTracingLayer: 0x%x)", (unsigned)r);
+            return -1;
+        }
+        layer_turned_on = 1;
     }
     static zel_core_callbacks_t pro, epi;
     memset(&pro, 0, sizeof pro);
@@ -520,20 +567,25 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     pro.Mem.pfnFreeCb = on_free;
     pro.CommandList.pfnAppendEventResetCb = on_append_event_reset;
     host = *h;
-    if (fn.set_prologues(tracer, &pro) != ZE_RESULT_SUCCESS || fn.set_epilogues(tracer, &epi) != ZE_RESULT_SUCCESS ||
-        fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
-        if (fn.tracer_destroy) fn.tracer_destroy(tracer);
-        snprintf(why, why_len, "could not enable the Level Zero tracer");
-        return -1;
-    }
     /* (tracer, ZEL_REGISTER_EPILOGUE = 1, callback); zel_tracer_reg_t is in
-     * the register header of newer loaders only */
+     * the register header of newer loaders only (1.10+). Like the prologue
+     * and epilogue sets, it is refused once the tracer is enabled. */
     typedef ze_result_t (*reg_fn)(zel_tracer_handle_t, int, void (*)(lp_ze_list_sync_params *, ze_result_t, void *,
                                                                      void **));
     reg_fn reg = NULL;
     void *sym = dlsym(lib, "zelTracerCommandListHostSynchronizeRegisterCallback");
     memcpy(&reg, &sym, sizeof reg);
-    info.list_sync_hooked = reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
+    int ok = fn.set_prologues(tracer, &pro) == ZE_RESULT_SUCCESS && fn.set_epilogues(tracer, &epi) == ZE_RESULT_SUCCESS;
+    int list_sync_hooked = ok && reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
+    if (!ok || fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
+        if (fn.tracer_destroy) fn.tracer_destroy(tracer);
+        if (layer_turned_on && fn.layer_disable) (void)fn.layer_disable();
+        layer_turned_on = 0;
+        snprintf(why, why_len, "could not enable the Level Zero tracer");
+        return -1;
+    }
+    info.list_sync_hooked = list_sync_hooked;
+    info.layer_turned_on = layer_turned_on;
     info.active = 1;
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
     return 0;
@@ -553,6 +605,8 @@ void lp_levelzero_stop(void) {
     sweep(1);
     pthread_mutex_unlock(&lock);
     (void)fn.set_enabled(tracer, 0);
+    if (layer_turned_on && fn.layer_disable) (void)fn.layer_disable();
+    layer_turned_on = 0;
     __atomic_store_n(&active, 0, __ATOMIC_RELEASE);
     info.active = 0;
     in_lprof = 0;

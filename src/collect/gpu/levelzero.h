@@ -1,12 +1,14 @@
 /* collect: Intel GPU work per Python stack through Level Zero, loaded at run
  * time (libze_loader.so.1). The loader's tracing layer (on when
  * ZE_ENABLE_TRACING_LAYER=1 was set before the process's first zeInit: the
- * lprof command sets it) calls lprof before each kernel launch and copy: the
- * launching stack is noted, an event with kernel timestamps is attached
- * where the program gave none, and the device times are read when the
- * program synchronizes (or at stop), then joined in aggregate/gpu_join.c.
- * Device memory from zeMemAllocDevice/Shared and zeMemFree. Built without
- * Level Zero headers it only says so. Design: docs/design-gpu.md. */
+ * lprof command sets it; loaders 1.16 and newer can also turn it on at run
+ * time, which lprof does where it is off and the user did not set the
+ * variable) calls lprof before each kernel launch and copy: the launching
+ * stack is noted, an event with kernel timestamps is attached where the
+ * program gave none, and the device times are read when the program
+ * synchronizes (or at stop), then joined in aggregate/gpu_join.c. Device
+ * memory from zeMemAllocDevice/Shared and zeMemFree. Built without Level
+ * Zero headers it only says so. Design: docs/design-gpu.md. */
 #ifndef LPROF_COLLECT_GPU_LEVELZERO_H
 #define LPROF_COLLECT_GPU_LEVELZERO_H
 
@@ -35,6 +37,7 @@ typedef struct {
     uint64_t retried;   /* appends that found lprof's event pool full: swept and retried */
     uint64_t reused;    /* of the lost: their event signalled or reset again while running */
     int list_sync_hooked; /* zeCommandListHostSynchronize is traced (loader has it) */
+    int layer_turned_on;  /* the tracing layer was off: lprof turned it on at run time (loader 1.16+) */
 } lp_levelzero_info;
 
 LP_INTERNAL void lp_levelzero_get_info(lp_levelzero_info *out);
