@@ -245,6 +245,9 @@ def bench_version(version, outdir, rounds):
 
 
 def main(argv):
+    if any(a in ("-h", "--help") for a in argv):
+        say(__doc__.split("\n\n", 1)[1].split("\n\nNeeds root")[0])
+        return 0
     shell = "--shell" in argv
     bench = rounds = None
     if "--bench" in argv:
@@ -256,6 +259,11 @@ def main(argv):
         rounds = int(argv[i + 1])
         del argv[i:i + 2]
     versions = [a for a in argv if a != "--shell"]
+    wrong = [a for a in versions if not re.fullmatch(r"3\.\d+", a)]
+    if wrong or not versions:
+        say(f"sid-matrix: {wrong[0] + ': not a CPython version (3.14, 3.15)' if wrong else 'no version given'}"
+            f"; usage: sid_matrix.py [--shell | --bench DIR [--rounds N]] 3.14 3.15")
+        return 2
     ci = os.environ.get("CI") == "true"
     why = None
     if os.geteuid() != 0:

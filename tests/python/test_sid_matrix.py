@@ -35,3 +35,14 @@ def test_skips_in_one_line_without_root_but_fails_under_ci(monkeypatch, capsys):
     assert out == ["sid-matrix: CPython 3.14 skipped: it needs root (chroot)"]
     monkeypatch.setenv("CI", "true")
     assert sid_matrix.main(["3.14"]) == 1
+
+
+def test_words_that_are_not_versions_are_refused_before_anything_runs(monkeypatch, capsys):
+    ran = []
+    monkeypatch.setattr(sid_matrix, "ensure_chroot", lambda versions: ran.append(versions))
+    assert sid_matrix.main(["--bogus"]) == 2
+    assert sid_matrix.main([]) == 2
+    err = capsys.readouterr().out
+    assert "--bogus: not a CPython version" in err and "no version given" in err and ran == []
+    assert sid_matrix.main(["--help"]) == 0
+    assert "usage: sid_matrix.py" in capsys.readouterr().out and ran == []
