@@ -5,42 +5,12 @@ then the program's own event signalled twice without a host sync between
 (a runtime reusing its events), then reset on the device and signalled
 again, then one host sync."""
 import ctypes
-ze = ctypes.CDLL("libze_loader.so.1")
-P = ctypes.c_void_p
-u32 = ctypes.c_uint32
 
-
-class KernelDesc(ctypes.Structure):
-    _fields_ = [("stype", ctypes.c_int), ("pNext", P), ("flags", u32), ("pKernelName", ctypes.c_char_p)]
-
-
-class GroupCount(ctypes.Structure):
-    _fields_ = [("x", u32), ("y", u32), ("z", u32)]
-
-
-class PoolDesc(ctypes.Structure):
-    _fields_ = [("stype", ctypes.c_int), ("pNext", P), ("flags", u32), ("count", u32)]
-
-
-def check(r):
-    assert r == 0, hex(r)
-
+from ze_program import FOREVER, GroupCount, P, PoolDesc, check, kernel, open_device, ze
 
 check(ze.zeInit(0))
-n = u32(1); drv = P(); check(ze.zeDriverGet(ctypes.byref(n), ctypes.byref(drv)))
-dev = P(); check(ze.zeDeviceGet(drv, ctypes.byref(n), ctypes.byref(dev)))
-ctx = P(); check(ze.zeContextCreate(drv, ctypes.create_string_buffer(64), ctypes.byref(ctx)))
-lst = P(); check(ze.zeCommandListCreateImmediate(ctx, dev, ctypes.create_string_buffer(64), ctypes.byref(lst)))
-mod = P(); check(ze.zeModuleCreate(ctx, dev, ctypes.create_string_buffer(64), ctypes.byref(mod), None))
-
-
-def kernel(name):
-    k = P(); d = KernelDesc(0x1d, None, 0, name)
-    check(ze.zeKernelCreate(mod, ctypes.byref(d), ctypes.byref(k)))
-    return k
-
-
-k = kernel(b"many_xe")
+ctx, dev, lst, mod = open_device()
+k = kernel(mod, b"many_xe")
 for i in range(1500):
     check(ze.zeCommandListAppendLaunchKernel(lst, k, ctypes.byref(GroupCount(1, 1, 1)), None, 0, None))  # marker: many
 
@@ -50,5 +20,5 @@ check(ze.zeCommandListAppendLaunchKernel(lst, k, ctypes.byref(GroupCount(5, 1, 1
 check(ze.zeCommandListAppendLaunchKernel(lst, k, ctypes.byref(GroupCount(7, 1, 1)), ev, 0, None))  # marker: reused
 check(ze.zeCommandListAppendEventReset(lst, ev))
 check(ze.zeCommandListAppendLaunchKernel(lst, k, ctypes.byref(GroupCount(2, 1, 1)), ev, 0, None))  # marker: after reset
-check(ze.zeEventHostSynchronize(ev, ctypes.c_uint64(2**64 - 1)))
+check(ze.zeEventHostSynchronize(ev, FOREVER))
 print("ze events done")

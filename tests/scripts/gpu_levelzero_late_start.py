@@ -8,21 +8,7 @@ import ctypes
 import json
 import os
 
-ze = ctypes.CDLL("libze_loader.so.1")
-P = ctypes.c_void_p
-u32 = ctypes.c_uint32
-
-
-class KernelDesc(ctypes.Structure):
-    _fields_ = [("stype", ctypes.c_int), ("pNext", P), ("flags", u32), ("pKernelName", ctypes.c_char_p)]
-
-
-class GroupCount(ctypes.Structure):
-    _fields_ = [("x", u32), ("y", u32), ("z", u32)]
-
-
-def check(r):
-    assert r == 0, hex(r)
+from ze_program import GroupCount, check, kernel, open_device, ze
 
 
 def layer_state():
@@ -45,19 +31,8 @@ collector = GPUCollector(backends=("levelzero",), quiet=True)
 collector.start()
 out["status"] = collector.status["levelzero"]
 if out["status"] == "active":
-    n = u32(1)
-    drv = P()
-    check(ze.zeDriverGet(ctypes.byref(n), ctypes.byref(drv)))
-    dev = P()
-    check(ze.zeDeviceGet(drv, ctypes.byref(n), ctypes.byref(dev)))
-    ctx = P()
-    check(ze.zeContextCreate(drv, ctypes.create_string_buffer(64), ctypes.byref(ctx)))
-    lst = P()
-    check(ze.zeCommandListCreateImmediate(ctx, dev, ctypes.create_string_buffer(64), ctypes.byref(lst)))
-    mod = P()
-    check(ze.zeModuleCreate(ctx, dev, ctypes.create_string_buffer(64), ctypes.byref(mod), None))
-    k = P()
-    check(ze.zeKernelCreate(mod, ctypes.byref(KernelDesc(0x1d, None, 0, b"gemm_xe")), ctypes.byref(k)))
+    ctx, dev, lst, mod = open_device()
+    k = kernel(mod, b"gemm_xe")
     for i in range(3):
         check(ze.zeCommandListAppendLaunchKernel(lst, k, ctypes.byref(GroupCount(4, 1, 1)), None, 0, None))
     collector.stop()
