@@ -21,7 +21,7 @@
 
 #define LP_SHIM_ABI 1u
 #define LP_SHIM_API_SYMBOL "lprof_shim_api_v1"
-/* Set by lprof.preload in the environment of a process started with the shim. */
+/* Set by lprof.process.preload in the environment of a process started with the shim. */
 #define LP_SHIM_ENV_MARKER "LPROF_SHIM_PRELOADED"
 
 /* Kinds of memory. */

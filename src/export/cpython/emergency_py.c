@@ -1,4 +1,4 @@
-/* binding: the emergency save for python/lprof/faults.py (export/emergency.c). */
+/* binding: the emergency save for python/lprof/process/faults.py (export/emergency.c). */
 #include "cpython/module.h"
 
 #include <errno.h>
