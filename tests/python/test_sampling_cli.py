@@ -300,8 +300,10 @@ def test_instructions_without_a_line_are_not_charged_to_def(run_lprof, write_scr
 
 
 OWN_THREADS_SCRIPT = """
-import threading, time, json
+import os, sys, threading, time, json
 seen = [threading.active_count(), [t.name for t in threading.enumerate()]]
+time.sleep(0.2)  # lprof's threads are running Python code by now
+seen.append([len(sys._current_frames()), len(getattr(sys, "_current_exceptions", dict)())])
 t0 = time.time()
 blocks = []
 while time.time() - t0 < 2.2:
@@ -321,17 +323,45 @@ def test_lprof_threads_are_invisible_and_unsampled(run_lprof, write_script, tmp_
                                                    load_profile, mode):
     """threading.active_count() was 2 in a program that started no thread;
     with --wall -i 1 the writer thread was sampled (a 3 s run said 6 s of
-    wall); the drain thread's allocations showed as an unnamed thread."""
+    wall); the drain thread's allocations showed as an unnamed thread;
+    sys._current_frames() listed lprof's threads."""
     write_script("own.py", OWN_THREADS_SCRIPT)
     r = run_lprof(*mode, "-i", "1", "-q", "-o", "own.lprof", "own.py")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == [1, ["MainThread"], 1]
+    assert json.loads(r.stdout) == [1, ["MainThread"], [1, 1], 1]
     prof = load_profile(str(tmp_path / "own.lprof"))
     threads = {str(th) for _ids, th, _m in prof.get("stacks", {}).get("stacks", [])}
     assert len(threads) == 1, threads  # the program's one thread, nothing of lprof's
     if mode == ["--wall"]:
         samp = prof["sampling"]
         assert samp["wall_total_s"] < 1.3 * samp["duration_s"], samp
+
+
+@pytest.mark.parametrize("mode", [[], ["-l"]])
+def test_forked_child_sees_one_thread(run_lprof, write_script, mode):
+    """CPython's test_threading (test_clear_threads_states_after_fork) under
+    lprof: a child forked while 16 threads sleep must see one thread in
+    sys._current_frames(); the child's own drain thread, started by lprof
+    when the child begins profiling itself, was listed (2, now and then)."""
+    write_script("forks.py", """
+        import os, sys, threading, time
+        codes = []
+        for _ in range(5):
+            workers = [threading.Thread(target=time.sleep, args=(0.2,)) for _ in range(16)]
+            for w in workers:
+                w.start()
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.05)  # the child's lprof threads are running by now
+                os._exit(50 + len(sys._current_frames()))
+            codes.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) - 50)
+            for w in workers:
+                w.join()
+        print(codes)
+        """)
+    r = run_lprof(*mode, "-q", "-o", "forks.lprof", "forks.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1, 1, 1, 1, 1]", r.stdout
 
 
 def test_short_lived_threads_cpu_is_all_counted(run_lprof, write_script, load_profile, tmp_path):

@@ -1,6 +1,8 @@
 """lprof's own background threads (the sampler's drain, the periodic
 writer). Started with the low-level _thread module, so the program never
-sees them (threading.active_count(), threading.enumerate()); never
+sees them (threading.active_count(), threading.enumerate()), and left out
+of sys._current_frames() and sys._current_exceptions() (wrapped once, when
+the first one starts: they list every thread that runs Python code); never
 registered with the sampler, so never sampled; and their allocations are
 never recorded (memory_ignore_current_thread). Code run on them must not
 call threading.current_thread(), which would register a dummy thread.
@@ -9,7 +11,10 @@ They block every asynchronous signal, so a signal sent to the process
 (os.kill(os.getpid(), ...), Ctrl-C, SIGTERM) is always taken by one of the
 program's threads, as without lprof, never by one of lprof's."""
 import _thread
+import functools
+import os
 import signal
+import sys
 
 from .. import _lprof
 
@@ -20,6 +25,32 @@ _ASYNC_SIGNALS = set(signal.valid_signals()) - {
     signal.SIGKILL, signal.SIGSTOP}
 
 
+# ident -> pid of lprof's threads alive now; the pid, because a forked child
+# has none of its parent's threads, and a thread of its own may get the ident
+_alive = {}
+
+
+def _hide_from_sys():
+    """Wraps sys._current_frames and sys._current_exceptions (once) so that
+    what they return leaves lprof's threads out (a program checking that a
+    forked child has one thread, or dumping every thread, sees its own)."""
+    for name in ("_current_frames", "_current_exceptions"):
+        real = getattr(sys, name, None)
+        if real is None or getattr(real, "_lprof_hides", False):
+            continue
+
+        def listing(real=real):
+            got = real()
+            pid = os.getpid()
+            for ident, owner in list(_alive.items()):
+                if owner == pid:
+                    got.pop(ident, None)
+            return got
+        functools.update_wrapper(listing, real)
+        listing._lprof_hides = True
+        setattr(sys, name, listing)
+
+
 class OwnThread:
     def __init__(self, target):
         self._target = target
@@ -28,15 +59,19 @@ class OwnThread:
         self.native_id = None
 
     def start(self):
+        _hide_from_sys()
         self._done.acquire()
         # the new thread inherits the mask in force when it is created
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS)
         try:
             self.ident = _thread.start_new_thread(self._run, ())
+            _alive[self.ident] = os.getpid()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _run(self):
+        ident = _thread.get_ident()
+        _alive[ident] = os.getpid()  # before the start above returns, too
         self.native_id = _thread.get_native_id()
         try:
             _lprof.memory_ignore_current_thread()
@@ -44,6 +79,7 @@ class OwnThread:
         except BaseException:  # never break the program for the profiler
             pass
         finally:
+            _alive.pop(ident, None)
             self._done.release()
 
     def join(self, timeout):
