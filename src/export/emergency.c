@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -32,8 +33,15 @@ static atomic_int g_term_pending;
 static atomic_int g_armed;
 
 static pid_t g_owner;
-static int g_notify_fd = -1;
+static unsigned g_flags; /* LP_EMERGENCY_* */
 static unsigned g_mode;
+/* The watcher's wake-up: posted by the SIGTERM handler (sem_post is
+ * async-signal-safe) and by lp_emergency_release. A semaphore, not a pipe,
+ * so lprof holds no descriptor the program could see, close or reuse. */
+static sem_t g_wake;
+static pthread_once_t g_wake_once = PTHREAD_ONCE_INIT;
+static atomic_int g_wake_ok;
+static atomic_int g_released;
 static char g_path[PATH_MAX], g_tmp[PATH_MAX];
 static struct sigaction g_old_fatal[N_FATAL], g_old_term;
 static int g_term_installed;
@@ -72,6 +80,7 @@ LP_SIGNAL_SAFE static const char *signal_name(int sig) {
 }
 
 LP_SIGNAL_SAFE static void say(line_buf *b) {
+    if (g_flags & LP_EMERGENCY_QUIET) return; /* -q, or a followed child: stderr is the program's */
     b->buf[b->n++] = '\n';
     size_t off = 0;
     while (off < b->n) {
@@ -167,8 +176,7 @@ LP_SIGNAL_SAFE static void on_term(int sig) {
     int saved = errno;
     /* a forked child, or a second SIGTERM while the profile is being saved */
     if (getpid() != g_owner || atomic_exchange(&g_term_pending, sig) != 0) die_now(sig);
-    unsigned char byte = (unsigned char)sig;
-    if (g_notify_fd < 0 || write(g_notify_fd, &byte, 1) != 1) die_now(sig);
+    if (!atomic_load(&g_wake_ok) || sem_post(&g_wake) != 0) die_now(sig);
     errno = saved;
 }
 
@@ -196,14 +204,24 @@ static void ensure_altstack(void) {
     if (sigaltstack(&ss, NULL) != 0) free(mem);
 }
 
-int lp_emergency_arm(int notify_fd, const char *path, const char *tmp_path, unsigned mode) {
+static void init_wake(void) { atomic_store(&g_wake_ok, sem_init(&g_wake, 0, 0) == 0); }
+
+int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path, unsigned mode) {
     if (atomic_load(&g_armed)) {
         errno = EBUSY;
         return -1;
     }
     if (copy_path(g_path, path) < 0 || copy_path(g_tmp, tmp_path) < 0) return -1;
+    pthread_once(&g_wake_once, init_wake);
+    if ((flags & LP_EMERGENCY_TERM) && !atomic_load(&g_wake_ok)) {
+        errno = ENOSYS; /* no semaphore: no watcher to wake */
+        return -1;
+    }
+    /* posts left from an earlier arming (or the parent's, in a fork) */
+    while (atomic_load(&g_wake_ok) && sem_trywait(&g_wake) == 0) continue;
+    atomic_store(&g_released, 0);
     g_owner = getpid();
-    g_notify_fd = notify_fd;
+    g_flags = flags;
     g_mode = mode;
     atomic_store(&g_term_pending, 0);
     atomic_store(&g_dying, 0);
@@ -215,7 +233,7 @@ int lp_emergency_arm(int notify_fd, const char *path, const char *tmp_path, unsi
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_FATAL; i++) sigaction(FATAL_SIGNALS[i], &sa, &g_old_fatal[i]);
     g_term_installed = 0;
-    if (notify_fd >= 0 && sigaction(SIGTERM, NULL, &g_old_term) == 0 &&
+    if ((flags & LP_EMERGENCY_TERM) && sigaction(SIGTERM, NULL, &g_old_term) == 0 &&
         !(g_old_term.sa_flags & SA_SIGINFO) && g_old_term.sa_handler == SIG_DFL) {
         struct sigaction term;
         memset(&term, 0, sizeof term);
@@ -243,7 +261,32 @@ void lp_emergency_disarm(void) {
     if (g_term_installed && is_ours(SIGTERM, (void (*)(void))on_term, 0))
         sigaction(SIGTERM, &g_old_term, NULL);
     g_term_installed = 0;
-    g_notify_fd = -1;
+}
+
+int lp_emergency_wait(double timeout_s) {
+    if (!atomic_load(&g_wake_ok)) return -1;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    if (timeout_s >= 0) {
+        if (timeout_s > 1e6) timeout_s = 1e6;
+        long long ns = (long long)deadline.tv_nsec + (long long)(timeout_s * 1e9);
+        deadline.tv_sec += (time_t)(ns / 1000000000LL);
+        deadline.tv_nsec = (long)(ns % 1000000000LL);
+    }
+    for (;;) {
+        int rc = timeout_s < 0 ? sem_wait(&g_wake) : sem_timedwait(&g_wake, &deadline);
+        if (rc == 0) break;
+        if (errno == EINTR) continue;
+        return 0; /* ETIMEDOUT */
+    }
+    if (atomic_load(&g_released)) return -1;
+    int sig = atomic_load(&g_term_pending);
+    return sig > 0 ? sig : 0;
+}
+
+void lp_emergency_release(void) {
+    atomic_store(&g_released, 1);
+    if (atomic_load(&g_wake_ok)) sem_post(&g_wake);
 }
 
 int lp_emergency_checkpoint(const void *data, size_t len) {

@@ -1,7 +1,7 @@
 /* export: the profile of a program that dies by a signal. Pure C, no Python.
  *
- * SIGTERM (when its disposition is the default one): the handler only writes
- * the signal number (one byte) to a pipe; lprof's watcher thread wakes, saves
+ * SIGTERM (when its disposition is the default one): the handler only records
+ * it and posts a semaphore; lprof's watcher thread (lp_emergency_wait) wakes, saves
  * the full profile from Python, and calls lp_emergency_die(), so the process
  * still ends as killed by SIGTERM. A second SIGTERM before that kills at once.
  *
@@ -13,7 +13,9 @@
  * the process dies by that signal, as without lprof).
  *
  * Only in the process that armed it: a forked child gets the previous
- * behaviour (the default action), never the parent's pipe or file. */
+ * behaviour (the default action), never the parent's watcher or file. lprof
+ * holds no file descriptor for any of this: a program that lists, closes or
+ * reuses descriptors sees and touches none of lprof's. */
 #ifndef LPROF_EXPORT_EMERGENCY_H
 #define LPROF_EXPORT_EMERGENCY_H
 
@@ -21,10 +23,15 @@
 
 #include "common/base.h"
 
-/* notify_fd: write end of the watcher's pipe (-1: SIGTERM not handled).
- * path / tmp_path: the profile file and the temporary name written first.
- * mode: the file's permission bits. Returns 0, or -1 with errno set. */
-LP_INTERNAL int lp_emergency_arm(int notify_fd, const char *path, const char *tmp_path,
+enum {
+    LP_EMERGENCY_TERM = 1,  /* handle SIGTERM (where its disposition is the default) */
+    LP_EMERGENCY_QUIET = 2, /* write nothing on fd 2 (-q, a followed child) */
+};
+
+/* flags: LP_EMERGENCY_*. path / tmp_path: the profile file and the
+ * temporary name written first. mode: the file's permission bits. Returns 0,
+ * or -1 with errno set. */
+LP_INTERNAL int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path,
                                  unsigned mode);
 /* Restores each previous handler where ours is still installed. */
 LP_INTERNAL void lp_emergency_disarm(void);
@@ -32,6 +39,12 @@ LP_INTERNAL void lp_emergency_disarm(void);
  * out-of-memory or when a fatal signal is already being handled. Called by one
  * thread at a time (the caller serialises). */
 LP_INTERNAL int lp_emergency_checkpoint(const void *data, size_t len);
+/* The watcher's wait: the SIGTERM received (its number), 0 when timeout_s
+ * passed first (timeout_s < 0: no timeout), -1 once lp_emergency_release
+ * was called (the run is ending) or where no semaphore could be made. */
+LP_INTERNAL int lp_emergency_wait(double timeout_s);
+/* Wakes the watcher for good: its lp_emergency_wait returns -1. */
+LP_INTERNAL void lp_emergency_release(void);
 /* The SIGTERM received so far (0: none). */
 LP_INTERNAL int lp_emergency_pending(void);
 /* Ends the process by `sig` with its default action (from any thread). */

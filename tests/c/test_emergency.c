@@ -32,7 +32,7 @@ TEST(abort_writes_last_checkpoint_and_dies_by_it) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        if (lp_emergency_arm(-1, path, tmp, 0644) != 0) _exit(3);
+        if (lp_emergency_arm(0, path, tmp, 0644) != 0) _exit(3);
         lp_emergency_checkpoint("first", 5);
         lp_emergency_checkpoint("second one", 10);
         raise(SIGABRT);
@@ -54,7 +54,7 @@ TEST(no_checkpoint_no_file) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        lp_emergency_arm(-1, path, tmp, 0644);
+        lp_emergency_arm(0, path, tmp, 0644);
         raise(SIGABRT);
         _exit(4);
     }
@@ -64,8 +64,7 @@ TEST(no_checkpoint_no_file) {
     CHECK(access(path, F_OK) != 0);
 }
 
-/* SIGTERM only notifies; the owner dies when it asks to. A second SIGTERM
- * while the first is pending kills at once. */
+/* SIGTERM only wakes the watcher; the owner dies when it asks to. */
 TEST(sigterm_notifies_then_dies_on_request) {
     char path[256], tmp[256];
     paths(path, tmp, "term.lprof");
@@ -75,11 +74,10 @@ TEST(sigterm_notifies_then_dies_on_request) {
     REQUIRE(pid >= 0);
     if (pid == 0) {
         close(fds[0]);
-        int note[2];
-        if (pipe(note) != 0 || lp_emergency_arm(note[1], path, tmp, 0644) != 0) _exit(3);
+        if (lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) != 0) _exit(3);
+        if (lp_emergency_wait(0.01) != 0) _exit(4); /* nothing yet: the wait times out */
         raise(SIGTERM);
-        unsigned char byte = 0;
-        if (read(note[0], &byte, 1) != 1 || byte != SIGTERM) _exit(5);
+        if (lp_emergency_wait(5.0) != SIGTERM) _exit(5);
         if (lp_emergency_pending() != SIGTERM) _exit(6);
         if (write(fds[1], "ok", 2) != 2) _exit(7);
         lp_emergency_die(SIGTERM);
@@ -95,15 +93,14 @@ TEST(sigterm_notifies_then_dies_on_request) {
 }
 
 /* A child forked after arming behaves as without lprof: SIGTERM kills it,
- * nothing reaches the parent's pipe. */
+ * the parent's watcher is not woken. */
 TEST(forked_child_dies_by_default) {
     char path[256], tmp[256];
     paths(path, tmp, "child.lprof");
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        int note[2];
-        if (pipe(note) != 0 || lp_emergency_arm(note[1], path, tmp, 0644) != 0) _exit(3);
+        if (lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) != 0) _exit(3);
         pid_t child = fork();
         if (child == 0) {
             raise(SIGTERM);
@@ -111,9 +108,7 @@ TEST(forked_child_dies_by_default) {
         }
         int st = 0;
         waitpid(child, &st, 0);
-        fcntl(note[0], F_SETFL, O_NONBLOCK);
-        unsigned char byte;
-        int notified = read(note[0], &byte, 1) == 1;
+        int notified = lp_emergency_wait(0.05) != 0;
         _exit(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM && !notified ? 0 : 10);
     }
     int status = 0;
@@ -127,17 +122,50 @@ TEST(disarm_restores_previous_handlers) {
     paths(path, tmp, "disarm.lprof");
     struct sigaction before, after;
     sigaction(SIGABRT, NULL, &before);
-    int note[2];
-    REQUIRE(pipe(note) == 0);
-    REQUIRE(lp_emergency_arm(note[1], path, tmp, 0644) == 0);
-    CHECK(lp_emergency_arm(note[1], path, tmp, 0644) != 0); /* once at a time */
+    REQUIRE(lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) == 0);
+    CHECK(lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) != 0); /* once at a time */
     lp_emergency_disarm();
     sigaction(SIGABRT, NULL, &after);
     CHECK(after.sa_handler == before.sa_handler);
     sigaction(SIGTERM, NULL, &after);
     CHECK(after.sa_handler == SIG_DFL);
-    close(note[0]);
-    close(note[1]);
+}
+
+/* The end of a run releases the watcher for good, whatever it waits for;
+ * a new arming starts with no stale wake-up. */
+TEST(release_ends_the_wait_and_rearming_forgets_it) {
+    char path[256], tmp[256];
+    paths(path, tmp, "release.lprof");
+    REQUIRE(lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) == 0);
+    lp_emergency_release();
+    CHECK_EQ_INT(lp_emergency_wait(-1), -1);
+    lp_emergency_release(); /* a second post, left unconsumed */
+    lp_emergency_disarm();
+    REQUIRE(lp_emergency_arm(LP_EMERGENCY_TERM, path, tmp, 0644) == 0);
+    CHECK_EQ_INT(lp_emergency_wait(0.01), 0);
+    lp_emergency_disarm();
+}
+
+/* QUIET: a fatal signal still writes the checkpoint, and says nothing on
+ * fd 2 (a followed child's stderr is the program's). */
+TEST(quiet_writes_the_file_and_says_nothing) {
+    char path[256], tmp[256], errpath[256], buf[64];
+    paths(path, tmp, "quiet.lprof");
+    snprintf(errpath, sizeof errpath, "%s/quiet.err", dir);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err < 0 || dup2(err, 2) < 0) _exit(3);
+        if (lp_emergency_arm(LP_EMERGENCY_QUIET, path, tmp, 0644) != 0) _exit(3);
+        lp_emergency_checkpoint("kept", 4);
+        abort();
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+    CHECK_EQ_INT((int)read_file(path, buf, sizeof buf), 4);
+    CHECK_EQ_INT((int)read_file(errpath, buf, sizeof buf), 0);
 }
 
 static void setup(void) {
@@ -155,4 +183,5 @@ TEST(end) { cleanup(); }
 
 RUN_TESTS(begin, abort_writes_last_checkpoint_and_dies_by_it, no_checkpoint_no_file,
           sigterm_notifies_then_dies_on_request, forked_child_dies_by_default,
-          disarm_restores_previous_handlers, end)
+          disarm_restores_previous_handlers, release_ends_the_wait_and_rearming_forgets_it,
+          quiet_writes_the_file_and_says_nothing, end)

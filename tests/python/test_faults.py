@@ -157,6 +157,30 @@ def test_abort_writes_checkpoint(tmp_path):
     assert _has_data(profile_file.load(str(tmp_path / "out.lprof")), "cpu")
 
 
+def test_abort_under_quiet_writes_checkpoint_and_says_nothing(tmp_path):
+    """-q: no lprof messages, the fatal signal's line included."""
+    r = _run(tmp_path, BURN + "burn(1.2)\nimport os\nos.abort()\n", ["-q"])
+    assert r.returncode == -signal.SIGABRT, r.stderr
+    assert r.stderr == ""
+    assert _has_data(profile_file.load(str(tmp_path / "out.lprof")), "cpu")
+
+
+def test_sigterm_after_closing_every_descriptor_still_saves(tmp_path):
+    """The SIGTERM watcher was woken through a pipe at descriptors 900 and
+    901; a program that closed every descriptor and was then terminated
+    died at once and its profile was lost. The wake-up holds no descriptor."""
+    src = BURN + """
+import os, signal
+burn(0.3)
+os.closerange(3, 4096)
+os.kill(os.getpid(), signal.SIGTERM)
+burn(5)
+"""
+    r = _run(tmp_path, src, ["-q"])
+    assert r.returncode == -signal.SIGTERM, r.stderr
+    assert _has_data(profile_file.load(str(tmp_path / "out.lprof")), "cpu")
+
+
 def test_sigkill_leaves_complete_checkpoints(tmp_path):
     """-i rewrites the file atomically: read while it is being rewritten, and
     after SIGKILL, it is always a complete profile."""

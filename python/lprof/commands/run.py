@@ -315,7 +315,7 @@ def main(args, raw_argv):
         return _save_and_print(run, args, outfile, exit_code, how, listing=how != "exec")
 
     run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
-                           checkpoints=not args.output_interval)
+                           checkpoints=not args.output_interval, quiet=args.quiet)
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
     if session is not None and not session.is_parent():

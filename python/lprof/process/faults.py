@@ -1,7 +1,8 @@
 """Keeping the profile when the program does not end normally.
 
 - SIGTERM from outside (its default action in force): the C handler wakes
-  lprof's watcher thread, which saves and prints the profile as at the end of
+  lprof's watcher thread (a semaphore: lprof holds no file descriptor the
+  program could list, close or reuse), which saves and prints the profile as at the end of
   a run, then the process dies by SIGTERM as it would have. The program's own
   SIGTERM handler (signal.signal) replaces lprof's, as without lprof;
   signal.getsignal() reports what Python set, SIG_DFL untouched.
@@ -18,7 +19,6 @@ of the run, around the normal save."""
 import _thread
 import functools
 import os
-import select
 import signal
 import sys
 import time
@@ -34,20 +34,19 @@ CHECKPOINT_COST_FACTOR = 50
 
 
 class Guard:
-    def __init__(self, finish, encode, path, checkpoints, wrap_os=True):
+    def __init__(self, finish, encode, path, checkpoints, wrap_os=True, quiet=False):
         """finish(how, exit_code): saves and prints the profile (the runner's
         end of run); encode(): the current profile, encoded; checkpoints:
         False where -i's writer hands its own (see checkpoint()) or where
         there is none to keep (a followed child); wrap_os: save before
-        os.exec*/os._exit (a followed child wraps os._exit itself)."""
+        os.exec*/os._exit (a followed child wraps os._exit itself); quiet:
+        the C handlers write nothing on stderr (-q, a followed child)."""
         self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
         self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
         self._pid = os.getpid()
-        self._rfd, self._wfd = _high_pipe()
-        self._pipe_ids = {fd: _identity(fd) for fd in (self._rfd, self._wfd)}
         self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
-        _lprof.emergency_arm(self._wfd, path, tmp, 0o666 & ~_umask())
+        _lprof.emergency_arm(True, quiet, path, tmp, 0o666 & ~_umask())
         self._wrapped = _wrap_os(self) if wrap_os else {}
         self._thread = OwnThread(self._watch)
         self._thread.start()
@@ -56,15 +55,13 @@ class Guard:
     def _watch(self):
         due = time.monotonic() + FIRST_CHECKPOINT_S
         while True:
-            wait = max(0.0, due - time.monotonic()) if self._checkpoints else None
-            ready, _, _ = select.select([self._rfd], [], [], wait)
-            if ready:
-                if _identity(self._rfd) != self._pipe_ids[self._rfd]:
-                    return  # the program closed it (os.closerange): nothing to read
-                byte = os.read(self._rfd, 1)
-                if byte:
-                    self._terminated(byte[0])
-                return  # closed: the run ended
+            wait = max(0.0, due - time.monotonic()) if self._checkpoints else -1.0
+            woken_by = _lprof.emergency_wait(wait)
+            if woken_by > 0:
+                self._terminated(woken_by)
+                return
+            if woken_by < 0:
+                return  # released: the run ended
             began = time.monotonic()
             try:
                 _lprof.emergency_checkpoint(self._encode())
@@ -105,16 +102,9 @@ class Guard:
         self._lock.acquire()
         _lprof.emergency_disarm()
         _unwrap_os(self._wrapped)
-        self._close(self._wfd)  # the watcher wakes on end-of-file and returns
+        _lprof.emergency_release()  # the watcher wakes and returns
         self._thread.join(timeout=5)
-        self._close(self._rfd)
         return _lprof.emergency_pending()
-
-    def _close(self, fd):
-        """Closes lprof's pipe end, unless the program closed it (os.closerange)
-        and the number now belongs to a file of the program's."""
-        if _identity(fd) == self._pipe_ids[fd]:
-            os.close(fd)
 
     @staticmethod
     def die(signum):
@@ -122,32 +112,8 @@ class Guard:
         _lprof.emergency_die(signum)
 
 
-def arm(finish, encode, path, checkpoints=True, wrap_os=True):
-    return Guard(finish, encode, path, checkpoints, wrap_os)
-
-
-def _high_pipe():
-    """A close-on-exec pipe at high descriptor numbers: a program that closes
-    every descriptor and opens files again gets the lowest free numbers, not
-    these (lprof must never read or write a file of the program's)."""
-    import fcntl
-    ends = []
-    for fd in os.pipe():
-        try:
-            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 900)
-            os.close(fd)
-            ends.append(high)
-        except OSError:  # a low descriptor limit: keep the number we have
-            ends.append(fd)
-    return ends[0], ends[1]
-
-
-def _identity(fd):
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
+def arm(finish, encode, path, checkpoints=True, wrap_os=True, quiet=False):
+    return Guard(finish, encode, path, checkpoints, wrap_os, quiet)
 
 
 def _flush():

@@ -7,13 +7,14 @@
 
 static PyObject *py_arm(PyObject *self, PyObject *args) {
     (void)self;
-    int notify_fd;
+    int handle_term, quiet;
     unsigned int mode;
     PyObject *path, *tmp;
-    if (!PyArg_ParseTuple(args, "iO&O&I", &notify_fd, PyUnicode_FSConverter, &path,
+    if (!PyArg_ParseTuple(args, "ppO&O&I", &handle_term, &quiet, PyUnicode_FSConverter, &path,
                           PyUnicode_FSConverter, &tmp, &mode))
         return NULL;
-    int rc = lp_emergency_arm(notify_fd, PyBytes_AS_STRING(path), PyBytes_AS_STRING(tmp), mode);
+    unsigned flags = (handle_term ? LP_EMERGENCY_TERM : 0u) | (quiet ? LP_EMERGENCY_QUIET : 0u);
+    int rc = lp_emergency_arm(flags, PyBytes_AS_STRING(path), PyBytes_AS_STRING(tmp), mode);
     Py_DECREF(path);
     Py_DECREF(tmp);
     if (rc < 0) return PyErr_SetFromErrno(PyExc_OSError);
@@ -39,6 +40,24 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(rc == 0);
 }
 
+static PyObject *py_wait(PyObject *self, PyObject *arg) {
+    (void)self;
+    double timeout = PyFloat_AsDouble(arg);
+    if (timeout == -1.0 && PyErr_Occurred()) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lp_emergency_wait(timeout);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *py_release(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    lp_emergency_release();
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_pending(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -55,7 +74,10 @@ static PyObject *py_die(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"emergency_arm", py_arm, METH_VARARGS,
-     "emergency_arm(notify_fd, path, tmp_path, mode): handle SIGTERM and fatal signals."},
+     "emergency_arm(handle_term, quiet, path, tmp_path, mode): handle SIGTERM and fatal signals."},
+    {"emergency_wait", py_wait, METH_O,
+     "emergency_wait(timeout_s): the SIGTERM received, 0 on timeout (timeout_s < 0: none), -1 once released."},
+    {"emergency_release", py_release, METH_NOARGS, "Wake the watcher for good (the run is ending)."},
     {"emergency_disarm", py_disarm, METH_NOARGS, "Restore the previous signal handlers."},
     {"emergency_checkpoint", py_checkpoint, METH_O,
      "Keep these bytes (an encoded profile) as what a fatal signal writes."},
