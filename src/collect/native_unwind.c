@@ -28,7 +28,6 @@ static struct {
     int (*step)(unw_cursor_t *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
     int (*getcontext)(unw_context_t *);
-    int (*get_proc_info)(unw_cursor_t *, unw_proc_info_t *); /* optional */
     uintptr_t loader_lo, loader_hi; /* ld.so's text */
 } U;
 
@@ -49,7 +48,6 @@ int lp_native_unwind_load(const char **why) {
         *why = "the installed libunwind lacks unw_init_local2 (version 1.3 or later is needed)";
         return -1;
     }
-    *(void **)&U.get_proc_info = dlsym(h, LP_STR_(unw_get_proc_info));
     /* __tls_get_addr lives in the dynamic loader */
     void *in_loader = dlsym(RTLD_DEFAULT, "__tls_get_addr");
     if (in_loader) lp_sampler_text_range((uintptr_t)in_loader, &U.loader_lo, &U.loader_hi);
@@ -89,33 +87,7 @@ int lp_native_unwind_here(uintptr_t *ips, int max) {
     return n;
 }
 
-int lp_native_frames_here(lp_native_frame_info *out, int max) {
-    if (!__atomic_load_n(&U.loaded, __ATOMIC_ACQUIRE) || max <= 0) return 0;
-    unw_context_t uc;
-    unw_cursor_t cursor;
-    if (U.getcontext(&uc) < 0 || U.init_local2(&cursor, &uc, 0) < 0) return 0;
-    int n = 0;
-    while (n < max && U.step(&cursor) > 0) {
-        unw_word_t ip = 0, sp = 0;
-        if (U.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
-        if (U.get_reg(&cursor, UNW_REG_SP, &sp) < 0) break;
-        lp_native_frame_info f = {(uintptr_t)ip, (uintptr_t)sp, 0, 0};
-        unw_proc_info_t pi;
-        if (U.get_proc_info && U.get_proc_info(&cursor, &pi) == 0) {
-            f.start = (uintptr_t)pi.start_ip;
-            f.end = (uintptr_t)pi.end_ip;
-        }
-        out[n++] = f;
-    }
-    return n;
-}
-
 #else /* built without libunwind's header */
-
-int lp_native_frames_here(lp_native_frame_info *out, int max) {
-    (void)out; (void)max;
-    return 0;
-}
 
 int lp_native_unwind_load(const char **why) {
     *why = "this lprof was built without libunwind's header (apt-get install libunwind-dev, then rebuild)";

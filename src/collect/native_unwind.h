@@ -32,14 +32,4 @@ LP_INTERNAL int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) LP_SIG
  * held across a call out. Returns how many were written (0 when not loaded). */
 LP_INTERNAL int lp_native_unwind_here(uintptr_t *ips, int max) LP_HOOK_SAFE;
 
-/* The calling thread's frames from its caller outward with each frame's
- * stack pointer (its lowest address while it calls the next frame leafward)
- * and the function range [start, end) its unwind tables give, 0/0 where
- * unknown. Not signal-safe (reads unwind tables at leisure): for finding
- * the eval loop's parts once at start. Returns how many (0: not loaded). */
-typedef struct {
-    uintptr_t ip, sp, start, end;
-} lp_native_frame_info;
-LP_INTERNAL int lp_native_frames_here(lp_native_frame_info *out, int max);
-
 #endif

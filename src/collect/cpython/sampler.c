@@ -20,6 +20,7 @@
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
+#include "collect/eh_frames.h"
 #include "collect/native_unwind.h"
 #include "collect/sampler.h"
 
@@ -163,16 +164,16 @@ static void restore_thread(void *ts) { PyEval_RestoreThread(ts); }
  * partitioning under PGO (Debian's 3.14) moves the body, where the calls
  * happen, out of the exported _PyEval_EvalFrameDefault into an unnamed
  * part. Called from Python (the stack holds an eval call) before sampling
- * starts; without libunwind only the symbol's range is known. */
+ * starts. The walk reads the unwind tables through the C runtime
+ * (eh_frames.h), not libunwind, whose first use opens a pipe the program
+ * would see among its descriptors. */
 static void find_eval_loop(lp_ranges *eval) {
     uintptr_t lo = 0, hi = 0;
     if (lp_sampler_symbol_range("_PyEval_EvalFrameDefault", &lo, &hi) == 0) lp_ranges_add(eval, lo, hi);
-    const char *why = NULL;
-    if (lp_native_unwind_load(&why) < 0) return;
     uintptr_t entries[64];
     int ne = lp_pyframes_c_stack_frames(PyThreadState_Get(), entries, (int)LP_ARRAY_LEN(entries));
-    static lp_native_frame_info frames[LP_NATIVE_MAX_DEPTH];
-    int nf = lp_native_frames_here(frames, LP_NATIVE_MAX_DEPTH);
+    static lp_eh_frame frames[LP_NATIVE_MAX_DEPTH];
+    int nf = lp_eh_frames_here(frames, LP_NATIVE_MAX_DEPTH);
     /* frame i spans [sp_i, sp_{i+1}): its locals sit above its own stack
      * pointer and below its caller's */
     for (int i = 0; i + 1 < nf; i++) {
