@@ -348,3 +348,58 @@ def test_no_children_no_folder(run_lprof, write_script, tmp_path):
     r = run_lprof("-q", script, env={"TMPDIR": str(scratch)})
     assert r.returncode == 4 and r.stdout == "4950\n"
     assert os.listdir(scratch) == []
+
+
+DESCRIPTORS = """
+import os, subprocess, sys
+LIST = "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
+child = subprocess.run([sys.executable, "-c", LIST], capture_output=True, text=True, check=True)
+print(sorted(int(f) for f in os.listdir('/proc/self/fd')), child.stdout.strip())
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--wall"], pytest.param(["--memory"], marks=pytest.mark.needs_shim),
+                                  ["-l", "--sample"]])
+def test_program_and_child_see_only_their_own_descriptors(run_lprof, run_python, write_script, mode):
+    """CPython's test_subprocess (test_pass_fds_redirected) under lprof: a
+    followed child listed 3 and 4 (libunwind's memory-check pipe, opened by
+    the walk that finds the eval loop) and 900 and 901 (the SIGTERM
+    watcher's pipe); a program that lists, closes or reuses descriptors must
+    meet none of lprof's."""
+    write_script("fds.py", DESCRIPTORS)
+    plain = run_python("fds.py")
+    assert plain.returncode == 0, plain.stderr
+    r = run_lprof(*mode, "-q", "-o", "fds.lprof", "fds.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
+
+
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="-X warn_default_encoding is 3.10+")
+def test_followed_child_warns_of_nothing_under_warn_default_encoding(run_lprof, write_script):
+    """CPython's test_subprocess (test_encoding_warning): a child run with
+    -X warn_default_encoding printed EncodingWarnings for lprof's own files
+    (its marker in the session folder, /proc/self/status)."""
+    write_script("enc.py", """
+        import subprocess, sys
+        r = subprocess.run([sys.executable, "-X", "warn_default_encoding", "-c", "pass"],
+                           capture_output=True, text=True)
+        print(repr(r.stderr), r.returncode)
+        """)
+    r = run_lprof("-q", "-o", "enc.lprof", "enc.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "'' 0"
+
+
+def test_followed_child_killed_by_a_fatal_signal_says_nothing(run_lprof, write_script):
+    """A followed child's stderr is the program's: CPython's test_subprocess
+    saw lprof's "killed by SIGABRT ... no profile was written" line from a
+    child that aborts on purpose."""
+    write_script("abrt.py", """
+        import subprocess, sys
+        r = subprocess.run([sys.executable, "-c", "import os; os.abort()"],
+                           capture_output=True, text=True)
+        print(repr(r.stderr), r.returncode)
+        """)
+    r = run_lprof("-q", "-o", "abrt.lprof", "abrt.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "'' -6"

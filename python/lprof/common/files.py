@@ -66,9 +66,9 @@ def umask():
     (/proc/self/status): setting and restoring it could race with files the
     program creates in other threads meanwhile."""
     try:
-        with open("/proc/self/status") as fh:
+        with open("/proc/self/status", "rb") as fh:  # bytes: no EncodingWarning
             for line in fh:
-                if line.startswith("Umask:"):
+                if line.startswith(b"Umask:"):
                     return int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass

@@ -152,8 +152,8 @@ def _alive(pid):
     except PermissionError:
         return True
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except (OSError, IndexError):
         return True
 
@@ -181,7 +181,7 @@ class _Child(Recording):
         if not _own_folder(self.dir):
             return False
         try:
-            with open(self.marker, "w"):
+            with open(self.marker, "wb"):
                 pass
         except OSError:
             return False
@@ -204,7 +204,7 @@ class _Child(Recording):
                 return  # the program's own handler: as without lprof
             _lprof.emergency_disarm()  # a fork's copy of the parent's guard
             self._guard = faults.arm(self._saved_by_sigterm, None, self.path,
-                                     checkpoints=False, wrap_os=False)
+                                     checkpoints=False, wrap_os=False, quiet=True)
         except (OSError, ValueError):
             self._guard = None
 
