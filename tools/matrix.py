@@ -6,6 +6,7 @@ build/venv-X.Y with pytest (and numpy and mpi4py, for the tests that use them). 
 `make pytest` already covered (the default python3) is skipped."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,14 @@ def run(cmd, **kw):
 
 
 def main(versions):
+    if any(a in ("-h", "--help") for a in versions):
+        print(__doc__)
+        return 0
+    wrong = [a for a in versions if not re.fullmatch(r"3\.\d+", a)]
+    if wrong:
+        print(f"matrix: not a CPython version: {' '.join(wrong)}; usage: matrix.py 3.9 3.10 ...",
+              file=sys.stderr)
+        return 2
     current = "%d.%d" % sys.version_info[:2]
     failed, missing = [], []
     for version in versions:

@@ -1,4 +1,4 @@
-"""tools/sid_matrix.py's own logic (the chroot run itself is `make matrix`)."""
+"""tools/sid_matrix.py's and tools/matrix.py's own logic (the runs themselves are `make matrix`)."""
 import os
 import sys
 
@@ -46,3 +46,15 @@ def test_words_that_are_not_versions_are_refused_before_anything_runs(monkeypatc
     assert "--bogus: not a CPython version" in err and "no version given" in err and ran == []
     assert sid_matrix.main(["--help"]) == 0
     assert "usage: sid_matrix.py" in capsys.readouterr().out and ran == []
+
+
+def test_matrix_refuses_words_that_are_not_versions(monkeypatch, capsys):
+    """tools/matrix.py took --help for a version, looked for its interpreter
+    and said it passed."""
+    import matrix
+    ran = []
+    monkeypatch.setattr(matrix, "run", lambda cmd, **kw: ran.append(cmd) or 0)
+    assert matrix.main(["--help"]) == 0
+    assert "usage: matrix.py" in capsys.readouterr().out
+    assert matrix.main(["3.12", "--bogus"]) == 2
+    assert "not a CPython version: --bogus" in capsys.readouterr().err and ran == []
