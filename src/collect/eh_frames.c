@@ -8,8 +8,10 @@
 #include <unwind.h>
 
 /* libgcc's lookup of the FDE covering an address. Not in <unwind.h>, so
- * found with dlsym: a runtime without it (LLVM's libunwind) leaves the
- * ranges unknown instead of failing to load. */
+ * found with dlsym in the library that gives this file _Unwind_Backtrace:
+ * that library is this extension's dependency, loaded privately
+ * (RTLD_LOCAL), so it is not in the global scope. A runtime without it
+ * (LLVM's libunwind) leaves the ranges unknown instead of failing to load. */
 struct lp_eh_bases {
     void *tbase, *dbase, *func;
 };
@@ -19,7 +21,11 @@ static find_fde_fn find_fde(void) {
     static find_fde_fn fn;
     static int looked;
     if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-        *(void **)&fn = dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+        Dl_info info;
+        void *lib = NULL;
+        if (dladdr((void *)(uintptr_t)&_Unwind_Backtrace, &info) && info.dli_fname)
+            lib = dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+        *(void **)&fn = dlsym(lib ? lib : RTLD_DEFAULT, "_Unwind_Find_FDE");
         __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
     }
     return fn;

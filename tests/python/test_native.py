@@ -277,3 +277,18 @@ def test_native_is_refused_with_line_profiling_alone(run_lprof, write_script):
     assert r.returncode == 2
     assert r.stderr.startswith("lprof: --native") and "\n" not in r.stderr.strip()
     assert "hi" not in r.stdout  # refused before the program ran
+
+
+def test_functions_are_found_in_the_unwind_tables_under_python():
+    """find_eval_loop names each frame's function from the unwind tables
+    (collect/eh_frames.c, _Unwind_Find_FDE). Looked up in the global scope,
+    that lookup found nothing under Python, which loads this extension and
+    its libgcc_s privately: the eval loop's cold part (Debian's PGO 3.14)
+    would have gone unfound."""
+    import ctypes
+    from lprof import _lprof
+    start = ctypes.cast(ctypes.pythonapi.PyEval_EvalCode, ctypes.c_void_p).value
+    found = _lprof.unwind_table_range(start + 1)
+    assert found is not None and found[0] == start < start + 1 < found[1]
+    assert _lprof.unwind_table_range(id(object())) is None  # heap, not code
+    assert _lprof.eval_loop_ranges()

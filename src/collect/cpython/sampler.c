@@ -215,6 +215,17 @@ static PyObject *py_eval_loop_ranges(PyObject *self, PyObject *unused) {
     return list;
 }
 
+/* (start, end) of the function the unwind tables give for an address, or
+ * None: the lookup find_eval_loop relies on (tests, diagnostics) */
+static PyObject *py_unwind_table_range(PyObject *self, PyObject *arg) {
+    (void)self;
+    unsigned long long addr = PyLong_AsUnsignedLongLong(arg);
+    if (addr == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    uintptr_t lo = 0, hi = 0;
+    if (lp_eh_function_range((uintptr_t)addr, &lo, &hi) < 0) Py_RETURN_NONE;
+    return Py_BuildValue("(KK)", (unsigned long long)lo, (unsigned long long)hi);
+}
+
 static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *mode;
@@ -364,6 +375,8 @@ static PyObject *py_native_unwind_check(PyObject *self, PyObject *unused) {
 static PyMethodDef methods[] = {
     {"native_unwind_check", py_native_unwind_check, METH_NOARGS, "None if --native can run, else why not."},
     {"eval_loop_ranges", py_eval_loop_ranges, METH_NOARGS, "[(lo, hi), ...]: the interpreter's eval loop code as found."},
+    {"unwind_table_range", py_unwind_table_range, METH_O,
+     "unwind_table_range(address): (start, end) of its function in the unwind tables, or None."},
     {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0): native 1 = native frames, 2 = all of them"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
