@@ -2,8 +2,6 @@
 tests build in torch's format (no torch needed), and end to end under
 `lprof --gpu` with a stand-in torch package whose allocator history records
 the program's Python stacks as torch's does."""
-import json
-import os
 import pickle
 
 import pytest

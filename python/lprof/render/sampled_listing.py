@@ -154,7 +154,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
                        f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}{gpu_cells(path, ln)}  {text}")
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
-            out.append(f"  function summary:")
+            out.append("  function summary:")
             for (p, func, first), v in fl:
                 if reduced and pct_of_main(v) < threshold_pct:
                     continue
