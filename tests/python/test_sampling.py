@@ -101,7 +101,6 @@ def test_sleep_only_in_wall_mode(tmp_path):
 
 def test_two_threads_both_appear(tmp_path):
     snap, _ = run("threads", tmp_path=tmp_path)
-    rows = line_rows(snap)
     a, b = incl(snap, MARK["thread_a"]), incl(snap, MARK["thread_b"])
     assert a > 0.2 and b > 0.2, (a, b)
     names = set(snap["sampling"]["threads"].values())
@@ -142,7 +141,6 @@ def test_program_sigalrm_keeps_working(tmp_path):
 def test_fork_child_and_parent(tmp_path):
     snap, out = run("fork", tmp_path=tmp_path)
     assert "CHILD 0" in out
-    rows = line_rows(snap)
     assert incl(snap, MARK["before_fork"]) > 0.1 and incl(snap, MARK["after_fork"]) > 0.1
 
 
