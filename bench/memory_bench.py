@@ -1,4 +1,5 @@
 """Section 3: memory profiler accuracy on known allocations, and overhead."""
+import json
 import os
 
 import lprof_tool
@@ -16,6 +17,15 @@ OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
 OVERHEAD_MIN_ROUNDS = 9     # rounds of every tool
 OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only: 21 lprof ratios
+
+
+def _work_seconds(truth_path):
+    """The workload's own timing of its work (bench/workloads/_truth.py), or None."""
+    try:
+        with open(truth_path) as f:
+            return json.load(f)["work_wall_s"]
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def profile_once(tool, script, args, base, timeout=300):
@@ -127,16 +137,18 @@ def overhead(repeats, log):
         def one(tool, r):
             # `scalene run --memory` takes ~20-25 s (allocs) and ~9-12 s (mixed) here;
             # 120 s only bounds a regression (the whole process group is killed)
-            wall, lines, _, _ = profile_once(tool, script, args,
-                                             os.path.join(SCRATCH, f"{name}.mem.{tool}"),
-                                             timeout=120)
-            return wall
+            base = os.path.join(SCRATCH, f"{name}.mem.{tool}")
+            truth = base + ".truth.json"
+            if os.path.exists(truth):
+                os.remove(truth)
+            wall = profile_once(tool, script, args, base, timeout=120)[0]
+            return {"wall": wall, "work": _work_seconds(truth)}
 
         res, pairs = overhead_rounds(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS),
                                      OVERHEAD_EXTRA_ROUNDS, one)
         log(f"  memory/overhead/{name}: " + ", ".join(
             f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
-        plain_runs = res["plain"]["runs"]
+        plain_runs = [x["wall"] for x in res["plain"]["runs"] if x]
         fastest_plain = min(plain_runs) if plain_runs else None
         ratios = {}
         row = [title, fmt(fastest_plain, ".3f")]
@@ -144,13 +156,16 @@ def overhead(repeats, log):
             # This machine's speed drifts by tens of percent within minutes;
             # a tool's run and the plain run next to it see the same speed,
             # so the estimate is the median of those per-round ratios (the
-            # ratio of each tool's fastest run is shown beside it).
-            runs = [w for w in res[t]["runs"] if w]
-            paired = paired_ratios(pairs[t])
+            # ratio of each tool's fastest run is shown beside it). The
+            # in-script ratio (the workload's own timing of its work) leaves
+            # out start-up and the end: what the hooks cost while it runs.
+            runs = [x["wall"] for x in res[t]["runs"] if x and x["wall"]]
+            paired = paired_ratios(pairs[t], lambda x: x["wall"])
             ratios[t] = median(paired)
+            work = median(paired_ratios(pairs[t], lambda x: x["work"]))
             fastest = min(runs) / fastest_plain if runs and fastest_plain else None
             row.append(f"{ratios[t]:.2f}x (rounds {min(paired):.2f}-{max(paired):.2f}; "
-                       f"fastest runs {fastest:.2f}x)" if ratios[t]
+                       f"fastest runs {fastest:.2f}x; in-script {fmt(work, '.2f')}x)" if ratios[t]
                        else "n/a (" + str(res[t]["error"]) + ")")
         row.append("n/a (needs @profile; traces every line)")
         lp = ratios.get("lprof")
