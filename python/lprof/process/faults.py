@@ -1,11 +1,12 @@
 """Keeping the profile when the program does not end normally.
 
 - SIGTERM from outside (its default action in force): the C handler wakes
-  lprof's watcher thread (a semaphore: lprof holds no file descriptor the
-  program could list, close or reuse), which saves and prints the profile as at the end of
-  a run, then the process dies by SIGTERM as it would have. The program's own
-  SIGTERM handler (signal.signal) replaces lprof's, as without lprof;
-  signal.getsignal() reports what Python set, SIG_DFL untouched.
+  lprof's watcher thread (through a semaphore: lprof holds no file
+  descriptor the program could list, close or reuse), which saves and prints
+  the profile as at the end of a run, then the process dies by SIGTERM as it
+  would have. The program's own SIGTERM handler (signal.signal) replaces
+  lprof's, as without lprof; signal.getsignal() reports what Python set,
+  SIG_DFL untouched.
 - Fatal signals (a segfault in a C extension, abort()): no Python can run
   safely then. The watcher hands an encoded profile to C every few seconds
   (or -i's periodic file does); the C handler writes the last one, says so,
