@@ -1,11 +1,13 @@
 """lprof's own background threads (the sampler's drain, the periodic
-writer). Started with the low-level _thread module, so the program never
-sees them (threading.active_count(), threading.enumerate()), and left out
-of sys._current_frames() and sys._current_exceptions() (wrapped once, when
-the first one starts: they list every thread that runs Python code); never
+writer, the fault watcher). Started in C (_lprof.own_thread_start), not by
+threading, so the program never sees them (threading.active_count(),
+threading.enumerate(), _thread._count()), and left out of
+sys._current_frames() and sys._current_exceptions() (wrapped once, when the
+first one starts: they list every thread that runs Python code); never
 registered with the sampler, so never sampled; and their allocations are
-never recorded (memory_ignore_current_thread). Code run on them must not
-call threading.current_thread(), which would register a dummy thread.
+never recorded, from the first one (the C start sets the hook guard before
+the thread allocates anything). Code run on them must not call
+threading.current_thread(), which would register a dummy thread.
 
 They block every asynchronous signal, so a signal sent to the process
 (os.kill(os.getpid(), ...), Ctrl-C, SIGTERM) is always taken by one of the
@@ -64,7 +66,7 @@ class OwnThread:
         # the new thread inherits the mask in force when it is created
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS)
         try:
-            self.ident = _thread.start_new_thread(self._run, ())
+            self.ident = _lprof.own_thread_start(self._run)
             _alive[self.ident] = os.getpid()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -74,7 +76,6 @@ class OwnThread:
         _alive[ident] = os.getpid()  # before the start above returns, too
         self.native_id = _thread.get_native_id()
         try:
-            _lprof.memory_ignore_current_thread()
             self._target()
         except BaseException:  # never break the program for the profiler
             pass

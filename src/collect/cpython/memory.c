@@ -162,18 +162,53 @@ static PyObject *py_leak_judge(PyObject *self, PyObject *args) {
     return Py_BuildValue("(Oddd)", v.is_leak ? Py_True : Py_False, v.slope, v.span_s, v.score);
 }
 
-/* For lprof's own threads (drain, periodic writer): their allocations are
- * lprof's, not the program's; the hook guard stays set for the thread's
- * life, so the hooks and the shim pass them through unrecorded. */
-static PyObject *py_ignore_current_thread(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+/* lprof's own threads (drain, periodic writer, fault watcher) are started
+ * here, not by _thread: the hook guard is set before the thread's first
+ * allocation (its thread state, 3.10's frame for the call), then stays set
+ * for its life, so the hooks and the shim pass its allocations through
+ * unrecorded. Set from Python inside the thread it came too late: an
+ * allocation sampled before it showed as a thread of "[no Python frame]".
+ * The thread takes the GIL as a C thread does (PyGILState_Ensure), so it is
+ * not counted by _thread._count() either. */
+typedef struct {
+    PyObject *target;
+} own_thread_boot;
+
+static void own_thread_main(void *arg) {
+    own_thread_boot *boot = arg;
     (void)lp_memhooks_guard_enter();
-    Py_RETURN_NONE;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *r = PyObject_CallNoArgs(boot->target);
+    if (r == NULL) PyErr_Clear(); /* the target catches its own; never print from here */
+    Py_XDECREF(r);
+    Py_DECREF(boot->target);
+    PyGILState_Release(gil);
+    PyMem_RawFree(boot);
+}
+
+static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
+    (void)self;
+    if (!PyCallable_Check(target)) {
+        PyErr_SetString(PyExc_TypeError, "own_thread_start(target): target must be callable");
+        return NULL;
+    }
+    own_thread_boot *boot = PyMem_RawMalloc(sizeof *boot);
+    if (boot == NULL) return PyErr_NoMemory();
+    Py_INCREF(target);
+    boot->target = target;
+    unsigned long ident = PyThread_start_new_thread(own_thread_main, boot);
+    if (ident == PYTHREAD_INVALID_THREAD_ID) {
+        Py_DECREF(target);
+        PyMem_RawFree(boot);
+        PyErr_SetString(PyExc_RuntimeError, "can't start lprof's thread");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(ident);
 }
 
 static PyMethodDef memory_methods[] = {
-    {"memory_ignore_current_thread", py_ignore_current_thread, METH_NOARGS,
-     "This thread is lprof's own: its allocations are never recorded."},
+    {"own_thread_start", py_own_thread_start, METH_O,
+     "own_thread_start(target): start lprof's own thread, its allocations never recorded; its ident."},
     {"memory_start", py_start, METH_VARARGS, "Start memory profiling: memory_start(sample_bytes=16384)."},
     {"memory_stop", py_stop, METH_NOARGS, "Stop memory profiling (idempotent)."},
     {"memory_running", py_running, METH_NOARGS, "Is memory profiling on?"},
