@@ -264,19 +264,20 @@ void lp_emergency_disarm(void) {
     g_term_installed = 0;
 }
 
+/* A monotonic deadline where the C library has one: a step of the wall
+ * clock must not stretch the wait between checkpoints. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
+#define WAIT_CLOCK CLOCK_MONOTONIC
+#define TIMED_WAIT(sem, at) sem_clockwait((sem), CLOCK_MONOTONIC, (at))
+#else
+#define WAIT_CLOCK CLOCK_REALTIME
+#define TIMED_WAIT(sem, at) sem_timedwait((sem), (at))
+#endif
+
 int lp_emergency_wait(double timeout_s) {
     if (!atomic_load(&g_wake_ok)) return -1;
-    /* a monotonic deadline where the C library has one: a step of the wall
-     * clock must not stretch the wait between checkpoints */
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
-    const clockid_t wait_clock = CLOCK_MONOTONIC;
-#define LP_TIMED_WAIT(sem, at) sem_clockwait((sem), CLOCK_MONOTONIC, (at))
-#else
-    const clockid_t wait_clock = CLOCK_REALTIME;
-#define LP_TIMED_WAIT(sem, at) sem_timedwait((sem), (at))
-#endif
     struct timespec deadline;
-    clock_gettime(wait_clock, &deadline);
+    clock_gettime(WAIT_CLOCK, &deadline);
     if (timeout_s >= 0) {
         if (timeout_s > 1e6) timeout_s = 1e6;
         long long ns = (long long)deadline.tv_nsec + (long long)(timeout_s * 1e9);
@@ -284,7 +285,7 @@ int lp_emergency_wait(double timeout_s) {
         deadline.tv_nsec = (long)(ns % 1000000000LL);
     }
     for (;;) {
-        int rc = timeout_s < 0 ? sem_wait(&g_wake) : LP_TIMED_WAIT(&g_wake, &deadline);
+        int rc = timeout_s < 0 ? sem_wait(&g_wake) : TIMED_WAIT(&g_wake, &deadline);
         if (rc == 0) break;
         if (errno == EINTR) continue;
         return 0; /* ETIMEDOUT */
