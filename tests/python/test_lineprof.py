@@ -1,6 +1,7 @@
 """lprof -l end to end: exact hit counts, time shares, listing, view, export."""
 import json
 import re
+import sys
 
 import pytest
 
@@ -182,3 +183,43 @@ def test_prof_mod_does_not_import_before_the_program(run_lprof, write_script, lo
     assert "-p unused: the program never imported it" in r.stderr
     r = run_lprof("-l", "--preimports", "-p", "mod.work", "main.py")
     assert r.stdout.splitlines()[:1] == ["default"]  # what kernprof does by default
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the settrace event source (3.10, 3.11)")
+def test_no_tracer_before_the_first_profiled_function(run_lprof, write_script, load_profile,
+                                                      tmp_path):
+    """On 3.10/3.11 a thread with a trace function runs every instruction on
+    the slow path: the program's imports before its first @profile (numpy's,
+    torch's) ran traced for nothing. The tracer goes in at the first
+    registration, on every thread, a thread started before it included."""
+    write_script("late.py", """
+        import sys, threading
+        print("before", threading.gettrace() is None, sys.gettrace() is None)
+        ready, go, done = threading.Event(), threading.Event(), []
+
+        def early_thread():
+            ready.set()
+            go.wait()
+            done.append(work(5))
+
+        t = threading.Thread(target=early_thread)
+        t.start()
+        ready.wait()
+
+        @profile
+        def work(n):
+            s = 0
+            for i in range(n):
+                s += i                # L_body
+            return s
+
+        print("after", threading.gettrace() is not None)
+        go.set()
+        t.join()
+        print(work(3), done)
+    """)
+    r = run_lprof("-l", "late.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["before True True", "after True", "3 [10]"]
+    lines = function_lines(load_profile(str(tmp_path / "late.py.lprof")), "work")
+    assert lines[line_of(tmp_path / "late.py", "L_body")][0] == 5 + 3
