@@ -145,6 +145,59 @@ def test_frees_of_memory_allocated_before_start(shim, tmp_path):
     assert m["peak_bytes"] < 40 * MB        # the 100 MB freed is not counted as ours
 
 
+OWN_THREAD_FIRST = """
+import _thread, ctypes, sys, time
+from lprof import _lprof
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+go, done = _thread.allocate_lock(), _thread.allocate_lock()
+go.acquire(); done.acquire()
+kept = []
+
+def allocate():
+    go.acquire()
+    # 100 MB of native blocks, straight to the shim's malloc
+    kept.extend(libc.malloc(200_000) for _ in range(500))
+    done.release()
+
+def shim_samples():
+    return _lprof.memory_snapshot()["stats"]["shim_samples"]
+
+if sys.argv[1] == "own":
+    _lprof.own_thread_start(allocate)  # its guard is set now, before memory_start
+    time.sleep(0.3)
+    _lprof.memory_start(16384)
+    before = shim_samples()
+    go.release(); done.acquire()
+else:
+    _lprof.memory_start(16384)
+    before = shim_samples()
+    go.release(); allocate()
+print(shim_samples() - before)
+_lprof.memory_stop()
+"""
+
+
+def test_own_thread_started_before_memory(shim, tmp_path):
+    """An lprof thread started before memory_start (the sampler's drain
+    thread is) kept a guard of its own, not the shim's: the shim sampled
+    its mallocs and a profile showed a thread of lprof's (1 run in 4 of
+    test_lprof_threads_are_invisible_and_unsampled[--memory] on 3.10)."""
+    script = tmp_path / "own_first.py"
+    script.write_text(OWN_THREAD_FIRST)
+    samples = {}
+    for who in ("own", "program"):
+        r = subprocess.run([sys.executable, str(script), who], capture_output=True, text=True,
+                           timeout=60, env=lprof_env({"LD_PRELOAD": shim}))
+        assert r.returncode == 0, r.stderr
+        samples[who] = int(r.stdout.split()[-1])
+    # blocks over the 16 KiB mean are each sampled: 500 on the program's
+    # thread (the count works), none on lprof's
+    assert samples["program"] >= 450, samples
+    assert samples["own"] < 25, samples
+
+
 def test_fork_child(shim, tmp_path):
     snap, m, lines = run_case(shim, tmp_path, "fork")
     assert near(lines[snap["marks"]["PARENT"]][5], 10 * MB)

@@ -30,7 +30,12 @@ typedef struct {
 } hook_domain;
 
 static hook_domain domains[3];
-static const lp_shim_api *shim;
+/* The preloaded shim, found once at import: whether it is in the process
+ * never changes, and every thread's guard must be chosen by it, a thread
+ * started before memory_start included (see guard_slot). */
+static const lp_shim_api *preloaded;
+static uintptr_t preloaded_entry; /* an address in the shim's text */
+static const lp_shim_api *shim; /* preloaded, and attached by memory_start */
 static uintptr_t shim_lo, shim_hi; /* the shim's text: its wrapper frames lead native stacks */
 static int enabled;          /* atomic: attribute events */
 static uint64_t mean_bytes = LP_MEMSAMPLE_DEFAULT_BYTES;
@@ -48,8 +53,13 @@ typedef struct {
 static __thread hook_tls tls __attribute__((tls_model("initial-exec")));
 #define tls_sampler (tls.sampler)
 
+/* With the shim preloaded the guard is the shim's own (its malloc checks
+ * it), from the thread's first call on. Chosen by whether the shim was
+ * attached yet, a thread that set its guard before memory_start (the
+ * sampler's drain thread starts first) kept a private one, and the shim
+ * sampled that thread's mallocs (test_own_thread_started_before_memory). */
 static inline int *guard_slot(void) {
-    if (LP_UNLIKELY(tls.guard == NULL)) tls.guard = shim ? shim->guard_ptr() : &tls.own_guard;
+    if (LP_UNLIKELY(tls.guard == NULL)) tls.guard = preloaded ? preloaded->guard_ptr() : &tls.own_guard;
     return tls.guard;
 }
 
@@ -298,13 +308,10 @@ static int ensure_tables(void) {
         PyErr_NoMemory();
         return -1;
     }
-    lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
-    const lp_shim_api *api = get ? get() : NULL;
-    if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) {
-        shim = api;
-        lp_sampler_text_range((uintptr_t)(void *)get, &shim_lo, &shim_hi);
+    if (preloaded) {
+        shim = preloaded;
+        lp_sampler_text_range(preloaded_entry, &shim_lo, &shim_hi);
     }
-    tls.guard = NULL; /* this thread may have cached its own guard before */
     pthread_atfork(before_fork, after_fork, after_fork);
     Py_AtExit(at_exit);
     tables_ready = 1;
@@ -349,13 +356,15 @@ void lp_memhooks_stop(void) {
 
 int lp_memhooks_running(void) { return __atomic_load_n(&enabled, __ATOMIC_ACQUIRE); }
 
-const lp_shim_api *lp_memhooks_shim(void) {
-    if (!tables_ready) {
-        lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
-        const lp_shim_api *api = get ? get() : NULL;
-        return api && api->abi == LP_SHIM_ABI ? api : NULL;
+const lp_shim_api *lp_memhooks_shim(void) { return tables_ready ? shim : preloaded; }
+
+void lp_memhooks_init(void) {
+    lp_shim_api_fn get = (lp_shim_api_fn)dlsym(RTLD_DEFAULT, LP_SHIM_API_SYMBOL);
+    const lp_shim_api *api = get ? get() : NULL;
+    if (api && api->abi == LP_SHIM_ABI && api->size >= sizeof(lp_shim_api)) {
+        preloaded = api;
+        preloaded_entry = (uintptr_t)(void *)get;
     }
-    return shim;
 }
 
 lp_memacct *lp_memhooks_acct(void) { return account; }

@@ -17,6 +17,8 @@
 #define LP_MEM_MAX_DEPTH 128
 #define LP_MEM_MAX_NATIVE 128 /* native frames per sampled allocation (--native) */
 
+/* Finds the preloaded shim (module import, before any thread of lprof's). */
+LP_INTERNAL void lp_memhooks_init(void);
 /* Installs hooks (once), clears the account and enables attribution.
  * 0, or -1 with a Python exception. */
 LP_INTERNAL int lp_memhooks_start(uint64_t sample_bytes);

@@ -223,5 +223,6 @@ static PyMethodDef memory_methods[] = {
 };
 
 int lp_pymemory_init(PyObject *module) {
+    lp_memhooks_init();
     return PyModule_AddFunctions(module, memory_methods);
 }
