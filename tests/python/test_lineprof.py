@@ -223,3 +223,30 @@ def test_no_tracer_before_the_first_profiled_function(run_lprof, write_script, l
     assert r.stdout.splitlines()[:3] == ["before True True", "after True", "3 [10]"]
     lines = function_lines(load_profile(str(tmp_path / "late.py.lprof")), "work")
     assert lines[line_of(tmp_path / "late.py", "L_body")][0] == 5 + 3
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the settrace event source (3.10, 3.11)")
+def test_tracer_refused_at_first_profile_leaves_the_program_alone(run_lprof, write_script):
+    """The tracer goes in at the first @profile, inside the program: an audit
+    hook that refuses sys.settrace by then gets one line from lprof, and the
+    program runs on with its decorated function."""
+    write_script("audited.py", """
+        import sys
+
+        def no_tracing(event, args):
+            if event == "sys.settrace":
+                raise RuntimeError("tracing is not allowed here")
+
+        sys.addaudithook(no_tracing)
+
+        @profile
+        def work(n):
+            return n * 2
+
+        print(work(21))
+    """)
+    r = run_lprof("-l", "audited.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "42"
+    assert "lprof: line tracing could not start: tracing is not allowed here" in r.stderr
+    assert "Traceback" not in r.stderr

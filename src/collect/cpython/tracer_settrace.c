@@ -120,7 +120,6 @@ int lp_pyt_source_init(PyObject *module) {
     return 0;
 }
 
-
 static int set_thread_hook(PyObject *hook) {
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
@@ -130,8 +129,6 @@ static int set_thread_hook(PyObject *hook) {
     Py_DECREF(r);
     return 0;
 }
-
-int lp_pyt_source_disable(void);
 
 static int install(void) {
     PyObject *threading = PyImport_ImportModule("threading");
