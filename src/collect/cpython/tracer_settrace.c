@@ -19,14 +19,16 @@
 
 #include "common/clock.h"
 
-#if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
+#undef _PyGC_FINALIZED /* pycore headers redefine it on 3.11 (-Werror) */
+#include "internal/pycore_runtime.h" /* _PyRuntime.interpreters.mutex */
+#if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
 #define FRAME_CODE(f) ((f)->f_frame->f_code)
 #else
 #define FRAME_CODE(f) ((f)->f_code)
 #endif
+#undef Py_BUILD_CORE
 
 static PyObject *installer;       /* C callable given to threading.settrace */
 static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
@@ -120,6 +122,21 @@ int lp_pyt_source_init(PyObject *module) {
     return 0;
 }
 
+/* The thread state after ts (the first one when ts is NULL), read under the
+ * runtime's list lock. 3.11 links a new thread state into the list before it
+ * initialises it (PyGILState_Ensure in a C thread does that without the GIL):
+ * walked without the lock, the tracer met one whose frame pointer was not
+ * set yet and crashed (seen under ASan when the install moved to the first
+ * @profile, while lprof's fault watcher thread was starting). CPython 3.12
+ * walks the list the same way to set a tracer on every thread. Nothing is
+ * called with the lock held. */
+static PyThreadState *thread_after(PyInterpreterState *interp, PyThreadState *ts) {
+    PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
+    PyThreadState *next = ts ? PyThreadState_Next(ts) : PyInterpreterState_ThreadHead(interp);
+    PyThread_release_lock(_PyRuntime.interpreters.mutex);
+    return next;
+}
+
 static int set_thread_hook(PyObject *hook) {
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
@@ -148,8 +165,8 @@ static int install(void) {
     saved_func = me->c_tracefunc;
     saved_obj = me->c_traceobj;
     Py_XINCREF(saved_obj);
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
-         ts != NULL; ts = PyThreadState_Next(ts)) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
         if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) {
             /* undo what is in place, keep the first error */
             PyObject *type, *value, *tb;
@@ -194,9 +211,8 @@ int lp_pyt_source_disable(void) {
     armed = 0;
     if (!source_on) return 0;
     source_on = 0;
-    PyThreadState *me = PyThreadState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
-         ts != NULL; ts = PyThreadState_Next(ts)) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
         if (ts->c_tracefunc != trace_fn) continue;
         /* Only the enabling thread's previous tracer is restored: other
          * thread states may have been recycled since. */
