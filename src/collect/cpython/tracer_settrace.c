@@ -5,12 +5,7 @@
  * callable, on threads started later. Its first step is the registry lookup;
  * frames of other code get f_trace_lines = 0 so they send no LINE events.
  * A yield and an exception exit both arrive as PyTrace_RETURN; a generator
- * resume arrives as PyTrace_CALL on a frame that already ran.
- *
- * The trace function goes in only once a code object is registered: while
- * none is, it could time nothing, and on 3.11 a thread with a tracer runs
- * every instruction unspecialised, so the program's imports before its
- * first @profile (numpy's: ~35 ms here) would run at traced speed. */
+ * resume arrives as PyTrace_CALL on a frame that already ran. */
 #include "collect/cpython/tracer.h"
 
 #if PY_VERSION_HEX < 0x030C0000
@@ -19,24 +14,21 @@
 
 #include "common/clock.h"
 
-#define Py_BUILD_CORE 1
-#undef _PyGC_FINALIZED /* pycore headers redefine it on 3.11 (-Werror) */
-#include "internal/pycore_runtime.h" /* _PyRuntime.interpreters.mutex */
 #if PY_VERSION_HEX >= 0x030B0000
+#define Py_BUILD_CORE 1
 #include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
 #define FRAME_CODE(f) ((f)->f_frame->f_code)
 #else
 #define FRAME_CODE(f) ((f)->f_code)
 #endif
-#undef Py_BUILD_CORE
 
 static PyObject *installer;       /* C callable given to threading.settrace */
 static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
 static PyThreadState *saved_tstate; /* the enabling thread's previous tracer */
 static Py_tracefunc saved_func;
 static PyObject *saved_obj;
-static int armed;                 /* between enable and disable */
-static int source_on;             /* armed and installed (a code is registered) */
+static int source_on;             /* between enable and disable */
 
 /* The resumed line of a generator/coroutine frame, or -1 for a new call. */
 static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
@@ -122,19 +114,9 @@ int lp_pyt_source_init(PyObject *module) {
     return 0;
 }
 
-/* The thread state after ts (the first one when ts is NULL), read under the
- * runtime's list lock. 3.11 links a new thread state into the list before it
- * initialises it (PyGILState_Ensure in a C thread does that without the GIL):
- * walked without the lock, the tracer met one whose frame pointer was not
- * set yet and crashed (seen under ASan when the install moved to the first
- * @profile, while lprof's fault watcher thread was starting). CPython 3.12
- * walks the list the same way to set a tracer on every thread. Nothing is
- * called with the lock held. */
-static PyThreadState *thread_after(PyInterpreterState *interp, PyThreadState *ts) {
-    PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
-    PyThreadState *next = ts ? PyThreadState_Next(ts) : PyInterpreterState_ThreadHead(interp);
-    PyThread_release_lock(_PyRuntime.interpreters.mutex);
-    return next;
+int lp_pyt_source_watch(PyObject *code) {
+    (void)code; /* the trace function sees every frame already */
+    return 0;
 }
 
 static int set_thread_hook(PyObject *hook) {
@@ -147,7 +129,7 @@ static int set_thread_hook(PyObject *hook) {
     return 0;
 }
 
-static int install(void) {
+int lp_pyt_source_enable(void) {
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
     PyObject *prev = PyObject_GetAttrString(threading, "_trace_hook");
@@ -165,54 +147,20 @@ static int install(void) {
     saved_func = me->c_tracefunc;
     saved_obj = me->c_traceobj;
     Py_XINCREF(saved_obj);
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
-    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
-        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) {
-            /* undo what is in place, keep the first error */
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            source_on = 1;
-            if (lp_pyt_source_disable() < 0) PyErr_Clear();
-            PyErr_Restore(type, value, tb);
-            return -1;
-        }
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+         ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) return -1;
     }
     source_on = 1;
     return 0;
 }
 
-int lp_pyt_source_enable(void) {
-    armed = 1;
-    return lp_tc_ncodes() > 0 ? install() : 0;
-}
-
-/* The first code registered while armed installs the trace function (it
- * sees every frame from then on). A failure (an audit hook refusing
- * sys.settrace, say) is reported on one line and leaves the program's
- * @profile, which called this, unharmed. */
-int lp_pyt_source_watch(PyObject *code) {
-    (void)code;
-    if (!armed || source_on) return 0;
-    if (install() < 0) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        armed = 0;
-        PySys_FormatStderr("lprof: line tracing could not start: %S\n", value ? value : Py_None);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-    }
-    return 0;
-}
-
 int lp_pyt_source_disable(void) {
     int r = 0;
-    armed = 0;
-    if (!source_on) return 0;
     source_on = 0;
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
+    PyThreadState *me = PyThreadState_Get();
+    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+         ts != NULL; ts = PyThreadState_Next(ts)) {
         if (ts->c_tracefunc != trace_fn) continue;
         /* Only the enabling thread's previous tracer is restored: other
          * thread states may have been recycled since. */
