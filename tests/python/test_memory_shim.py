@@ -146,16 +146,17 @@ def test_frees_of_memory_allocated_before_start(shim, tmp_path):
 
 
 OWN_THREAD_FIRST = """
-import _thread, ctypes, sys, time
+import _thread, ctypes, sys
 from lprof import _lprof
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
-go, done = _thread.allocate_lock(), _thread.allocate_lock()
-go.acquire(); done.acquire()
+go, done, started = (_thread.allocate_lock() for _ in range(3))
+go.acquire(); done.acquire(); started.acquire()
 kept = []
 
 def allocate():
+    started.release()  # on lprof's thread its guard is set by now (C start)
     go.acquire()
     # 100 MB of native blocks, straight to the shim's malloc
     kept.extend(libc.malloc(200_000) for _ in range(500))
@@ -165,8 +166,8 @@ def shim_samples():
     return _lprof.memory_snapshot()["stats"]["shim_samples"]
 
 if sys.argv[1] == "own":
-    _lprof.own_thread_start(allocate)  # its guard is set now, before memory_start
-    time.sleep(0.3)
+    _lprof.own_thread_start(allocate)
+    started.acquire()  # the thread and its guard exist before memory_start
     _lprof.memory_start(16384)
     before = shim_samples()
     go.release(); done.acquire()
