@@ -57,8 +57,10 @@ class LineCollector:
     def enable(self):
         with self._lock:
             self._depth += 1
-            if self._depth == 1:
-                _lprof.tracer_enable()
+            # when already on, the call lets a thread that has no tracer yet
+            # join: a native thread (ctypes callback, C extension pool) that
+            # entered Python after enable calling an @profile function
+            _lprof.tracer_enable()
 
     def disable(self):
         with self._lock:

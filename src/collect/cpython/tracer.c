@@ -92,6 +92,8 @@ static PyObject *py_tracer_enable(PyObject *self, PyObject *unused) {
         lp_tc_new_epoch();
         if (lp_pyt_source_enable() < 0) return NULL;
         enabled = 1;
+    } else if (lp_pyt_source_join_thread() < 0) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -169,7 +171,8 @@ static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
 static PyMethodDef tracer_methods[] = {
     {"tracer_add_code", py_tracer_add_code, METH_O,
      "Trace this code object and those nested in its constants; True if newly added."},
-    {"tracer_enable", py_tracer_enable, METH_NOARGS, "Start line tracing on all threads."},
+    {"tracer_enable", py_tracer_enable, METH_NOARGS,
+     "Start line tracing on all threads; when on, the calling thread joins if it has no tracer."},
     {"tracer_disable", py_tracer_disable, METH_NOARGS, "Stop line tracing on all threads."},
     {"tracer_is_enabled", py_tracer_is_enabled, METH_NOARGS, "Whether line tracing is on."},
     {"tracer_stats", py_tracer_stats, METH_NOARGS,

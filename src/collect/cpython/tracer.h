@@ -25,6 +25,9 @@ LP_INTERNAL PyObject *lp_pyt_codes(void);
 LP_INTERNAL int lp_pyt_source_init(PyObject *module);
 LP_INTERNAL int lp_pyt_source_enable(void);
 LP_INTERNAL int lp_pyt_source_disable(void);
+/* Called by enable while already on: the calling thread gets the tracer if
+ * it has none (a native thread that entered Python after enable). */
+LP_INTERNAL int lp_pyt_source_join_thread(void);
 /* A code object registered while tracing is on. */
 LP_INTERNAL int lp_pyt_source_watch(PyObject *code);
 

@@ -14,14 +14,16 @@
 
 #include "common/clock.h"
 
-#if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE 1
+#undef _PyGC_FINALIZED /* the internal headers define it again on 3.11 (-Werror) */
+#include "internal/pycore_runtime.h" /* _PyRuntime.interpreters.mutex */
+#if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
 #define FRAME_CODE(f) ((f)->f_frame->f_code)
 #else
 #define FRAME_CODE(f) ((f)->f_code)
 #endif
+#undef Py_BUILD_CORE
 
 static PyObject *installer;       /* C callable given to threading.settrace */
 static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
@@ -119,6 +121,21 @@ int lp_pyt_source_watch(PyObject *code) {
     return 0;
 }
 
+/* The thread state after ts (the first one when ts is NULL), read under the
+ * runtime's thread-list lock, as CPython 3.12 walks the list to trace every
+ * thread. 3.11 links a new thread state into the list before it initialises
+ * it, and a native thread entering Python (PyGILState_Ensure) does that
+ * without the GIL: walked without the lock, enable met one whose frame
+ * pointer was not set yet and crashed in _PyEval_SetTrace. A state read
+ * here was complete before the lock was released, and cannot be freed while
+ * this thread holds the GIL. Nothing is called with the lock held. */
+static PyThreadState *thread_after(PyInterpreterState *interp, PyThreadState *ts) {
+    PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
+    PyThreadState *next = ts ? PyThreadState_Next(ts) : PyInterpreterState_ThreadHead(interp);
+    PyThread_release_lock(_PyRuntime.interpreters.mutex);
+    return next;
+}
+
 static int set_thread_hook(PyObject *hook) {
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
@@ -147,11 +164,24 @@ int lp_pyt_source_enable(void) {
     saved_func = me->c_tracefunc;
     saved_obj = me->c_traceobj;
     Py_XINCREF(saved_obj);
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
-         ts != NULL; ts = PyThreadState_Next(ts)) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
         if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) return -1;
     }
     source_on = 1;
+    return 0;
+}
+
+/* A thread that entered Python after enable without threading's start hook
+ * (a native thread: ctypes callback, C extension pool, PyGILState_Ensure)
+ * has no trace function; its calls of @profile functions would be lost.
+ * It gets one here, unless it runs another tool's tracer. A refusal (an
+ * audit hook) leaves the thread untraced: it must not raise into the
+ * program's call. */
+int lp_pyt_source_join_thread(void) {
+    PyThreadState *me = PyThreadState_Get();
+    if (!source_on || me->c_tracefunc != NULL) return 0;
+    if (_PyEval_SetTrace(me, trace_fn, NULL) < 0) PyErr_Clear();
     return 0;
 }
 
@@ -159,8 +189,8 @@ int lp_pyt_source_disable(void) {
     int r = 0;
     source_on = 0;
     PyThreadState *me = PyThreadState_Get();
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
-         ts != NULL; ts = PyThreadState_Next(ts)) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
         if (ts->c_tracefunc != trace_fn) continue;
         /* Only the enabling thread's previous tracer is restored: other
          * thread states may have been recycled since. */

@@ -1,0 +1,116 @@
+"""The line tracer with native threads: threads that a C library starts and
+that enter Python through PyGILState_Ensure (here: ctypes callbacks run by
+pthread_create), without threading's start hook.
+
+Each case runs in its own process, so that a crash is a failed test rather
+than a lost test run."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import lprof_env
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pthreads via ctypes")
+
+NATIVE_THREADS = """
+import ctypes
+
+libc = ctypes.CDLL(None)
+CALLBACK = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+pthread_t = ctypes.c_ulong
+libc.pthread_create.argtypes = [ctypes.POINTER(pthread_t), ctypes.c_void_p, CALLBACK,
+                                ctypes.c_void_p]
+libc.pthread_join.argtypes = [pthread_t, ctypes.c_void_p]
+
+
+def run_native_threads(callback, n):
+    '''Starts n native threads running callback (a CALLBACK), joins them.'''
+    threads = [pthread_t() for _ in range(n)]
+    for t in threads:
+        assert libc.pthread_create(ctypes.byref(t), None, callback, None) == 0
+    for t in threads:
+        libc.pthread_join(t, None)
+"""
+
+
+def run_script(tmp_path, body, timeout=120):
+    path = tmp_path / "native_threads.py"
+    path.write_text(NATIVE_THREADS + textwrap.dedent(body))
+    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=lprof_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_enable_while_native_threads_enter_python(tmp_path):
+    # CPython 3.11 links a new thread state into the interpreter's list
+    # before initialising it; enable walked that list without the runtime's
+    # lock and crashed in _PyEval_SetTrace within a second (every run).
+    r = run_script(tmp_path, """
+        import threading, time
+        from lprof import LineProfiler
+
+        @CALLBACK
+        def enter_python(arg):
+            return None
+
+        stop = []
+        started = [0]
+
+        def spawner():
+            while not stop:
+                run_native_threads(enter_python, 8)
+                started[0] += 8
+
+        lp = LineProfiler()
+
+        @lp
+        def f(x):
+            return x + 1
+
+        t = threading.Thread(target=spawner)
+        t.start()
+        calls, end = 0, time.monotonic() + 2.0
+        while time.monotonic() < end or started[0] < 64:
+            f(1)  # each call switches tracing on, then off
+            calls += 1
+        stop.append(True)
+        t.join()
+        print("native threads", started[0], "calls", calls)
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "native threads" in r.stdout
+
+
+def test_native_thread_calls_of_profiled_function_counted(tmp_path):
+    # main() is traced when its native workers call work(): before, those
+    # threads had no trace function (enable had run already) and work()
+    # showed no line at all; kernprof counts them.
+    r = run_script(tmp_path, """
+        from lprof import LineProfiler
+
+        lp = LineProfiler()
+
+        @lp
+        def work(n):
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+
+        @CALLBACK
+        def worker(arg):
+            work(100)
+            return None
+
+        @lp
+        def main():
+            run_native_threads(worker, 4)
+
+        main()
+        for (_file, first, name), lines in lp.get_stats().timings.items():
+            if name == "work":
+                print(sorted((ln - first, hits) for ln, hits, _t in lines))
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "[(2, 4), (3, 404), (4, 400), (5, 4)]", r.stdout
