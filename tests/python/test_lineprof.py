@@ -1,6 +1,7 @@
 """lprof -l end to end: exact hit counts, time shares, listing, view, export."""
 import json
 import re
+import sys
 
 import pytest
 
@@ -182,3 +183,70 @@ def test_prof_mod_does_not_import_before_the_program(run_lprof, write_script, lo
     assert "-p unused: the program never imported it" in r.stderr
     r = run_lprof("-l", "--preimports", "-p", "mod.work", "main.py")
     assert r.stdout.splitlines()[:1] == ["default"]  # what kernprof does by default
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the settrace event source (3.10, 3.11)")
+def test_no_tracer_before_the_first_profiled_function(run_lprof, write_script, load_profile,
+                                                      tmp_path):
+    """On 3.10/3.11 a thread with a trace function runs every instruction on
+    the slow path: the program's imports before its first @profile (numpy's,
+    torch's) ran traced for nothing. The tracer goes in at the first
+    registration, on every thread, a thread started before it included."""
+    write_script("late.py", """
+        import sys, threading
+        print("before", threading.gettrace() is None, sys.gettrace() is None)
+        ready, go, done = threading.Event(), threading.Event(), []
+
+        def early_thread():
+            ready.set()
+            go.wait()
+            done.append(work(5))
+
+        t = threading.Thread(target=early_thread)
+        t.start()
+        ready.wait()
+
+        @profile
+        def work(n):
+            s = 0
+            for i in range(n):
+                s += i                # L_body
+            return s
+
+        print("after", threading.gettrace() is not None)
+        go.set()
+        t.join()
+        print(work(3), done)
+    """)
+    r = run_lprof("-l", "late.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["before True True", "after True", "3 [10]"]
+    lines = function_lines(load_profile(str(tmp_path / "late.py.lprof")), "work")
+    assert lines[line_of(tmp_path / "late.py", "L_body")][0] == 5 + 3
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the settrace event source (3.10, 3.11)")
+def test_tracer_refused_at_first_profile_leaves_the_program_alone(run_lprof, write_script):
+    """The tracer goes in at the first @profile, inside the program: an audit
+    hook that refuses sys.settrace by then gets one line from lprof, and the
+    program runs on with its decorated function."""
+    write_script("audited.py", """
+        import sys
+
+        def no_tracing(event, args):
+            if event == "sys.settrace":
+                raise RuntimeError("tracing is not allowed here")
+
+        sys.addaudithook(no_tracing)
+
+        @profile
+        def work(n):
+            return n * 2
+
+        print(work(21))
+    """)
+    r = run_lprof("-l", "audited.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "42"
+    assert "lprof: line tracing could not start: tracing is not allowed here" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -5,7 +5,12 @@
  * callable, on threads started later. Its first step is the registry lookup;
  * frames of other code get f_trace_lines = 0 so they send no LINE events.
  * A yield and an exception exit both arrive as PyTrace_RETURN; a generator
- * resume arrives as PyTrace_CALL on a frame that already ran. */
+ * resume arrives as PyTrace_CALL on a frame that already ran.
+ *
+ * The trace function goes in only once a code object is registered: while
+ * none is, it could time nothing, and on 3.11 a thread with a tracer runs
+ * every instruction unspecialised, so the program's imports before its
+ * first @profile (numpy's: ~35 ms here) would run at traced speed. */
 #include "collect/cpython/tracer.h"
 
 #if PY_VERSION_HEX < 0x030C0000
@@ -30,7 +35,8 @@ static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
 static PyThreadState *saved_tstate; /* the enabling thread's previous tracer */
 static Py_tracefunc saved_func;
 static PyObject *saved_obj;
-static int source_on;             /* between enable and disable */
+static int armed;                 /* between enable and disable */
+static int source_on;             /* armed and installed (a code is registered) */
 
 /* The resumed line of a generator/coroutine frame, or -1 for a new call. */
 static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
@@ -116,11 +122,6 @@ int lp_pyt_source_init(PyObject *module) {
     return 0;
 }
 
-int lp_pyt_source_watch(PyObject *code) {
-    (void)code; /* the trace function sees every frame already */
-    return 0;
-}
-
 /* The thread state after ts (the first one when ts is NULL), read under the
  * runtime's thread-list lock, as CPython 3.12 walks the list to trace every
  * thread. 3.11 links a new thread state into the list before it initialises
@@ -146,7 +147,7 @@ static int set_thread_hook(PyObject *hook) {
     return 0;
 }
 
-int lp_pyt_source_enable(void) {
+static int install(void) {
     PyObject *threading = PyImport_ImportModule("threading");
     if (threading == NULL) return -1;
     PyObject *prev = PyObject_GetAttrString(threading, "_trace_hook");
@@ -166,9 +167,42 @@ int lp_pyt_source_enable(void) {
     Py_XINCREF(saved_obj);
     PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
     for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
-        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) return -1;
+        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) {
+            /* undo what is in place, keep the first error */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            source_on = 1;
+            if (lp_pyt_source_disable() < 0) PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+            return -1;
+        }
     }
     source_on = 1;
+    return 0;
+}
+
+int lp_pyt_source_enable(void) {
+    armed = 1;
+    return lp_tc_ncodes() > 0 ? install() : 0;
+}
+
+/* The first code registered while armed installs the trace function (it
+ * sees every frame from then on). A failure (an audit hook refusing
+ * sys.settrace, say) is reported on one line and leaves the program's
+ * @profile, which called this, unharmed. */
+int lp_pyt_source_watch(PyObject *code) {
+    (void)code;
+    if (!armed || source_on) return 0;
+    if (install() < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        armed = 0;
+        PySys_FormatStderr("lprof: line tracing could not start: %S\n", value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
     return 0;
 }
 
@@ -187,9 +221,10 @@ int lp_pyt_source_join_thread(void) {
 
 int lp_pyt_source_disable(void) {
     int r = 0;
+    armed = 0;
+    if (!source_on) return 0;
     source_on = 0;
-    PyThreadState *me = PyThreadState_Get();
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
     for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
         if (ts->c_tracefunc != trace_fn) continue;
         /* Only the enabling thread's previous tracer is restored: other
