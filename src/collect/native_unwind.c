@@ -4,7 +4,10 @@
 #include "collect/native_unwind.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include(<libunwind.h>)
@@ -31,6 +34,42 @@ static struct {
     uintptr_t loader_lo, loader_hi; /* ld.so's text */
 } U;
 
+/* libunwind 1.6 opens a pipe (its memory checks) at its first use, at the
+ * two lowest free descriptors: the program's next open() then returned 5,
+ * not 3, and that first use came in the signal handler of the first sample.
+ * It happens here instead, out of any handler, while placeholders hold every
+ * free descriptor below FD_FLOOR, so the pipe lands above them; the
+ * placeholders are closed after. F_DUPFD takes the lowest free descriptor
+ * itself, so one that another thread opens meanwhile is never touched. */
+#define FD_FLOOR 512
+
+static void first_use_above_low_descriptors(void) {
+    int floor = FD_FLOOR;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)FD_FLOOR + 32)
+        floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 0; /* leave room for the pipe */
+    int held[FD_FLOOR], n = 0;
+    int base = floor > 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    if (base >= 0 && base < floor) {
+        held[n++] = base;
+        while (n < floor) {
+            int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
+            if (d < 0) break;
+            if (d >= floor) {
+                close(d);
+                break;
+            }
+            held[n++] = d;
+        }
+    } else if (base >= 0) {
+        close(base);
+    }
+    unw_context_t uc;
+    unw_cursor_t cursor;
+    if (U.getcontext(&uc) == 0) (void)U.init_local2(&cursor, &uc, 0);
+    for (int i = 0; i < n; i++) close(held[i]);
+}
+
 int lp_native_unwind_load(const char **why) {
     if (U.loaded) return 0;
     static const char *const names[] = {"libunwind.so.8", "libunwind.so"};
@@ -51,6 +90,7 @@ int lp_native_unwind_load(const char **why) {
     /* __tls_get_addr lives in the dynamic loader */
     void *in_loader = dlsym(RTLD_DEFAULT, "__tls_get_addr");
     if (in_loader) lp_sampler_text_range((uintptr_t)in_loader, &U.loader_lo, &U.loader_hi);
+    first_use_above_low_descriptors();
     __atomic_store_n(&U.loaded, 1, __ATOMIC_RELEASE);
     return 0;
 }
@@ -88,6 +128,42 @@ int lp_native_unwind_here(uintptr_t *ips, int max) {
 }
 
 #else /* built without libunwind's header */
+
+/* libunwind 1.6 opens a pipe (its memory checks) at its first use, at the
+ * two lowest free descriptors: the program's next open() then returned 5,
+ * not 3, and that first use came in the signal handler of the first sample.
+ * It happens here instead, out of any handler, while placeholders hold every
+ * free descriptor below FD_FLOOR, so the pipe lands above them; the
+ * placeholders are closed after. F_DUPFD takes the lowest free descriptor
+ * itself, so one that another thread opens meanwhile is never touched. */
+#define FD_FLOOR 512
+
+static void first_use_above_low_descriptors(void) {
+    int floor = FD_FLOOR;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)FD_FLOOR + 32)
+        floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 0; /* leave room for the pipe */
+    int held[FD_FLOOR], n = 0;
+    int base = floor > 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    if (base >= 0 && base < floor) {
+        held[n++] = base;
+        while (n < floor) {
+            int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
+            if (d < 0) break;
+            if (d >= floor) {
+                close(d);
+                break;
+            }
+            held[n++] = d;
+        }
+    } else if (base >= 0) {
+        close(base);
+    }
+    unw_context_t uc;
+    unw_cursor_t cursor;
+    if (U.getcontext(&uc) == 0) (void)U.init_local2(&cursor, &uc, 0);
+    for (int i = 0; i < n; i++) close(held[i]);
+}
 
 int lp_native_unwind_load(const char **why) {
     *why = "this lprof was built without libunwind's header (apt-get install libunwind-dev, then rebuild)";

@@ -210,6 +210,29 @@ def test_numpy_native_frames_under_the_line(run_lprof, write_script, tmp_path):
     assert any("_multiarray_umath" in o for o in objects), objects
 
 
+def test_native_leaves_the_programs_descriptor_numbers_alone(run_lprof, run_python,
+                                                           write_script, tmp_path):
+    """libunwind opens a pipe at its first use. It came at the first sample,
+    at the lowest free descriptors: the program's next open() returned 5
+    instead of 3. It now comes at start, above the low descriptors."""
+    write_script("fds.py", """
+        import os, time, zlib
+        data = bytes(1 << 20)
+        t = time.process_time()
+        while time.process_time() - t < 0.3:  # sampled: libunwind in use
+            zlib.crc32(data)
+        print(os.open(os.devnull, os.O_RDONLY), os.pipe())
+    """)
+    plain = run_python("fds.py")
+    assert plain.returncode == 0, plain.stderr
+    r = run_lprof("--native", "--stacks", "fds.folded", "fds.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == plain.stdout.strip()
+    # the walk ran: zlib's native frames under the loop's line
+    rows = _folded(tmp_path / "fds.folded")
+    assert any("zlib" in f or "libz" in f for frames, _v in rows for f in frames), rows[:5]
+
+
 def test_without_native_no_native_frames(run_lprof, write_script, tmp_path):
     write_script("plain.py", """
         import json
