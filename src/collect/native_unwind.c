@@ -34,10 +34,11 @@ static struct {
     uintptr_t loader_lo, loader_hi; /* ld.so's text */
 } U;
 
-/* libunwind 1.6 opens a pipe (its memory checks) at its first use, at the
- * two lowest free descriptors: the program's next open() then returned 5,
- * not 3, and that first use came in the signal handler of the first sample.
- * It happens here instead, out of any handler, while placeholders hold every
+/* libunwind opens a pipe (its memory checks) at its first use (1.6: the
+ * first init, 1.8: the first step), at the two lowest free descriptors: the
+ * program's next open() then returned 5, not 3, and that first use came in
+ * the signal handler of the first sample. A walk of this thread's stack
+ * does it here instead, out of any handler, while placeholders hold every
  * free descriptor below FD_FLOOR, so the pipe lands above them; the
  * placeholders are closed after. F_DUPFD takes the lowest free descriptor
  * itself, so one that another thread opens meanwhile is never touched. */
@@ -66,7 +67,8 @@ static void first_use_above_low_descriptors(void) {
     }
     unw_context_t uc;
     unw_cursor_t cursor;
-    if (U.getcontext(&uc) == 0) (void)U.init_local2(&cursor, &uc, 0);
+    if (U.getcontext(&uc) == 0 && U.init_local2(&cursor, &uc, 0) >= 0)
+        for (int depth = 0; depth < 64 && U.step(&cursor) > 0; depth++) continue;
     for (int i = 0; i < n; i++) close(held[i]);
 }
 
@@ -129,10 +131,11 @@ int lp_native_unwind_here(uintptr_t *ips, int max) {
 
 #else /* built without libunwind's header */
 
-/* libunwind 1.6 opens a pipe (its memory checks) at its first use, at the
- * two lowest free descriptors: the program's next open() then returned 5,
- * not 3, and that first use came in the signal handler of the first sample.
- * It happens here instead, out of any handler, while placeholders hold every
+/* libunwind opens a pipe (its memory checks) at its first use (1.6: the
+ * first init, 1.8: the first step), at the two lowest free descriptors: the
+ * program's next open() then returned 5, not 3, and that first use came in
+ * the signal handler of the first sample. A walk of this thread's stack
+ * does it here instead, out of any handler, while placeholders hold every
  * free descriptor below FD_FLOOR, so the pipe lands above them; the
  * placeholders are closed after. F_DUPFD takes the lowest free descriptor
  * itself, so one that another thread opens meanwhile is never touched. */
@@ -161,7 +164,8 @@ static void first_use_above_low_descriptors(void) {
     }
     unw_context_t uc;
     unw_cursor_t cursor;
-    if (U.getcontext(&uc) == 0) (void)U.init_local2(&cursor, &uc, 0);
+    if (U.getcontext(&uc) == 0 && U.init_local2(&cursor, &uc, 0) >= 0)
+        for (int depth = 0; depth < 64 && U.step(&cursor) > 0; depth++) continue;
     for (int i = 0; i < n; i++) close(held[i]);
 }
 
