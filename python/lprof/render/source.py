@@ -1,5 +1,4 @@
 """Reading source lines for listings: encoding cookies, missing files, blocks."""
-import inspect
 import linecache
 import tokenize
 
@@ -25,6 +24,7 @@ def block_range(lines, first_line):
     """(first, last) 1-based line numbers of the def/class block at first_line."""
     if not lines or first_line < 1 or first_line > len(lines):
         return first_line, first_line
+    import inspect  # here: sampled runs never need it (its import: ~5 ms of their start-up)
     try:
         block = inspect.getblock([ln + "\n" for ln in lines[first_line - 1:]])
         return first_line, first_line + max(len(block), 1) - 1
