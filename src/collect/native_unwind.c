@@ -51,19 +51,12 @@ static void first_use_above_low_descriptors(void) {
         floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 0; /* leave room for the pipe */
     int held[FD_FLOOR], n = 0;
     int base = floor > 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
-    if (base >= 0 && base < floor) {
-        held[n++] = base;
-        while (n < floor) {
-            int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
-            if (d < 0) break;
-            if (d >= floor) {
-                close(d);
-                break;
-            }
-            held[n++] = d;
-        }
-    } else if (base >= 0) {
-        close(base);
+    if (base >= 0) held[n++] = base;
+    /* the last one taken may be at floor or above: held until the pipe exists */
+    while (n > 0 && n < floor && held[n - 1] < floor) {
+        int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
+        if (d < 0) break;
+        held[n++] = d;
     }
     unw_context_t uc;
     unw_cursor_t cursor;
@@ -130,44 +123,6 @@ int lp_native_unwind_here(uintptr_t *ips, int max) {
 }
 
 #else /* built without libunwind's header */
-
-/* libunwind opens a pipe (its memory checks) at its first use (1.6: the
- * first init, 1.8: the first step), at the two lowest free descriptors: the
- * program's next open() then returned 5, not 3, and that first use came in
- * the signal handler of the first sample. A walk of this thread's stack
- * does it here instead, out of any handler, while placeholders hold every
- * free descriptor below FD_FLOOR, so the pipe lands above them; the
- * placeholders are closed after. F_DUPFD takes the lowest free descriptor
- * itself, so one that another thread opens meanwhile is never touched. */
-#define FD_FLOOR 512
-
-static void first_use_above_low_descriptors(void) {
-    int floor = FD_FLOOR;
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)FD_FLOOR + 32)
-        floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 32 : 0; /* leave room for the pipe */
-    int held[FD_FLOOR], n = 0;
-    int base = floor > 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
-    if (base >= 0 && base < floor) {
-        held[n++] = base;
-        while (n < floor) {
-            int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
-            if (d < 0) break;
-            if (d >= floor) {
-                close(d);
-                break;
-            }
-            held[n++] = d;
-        }
-    } else if (base >= 0) {
-        close(base);
-    }
-    unw_context_t uc;
-    unw_cursor_t cursor;
-    if (U.getcontext(&uc) == 0 && U.init_local2(&cursor, &uc, 0) >= 0)
-        for (int depth = 0; depth < 64 && U.step(&cursor) > 0; depth++) continue;
-    for (int i = 0; i < n; i++) close(held[i]);
-}
 
 int lp_native_unwind_load(const char **why) {
     *why = "this lprof was built without libunwind's header (apt-get install libunwind-dev, then rebuild)";

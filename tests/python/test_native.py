@@ -233,6 +233,19 @@ def test_native_leaves_the_programs_descriptor_numbers_alone(run_lprof, run_pyth
     assert any("zlib" in f or "libz" in f for frames, _v in rows for f in frames), rows[:5]
 
 
+def test_unwinder_builds_without_libunwinds_header(tmp_path):
+    """Without libunwind-dev, native_unwind.c compiles its stubs only (the
+    `--native` refusal); code that needs the header must stay out of them."""
+    src = open(os.path.join(ROOT, "src", "collect", "native_unwind.c")).read()
+    assert "__has_include(<libunwind.h>)" in src
+    stubbed = tmp_path / "native_unwind_no_header.c"
+    stubbed.write_text(src.replace("__has_include(<libunwind.h>)", "0"))
+    r = subprocess.run(["gcc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                        "-I", os.path.join(ROOT, "src"), "-I", os.path.join(ROOT, "include"),
+                        str(stubbed)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
 def test_without_native_no_native_frames(run_lprof, write_script, tmp_path):
     write_script("plain.py", """
         import json
