@@ -4,13 +4,10 @@ pthread_create), without threading's start hook.
 
 Each case runs in its own process, so that a crash is a failed test rather
 than a lost test run."""
-import subprocess
 import sys
 import textwrap
 
 import pytest
-
-from conftest import lprof_env
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pthreads via ctypes")
 
@@ -35,18 +32,20 @@ def run_native_threads(callback, n):
 """
 
 
-def run_script(tmp_path, body, timeout=120):
-    path = tmp_path / "native_threads.py"
-    path.write_text(NATIVE_THREADS + textwrap.dedent(body))
-    return subprocess.run([sys.executable, str(path)], cwd=tmp_path, env=lprof_env(),
-                          capture_output=True, text=True, timeout=timeout)
+@pytest.fixture
+def run_script(write_script, run_python):
+    """Runs NATIVE_THREADS followed by body in a new process."""
+    def run(body):
+        write_script("native_threads.py", NATIVE_THREADS + textwrap.dedent(body))
+        return run_python("native_threads.py")
+    return run
 
 
-def test_enable_while_native_threads_enter_python(tmp_path):
+def test_enable_while_native_threads_enter_python(run_script):
     # CPython 3.11 links a new thread state into the interpreter's list
     # before initialising it; enable walked that list without the runtime's
     # lock and crashed in _PyEval_SetTrace within a second (every run).
-    r = run_script(tmp_path, """
+    r = run_script("""
         import threading, time
         from lprof import LineProfiler
 
@@ -82,11 +81,11 @@ def test_enable_while_native_threads_enter_python(tmp_path):
     assert "native threads" in r.stdout
 
 
-def test_native_thread_calls_of_profiled_function_counted(tmp_path):
+def test_native_thread_calls_of_profiled_function_counted(run_script):
     # main() is traced when its native workers call work(): before, those
     # threads had no trace function (enable had run already) and work()
     # showed no line at all; kernprof counts them.
-    r = run_script(tmp_path, """
+    r = run_script("""
         from lprof import LineProfiler
 
         lp = LineProfiler()
