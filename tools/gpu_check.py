@@ -19,11 +19,19 @@ with CUDA are present, e.g. the device machine).
    no GPU time; no GPU work is left without a launch record and no launch
    aged out; the kernels are the leaves of the GPU stacks; starting lprof
    leaves the driver uninitialised (cuDeviceGetCount answers 3 before the
-   program's first CUDA call); torch.profiler started inside the program
-   gets CUDA events and lprof says it handed CUPTI over.
+   program's first CUDA call, also after `import torch`); torch.profiler
+   started inside the program gets CUDA events and lprof says it handed
+   CUPTI over; tensor memory per line (PyTorch's allocator history): the
+   matmul and compiled lines allocated their results' bytes, the tensor the
+   program holds is live at exit; no line of torch.compile's generated
+   code is charged.
 4. Overhead: wall time of the whole program, plain vs lprof --gpu vs
-   torch.profiler, median of alternating runs.
-Writes docs/gpu-check.md (and copies it to $OUT when set), naming the
+   torch.profiler, median of alternating runs (GPU_CHECK_ROUNDS; they stop
+   once the check has run GPU_CHECK_DEADLINE seconds).
+Every run has a time limit (GPU_CHECK_RUN_TIMEOUT) and its output goes to
+gpu-check.log. Writes docs/gpu-check.md (and, with $OUT set, copies it,
+the log, the profile's JSON, the GPU stacks and torch.profiler's per-line
+numbers there, for the device tool to bring back), naming the
 device, the driver and the torch build; exit status 1 if a check failed, 2
 if there is no CUDA device. The parsing and comparison below are plain
 functions, unit-tested without a GPU (tests/python/test_gpu_check.py)."""
@@ -39,6 +47,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "tests", "scripts", "gpu_torch_workload.py")
 STEPS = int(os.environ.get("GPU_CHECK_STEPS", "200"))
+ROUNDS = int(os.environ.get("GPU_CHECK_ROUNDS", "3"))  # overhead: alternating runs of each
+# a device is lent by the minute: each run has a time limit, and the
+# overhead rounds stop once the whole check has run this long (seconds)
+RUN_TIMEOUT = float(os.environ.get("GPU_CHECK_RUN_TIMEOUT", "240"))
+DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", "1e9"))
 WARMUP = 5
 COPY_BYTES = 2048 * 2048 * 4
 BATCH_BYTES = 64 * 1024 * 4
@@ -46,6 +59,12 @@ TOLERANCE = 0.05
 COMPARED = ("matmul", "elementwise", "h2d", "compiled", "graph replay", "loader", "train")
 # bytes each copying line moves per step
 COPIES = {"h2d": COPY_BYTES, "loader": BATCH_BYTES}
+# tensor memory per line (PyTorch's allocator history): bytes each line's
+# tensors take; what a line may take beyond them (cuBLAS's workspace, taken
+# from the caching allocator at the first matmul)
+TENSORS = {"matmul": 4096 * 4096 * 4, "compiled": (1 << 20) * 4}
+TENSOR_SLACK = 128 << 20
+LIVE_AT_EXIT = {"tensor a": 4096 * 4096 * 4}
 
 TORCH_PROFILE = r"""
 import json, os, runpy, sys
@@ -78,6 +97,9 @@ import ctypes
 n = ctypes.c_int()
 print("cuDeviceGetCount", ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(n)))
 """
+# the same after `import torch`: lprof turns the allocator's history on at
+# torch's import, which must wait for the program's own first CUDA call
+UNINITIALISED_TORCH = "import torch\n" + UNINITIALISED
 
 
 # ---- pure functions (unit-tested without a GPU) ----
@@ -172,6 +194,31 @@ def inner_profiler_checks(stdout, stderr):
             ("lprof said it handed CUPTI to torch.profiler", "handed CUPTI" in stderr)]
 
 
+def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
+    """Tensor memory per line, from PyTorch's allocator history: the lines
+    that make a tensor each step allocated those bytes (plus at most
+    TENSOR_SLACK); the tensors the program still holds are live at exit."""
+    out = []
+    for name, per_step in TENSORS.items():
+        got = tensor_lines.get(markers[name], {}).get("alloc_bytes", 0)
+        want = (warmup + steps) * per_step
+        out.append((f"tensor memory: {name} line allocated {got:.0f} bytes, its results hold {want} "
+                    f"(+{(got - want) / 2**20:.1f} MiB)", want <= got <= want + TENSOR_SLACK))
+    for name, size in LIVE_AT_EXIT.items():
+        got = tensor_lines.get(markers[name], {}).get("live_bytes", 0)
+        out.append((f"tensor memory: {name} line holds {got:.0f} bytes at exit, the tensor {size}", got == size))
+    return out
+
+
+def generated_code_check(doc):
+    """torch.compile's generated modules are never a charged line: their
+    kernels and tensors belong to the program's line that called them."""
+    gpu = doc.get("gpu", {})
+    rows = list(gpu.get("lines", [])) + list((gpu.get("tensor_memory") or {}).get("lines", []))
+    bad = sorted({r["file"] for r in rows if "torchinductor_" in r["file"]})
+    return (f"no line of torch.compile's generated code is charged ({len(bad)} files: {bad[:2]})", not bad)
+
+
 def report(meta, rows, checks, overhead, listing):
     """docs/gpu-check.md's text."""
     lines = ["# make gpu-check", "",
@@ -187,6 +234,8 @@ def report(meta, rows, checks, overhead, listing):
     lines += ["", "Whole-program wall time, median of alternating runs (ratio to the plain run):", "",
               "| run | seconds | ratio |", "|---|---|---|"]
     plain = overhead.get("plain")
+    if not overhead:
+        lines.append("| (not measured: the check ran out of time) | | |")
     for tool, secs in overhead.items():
         ratio = f"{secs / plain:.3f}" if plain and secs == secs else "n/a"
         lines.append(f"| {tool} | {secs:.2f} | {ratio} |")
@@ -196,6 +245,20 @@ def report(meta, rows, checks, overhead, listing):
 
 # ---- the run (needs a GPU) ----
 
+LOG = []  # every command's outcome, written to gpu-check.log
+
+
+def out_dir():
+    return os.environ.get("OUT") or ""
+
+
+def save(name, text):
+    """A result file in $OUT (the device tool brings it back), if set."""
+    if out_dir():
+        with open(os.path.join(out_dir(), name), "w") as fh:
+            fh.write(text)
+
+
 def env():
     e = dict(os.environ)
     e["PYTHONPATH"] = os.path.join(ROOT, "python") + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
@@ -203,16 +266,35 @@ def env():
 
 
 def run(cmd, **kw):
+    """subprocess.run with a time limit; a run past it returns code 124 and
+    what it printed. Each run's outcome goes to the log at once."""
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT, **kw)
-    return r, time.perf_counter() - t0
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT,
+                           timeout=RUN_TIMEOUT, **kw)
+    except subprocess.TimeoutExpired as exc:
+        def text(b):
+            return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        r = subprocess.CompletedProcess(cmd, 124, text(exc.stdout), text(exc.stderr))
+    secs = time.perf_counter() - t0
+    LOG.append(f"$ {' '.join(str(c) for c in cmd)[:300]}\nexit {r.returncode} after {secs:.1f} s\n"
+               f"--- stdout (end)\n{r.stdout[-3000:]}\n--- stderr (end)\n{r.stderr[-6000:]}\n")
+    save("gpu-check.log", "\n".join(LOG))
+    return r, secs
 
 
 def export(py, prof_path, tmp, name):
+    """The profile's JSON document, {} if it cannot be read."""
     out = os.path.join(tmp, name)
-    run([py, "-m", "lprof", "export", prof_path, "--format", "json", "-o", out])
-    doc = json.load(open(out))
-    return {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == WORKLOAD}, doc["gpu"]["stats"]
+    r, _ = run([py, "-m", "lprof", "export", prof_path, "--format", "json", "-o", out])
+    if r.returncode != 0 or not os.path.exists(out):
+        return {}
+    with open(out) as fh:
+        return json.load(fh)
+
+
+def workload_rows(rows):
+    return {row["line"]: row for row in rows if row["file"] == WORKLOAD}
 
 
 def driver_version():
@@ -228,7 +310,19 @@ def driver_version():
         return f"unknown ({exc})"
 
 
+def uninitialised_check(py, tmp, name, source, what):
+    script = os.path.join(tmp, name + ".py")
+    with open(script, "w") as fh:
+        fh.write(source)
+    r, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, name + ".lprof"), script])
+    got = r.stdout.strip()
+    said = got or " / ".join(r.stderr.strip().splitlines()[-1:])[-200:]
+    return (f"{what} leaves the driver uninitialised: {said} (3: not initialised)",
+            got == "cuDeviceGetCount 3")
+
+
 def main():
+    t_start = time.perf_counter()
     try:
         import torch
         ok = torch.cuda.is_available()
@@ -241,49 +335,73 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpu-check-")
     py = sys.executable
     markers = marker_lines(open(WORKLOAD).read())
+    checks = []
     prof_path, folded = os.path.join(tmp, "p.lprof"), os.path.join(tmp, "gpu.folded")
     r, _ = run([py, "-m", "lprof", "--gpu", "-o", prof_path, "--stacks", folded, "--stacks-metric", "gpu",
                 WORKLOAD, str(STEPS)])
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        return 1
-    listing = r.stdout
-    lprof_lines, stats = export(py, prof_path, tmp, "p.json")
+    listing = r.stdout + ("\n" + r.stderr if r.returncode else "")
+    checks.append((f"lprof --gpu ran the workload (exit {r.returncode})", r.returncode == 0))
+    doc = export(py, prof_path, tmp, "p.json") if r.returncode == 0 else {}
+    gpu = doc.get("gpu", {})
+    lprof_lines, stats = workload_rows(gpu.get("lines", [])), gpu.get("stats", {})
+    tensor_lines = workload_rows((gpu.get("tensor_memory") or {}).get("lines", []))
+    if doc:
+        save("p.json", json.dumps(doc))
+    if os.path.exists(folded):
+        save("gpu.folded", open(folded).read())
+
     torch_out = os.path.join(tmp, "torch.json")
     r3, _ = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), torch_out, os.path.join(ROOT, "tools")])
-    if r3.returncode != 0:
-        print(r3.stdout[-3000:], r3.stderr[-3000:])
-        return 1
-    torch_lines = json.load(open(torch_out))
+    checks.append((f"torch.profiler ran the workload (exit {r3.returncode})", r3.returncode == 0))
+    torch_lines = json.load(open(torch_out)) if r3.returncode == 0 else {}
+    if torch_lines:
+        save("torch.json", json.dumps(torch_lines))
 
-    rows, checks = compare(lprof_lines, torch_lines, markers)
+    rows, compared = compare(lprof_lines, torch_lines, markers)
+    checks += compared
     checks += copy_checks(lprof_lines, markers, STEPS)
     cpu = lprof_lines.get(markers["cpu"], {})
-    checks.append(("the CPU-only line has no GPU time", not cpu.get("kernel_s") and not cpu.get("copy_s")))
+    checks.append(("the CPU-only line has no GPU time", bool(doc) and not cpu.get("kernel_s") and not cpu.get("copy_s")))
     checks += join_checks(stats)
-    checks.append(leaf_check(open(folded).read()))
+    checks.append(leaf_check(open(folded).read() if os.path.exists(folded) else ""))
+    checks += tensor_checks(tensor_lines, markers, STEPS)
+    checks.append(generated_code_check(doc) if doc else ("no line of generated code is charged (no profile)", False))
 
-    script = os.path.join(tmp, "uninitialised.py")
-    with open(script, "w") as fh:
-        fh.write(UNINITIALISED)
-    ru, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "u.lprof"), script])
-    checks.append((f"starting lprof leaves the driver uninitialised: {ru.stdout.strip()} (3: not initialised)",
-                   ru.stdout.strip() == "cuDeviceGetCount 3"))
+    checks.append(uninitialised_check(py, tmp, "uninitialised", UNINITIALISED, "starting lprof"))
+    checks.append(uninitialised_check(py, tmp, "uninitialised_torch", UNINITIALISED_TORCH,
+                                      "`import torch` under lprof"))
 
     inner_prof = os.path.join(tmp, "inner.lprof")
     ri, _ = run([py, "-m", "lprof", "--gpu", "-o", inner_prof, WORKLOAD, str(STEPS), "--profile-inside",
                  str(STEPS // 2)])
-    inner_lines = export(py, inner_prof, tmp, "inner.json")[0] if ri.returncode == 0 else {}
+    inner_lines = workload_rows(export(py, inner_prof, tmp, "inner.json").get("gpu", {}).get("lines", [])) \
+        if ri.returncode == 0 else {}
     checks += inner_profiler_checks(ri.stdout, ri.stderr)
-    if inner_lines:
-        per_step = lprof_lines.get(markers["matmul"], {}).get("kernels", 0) / (STEPS + WARMUP)
-        got = inner_lines.get(markers["matmul"], {}).get("kernels", 0)
-        want = per_step * (STEPS // 2 + WARMUP)
-        checks.append((f"after the hand-over lprof charged no more matmul kernels ({got:.0f}, "
-                       f"{want:.0f} launched before it)", abs(got - want) <= 0.01 * want))
+    per_step = lprof_lines.get(markers["matmul"], {}).get("kernels", 0) / (STEPS + WARMUP)
+    got = inner_lines.get(markers["matmul"], {}).get("kernels", 0)
+    want = per_step * (STEPS // 2 + WARMUP)
+    checks.append((f"after the hand-over lprof charged no more matmul kernels ({got:.0f}, "
+                   f"{want:.0f} launched before it)", bool(inner_lines) and abs(got - want) <= 0.01 * want))
 
+    import datetime
+    cupti = stats.get("cupti", {})
+    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0),
+            "driver": driver_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "git": getattr(torch.version, "git_version", "?")[:12], "steps": STEPS,
+            "cupti": cupti.get("version"), "library": cupti.get("library")}
+
+    def write(overhead):
+        text = report(meta, rows, checks, overhead, listing)
+        with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
+            fh.write(text)
+        save("gpu-check.md", text)
+        return text
+
+    write({})  # the checks are kept even if the overhead runs do not finish
     runs = {"plain": [], "lprof --gpu": [], "torch.profiler": []}
-    for _ in range(3):
+    for _ in range(ROUNDS):
+        if time.perf_counter() - t_start > DEADLINE:
+            break
         rp, tp = run([py, WORKLOAD, str(STEPS)])
         rl, tl = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "o.lprof"), WORKLOAD, str(STEPS)])
         rt, tt = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), os.path.join(tmp, "t.json"),
@@ -292,21 +410,8 @@ def main():
             runs["plain"].append(tp)
             runs["lprof --gpu"].append(tl)
             runs["torch.profiler"].append(tt)
-    overhead = {k: statistics.median(v) if v else float("nan") for k, v in runs.items()}
-
-    import datetime
-    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0),
-            "driver": driver_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "git": getattr(torch.version, "git_version", "?")[:12], "steps": STEPS,
-            "cupti": stats.get("cupti", {}).get("version"), "library": stats.get("cupti", {}).get("library")}
-    text = report(meta, rows, checks, overhead, listing)
-    path = os.path.join(ROOT, "docs", "gpu-check.md")
-    with open(path, "w") as fh:
-        fh.write(text)
-    if os.environ.get("OUT"):
-        with open(os.path.join(os.environ["OUT"], "gpu-check.md"), "w") as fh:
-            fh.write(text)
-    print(text)
+    overhead = {k: statistics.median(v) for k, v in runs.items() if v}
+    print(write(overhead))
     return 0 if all(good for _t, good in checks) else 1
 
 

@@ -17,11 +17,13 @@ def test_workload_and_snippets_compile(tmp_path):
     py_compile.compile(gpu_check.WORKLOAD, cfile=str(tmp_path / "w.pyc"), doraise=True)
     compile(gpu_check.TORCH_PROFILE, "torch_profile", "exec")
     compile(gpu_check.UNINITIALISED, "uninitialised", "exec")
+    compile(gpu_check.UNINITIALISED_TORCH, "uninitialised_torch", "exec")
 
 
 def test_every_compared_part_has_a_marker():
     markers = gpu_check.marker_lines(open(gpu_check.WORKLOAD).read())
-    for name in gpu_check.COMPARED + ("cpu",) + tuple(gpu_check.COPIES):
+    for name in gpu_check.COMPARED + ("cpu",) + tuple(gpu_check.COPIES) + tuple(gpu_check.TENSORS) \
+            + tuple(gpu_check.LIVE_AT_EXIT):
         assert name in markers, name
     assert len(set(markers.values())) == len(markers)  # one line each
 
@@ -76,3 +78,32 @@ def test_leaves_inner_profiler_and_report():
                             {"plain": 2.0, "lprof --gpu": 2.2, "torch.profiler": 3.0}, "listing")
     assert "NVIDIA H100" in text and "580.1" in text and "2.9.0+cu130" in text
     assert "| c | pass |" in text and "| d | FAIL |" in text and "| lprof --gpu | 2.20 | 1.100 |" in text
+    assert "not measured" in gpu_check.report(meta, [], [], {}, "")
+
+
+def test_tensor_memory_and_generated_code_checks():
+    markers = {"matmul": 4, "compiled": 5, "tensor a": 2}
+    steps = 10
+    n = steps + gpu_check.WARMUP
+    good = {4: {"alloc_bytes": n * gpu_check.TENSORS["matmul"] + (32 << 20)},
+            5: {"alloc_bytes": n * gpu_check.TENSORS["compiled"]},
+            2: {"live_bytes": gpu_check.LIVE_AT_EXIT["tensor a"]}}
+    assert all(ok for _t, ok in gpu_check.tensor_checks(good, markers, steps))
+    short = {**good, 5: {"alloc_bytes": (n - 1) * gpu_check.TENSORS["compiled"]}, 2: {"live_bytes": 0}}
+    assert [ok for _t, ok in gpu_check.tensor_checks(short, markers, steps)] == [True, False, False]
+    too_much = {**good, 4: {"alloc_bytes": n * gpu_check.TENSORS["matmul"] + gpu_check.TENSOR_SLACK + 1}}
+    assert [ok for _t, ok in gpu_check.tensor_checks(too_much, markers, steps)] == [False, True, True]
+    doc = {"gpu": {"lines": [{"file": "/w/gpu_torch_workload.py"}],
+                   "tensor_memory": {"lines": [{"file": "/w/gpu_torch_workload.py"}]}}}
+    assert gpu_check.generated_code_check(doc)[1]
+    doc["gpu"]["tensor_memory"]["lines"].append({"file": "/tmp/torchinductor_root/ab/cab.py"})
+    assert not gpu_check.generated_code_check(doc)[1]
+
+
+def test_a_run_past_its_limit_is_logged_not_raised(monkeypatch, tmp_path):
+    monkeypatch.setattr(gpu_check, "RUN_TIMEOUT", 0.5)
+    monkeypatch.setenv("OUT", str(tmp_path))
+    monkeypatch.setattr(gpu_check, "LOG", [])
+    r, secs = gpu_check.run([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(30)"])
+    assert r.returncode == 124 and "started" in r.stdout and secs < 10
+    assert "exit 124" in (tmp_path / "gpu-check.log").read_text()

@@ -89,7 +89,18 @@ FAKE_TORCH = '''\
 stacks (innermost first, as torch's does)."""
 import sys, traceback, types
 version = types.SimpleNamespace(cuda="13.0")
-_hist = {"on": False, "trace": [], "live": {}}
+_hist = {"on": False, "trace": [], "live": {}, "before_init": 0}
+_cuda = {"initialised": False, "queued": []}
+def _lazy_init():  # torch.cuda._lazy_init: the driver first, then the queued calls
+    if not _cuda["initialised"]:
+        _cuda["initialised"] = True
+        for call in _cuda["queued"]:
+            call()
+def _lazy_call(call):
+    if _cuda["initialised"]:
+        call()
+    else:
+        _cuda["queued"].append(call)
 def _frames():
     return [{"filename": f.filename, "line": f.lineno, "name": f.name}
             for f in reversed(traceback.extract_stack()[:-2])]
@@ -97,12 +108,14 @@ class _Memory:
     @staticmethod
     def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=0):
         _hist["on"] = enabled is not None
+        _hist["before_init"] += not _cuda["initialised"]
     @staticmethod
     def _snapshot():
         blocks = [{"size": s, "requested_size": s, "state": "active_allocated", "frames": f}
                   for s, f in _hist["live"].values()]
         return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [_hist["trace"]]}
 def empty(nbytes, addr):
+    _lazy_init()
     if _hist["on"]:
         f = _frames()
         _hist["trace"].append({"action": "alloc", "addr": addr, "size": nbytes, "frames": f})
@@ -111,7 +124,8 @@ def free(addr):
     if _hist["on"] and addr in _hist["live"]:
         _hist["trace"].append({"action": "free_completed", "addr": addr, "size": _hist["live"].pop(addr)[0],
                                "frames": _frames()})
-cuda = types.SimpleNamespace(memory=_Memory, is_initialized=lambda: False)
+cuda = types.SimpleNamespace(memory=_Memory, is_initialized=lambda: _cuda["initialised"],
+                             _lazy_call=_lazy_call)
 '''
 
 
@@ -128,12 +142,14 @@ def test_tensor_memory_in_the_listing_json_and_stack_exports(run_lprof, tmp_path
             lib.fake_cupti_launch_kernel(b"k", 1000)
         for i in range(3):
             step(i)
-        print("trained")
+        print("trained; history turned on before CUDA's start:", torch._hist["before_init"])
         """)
     r = run_lprof("--gpu=cuda", "-o", tmp_path / "p.lprof", "--stacks", tmp_path / "mem.folded",
                   "--stacks-metric", "gpu-mem", script, env=_cuda_env(fake_cuda))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("trained\n")
+    # lprof waits for the program's first CUDA use: turning the history on
+    # earlier could start the driver before the program forks
+    assert r.stdout.startswith("trained; history turned on before CUDA's start: 0\n")
     assert "tensor memory (PyTorch's allocator history): peak" in r.stdout
     doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
     rows = {row["line"]: row for row in doc["gpu"]["tensor_memory"]["lines"] if row["file"] == str(script)}

@@ -21,7 +21,7 @@ STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 INSIDE = int(sys.argv[sys.argv.index("--profile-inside") + 1]) if "--profile-inside" in sys.argv else None
 BATCH_BYTES = 64 * 1024 * 4  # a DataLoader batch: 64 rows of 1024 float32
 dev = torch.device("cuda")
-a = torch.randn(4096, 4096, device=dev)
+a = torch.randn(4096, 4096, device=dev)  # marker: tensor a
 b = torch.randn(4096, 4096, device=dev)
 host = torch.randn(2048, 2048).pin_memory()
 fused = torch.compile(lambda x: torch.sin(x) * 2.0 + x)

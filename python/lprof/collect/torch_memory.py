@@ -19,6 +19,8 @@ import os
 import pickle
 import sys
 
+from ..common import libdirs
+
 MAX_ENTRIES = 200000  # trace entries torch keeps (a ring: older ones are overwritten)
 UNKNOWN = ("<torch>", "[tensor memory without a Python frame]", 0, 0)
 
@@ -43,7 +45,7 @@ def program_frame(filename, _torch=[]):
     real = os.path.realpath(filename)
     if _torch[0] and real.startswith(_torch[0] + os.sep):
         return False
-    if "site-packages" in real or "dist-packages" in real:
+    if "site-packages" in real or "dist-packages" in real or libdirs.is_generated_file(real):
         return False
     stdlib = os.path.realpath(os.path.dirname(os.__file__))
     return not real.startswith(stdlib + os.sep)
@@ -165,19 +167,30 @@ def read_snapshot(snap, accept=None):
 # ---- inside the profiled program (needs torch with CUDA) ----
 
 def start_recording():
-    """Turns on the allocator's history, once torch.cuda is importable;
-    False where torch has no CUDA or refuses."""
+    """Turns on the allocator's history at CUDA's first use in the program
+    (at once if that has come); False where torch has no CUDA."""
     torch = sys.modules.get("torch")
     try:
         # not torch.cuda.is_available(): it may initialise the driver, and a
         # program that forks before its first CUDA call needs it untouched
         if torch is None or not getattr(torch.version, "cuda", None):
             return False
-        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
-                                                 max_entries=MAX_ENTRIES)
+        cuda = torch.cuda
+        if cuda.is_initialized():
+            _record(torch)
+        else:  # run by torch's own lazy initialisation, right after the driver's
+            cuda._lazy_call(lambda: _record(torch))
         return True
     except Exception:  # an old torch, or one without CUDA: GPU columns as before
         return False
+
+
+def _record(torch):
+    try:
+        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                                 max_entries=MAX_ENTRIES)
+    except Exception:  # never the program's error: its CUDA start-up runs this
+        pass
 
 
 def take_snapshot():

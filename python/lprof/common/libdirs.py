@@ -36,7 +36,20 @@ def library_dirs():
 
 
 def _in_library(path, dirs):
-    return "site-packages" in path or "dist-packages" in path or path.startswith(dirs)
+    return ("site-packages" in path or "dist-packages" in path or path.startswith(dirs)
+            or is_generated_file(path))
+
+
+def is_generated_file(path):
+    """Code a compiler wrote for the program, not the program: torch.compile's
+    (Inductor's) modules under its cache folder, whose `call()` launches the
+    Triton kernels. Its lines mean nothing to the reader; the work belongs to
+    the program's line that called the compiled function."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if cache and path.startswith(os.path.abspath(cache) + os.sep):
+        return True
+    # the default cache: <tempdir>/torchinductor_<user>/
+    return os.sep + "torchinductor_" in path
 
 
 @functools.lru_cache(maxsize=65536)

@@ -1,0 +1,29 @@
+"""Code a compiler wrote for the program (torch.compile's Inductor modules)
+is library code for attribution: the work its `call()` launches belongs to
+the program's line that called the compiled function."""
+import os
+
+
+def test_inductor_modules_are_not_the_programs_lines(monkeypatch, tmp_path):
+    from lprof.common import libdirs
+    from lprof.model import stacks as stacks_model
+    user = str(tmp_path / "train.py")
+    generated = "/tmp/torchinductor_root/ab/cabcdef.py"
+    section = {"frames": [[user, "<module>", 1, 9], [user, "compiled", 5, 5], [generated, "call", 40, 52]],
+               "stacks": [[[0, 1, 2], 1, {"gpu_kernel_s": 0.5}]]}
+    assert list(stacks_model.lines(section)) == [(user, 5, "compiled")]
+    assert libdirs.is_generated_file(generated)
+    assert not libdirs.is_generated_file(user)
+    # a cache folder the program chose
+    cache = tmp_path / "inductor-cache"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    assert libdirs.is_generated_file(os.path.join(str(cache), "xy", "cxy.py"))
+
+
+def test_tensor_memory_skips_inductor_frames(tmp_path):
+    from lprof.collect import torch_memory
+    user = str(tmp_path / "train.py")
+    frames = [{"filename": "/tmp/torchinductor_root/ab/cabcdef.py", "line": 52, "name": "call"},
+              {"filename": user, "line": 5, "name": "compiled"}]  # innermost first, as torch gives them
+    snap = {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "frames": frames}]]}
+    assert [row[:4] for row in torch_memory.read_snapshot(snap)["lines"]] == [[user, 5, "compiled", 512]]
