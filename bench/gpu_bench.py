@@ -74,3 +74,16 @@ def launch_cost(repeats, log):
                      f"{median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"])
     log(f"  gpu launch cost: {rows}")
     return header, rows
+
+
+def device_overhead():
+    """The whole-program overhead the last `make gpu-check` measured on a
+    real GPU (docs/gpu-check.md): (its "Measured by" line, rows), or (None, [])."""
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import gpu_check
+    path = os.path.join(ROOT, "docs", "gpu-check.md")
+    if not os.path.exists(path):
+        return None, []
+    with open(path) as fh:
+        return gpu_check.read_overhead(fh.read())

@@ -257,6 +257,16 @@ def main():
                "median over serpentine rounds of (loop - plain loop of the same round) / "
                "launches. On a GPU, `make gpu-check` measures the whole-program overhead "
                "(docs/gpu-check.md).", "", table(h, rows), ""]
+        measured, device_rows = gpu_bench.device_overhead()
+        if device_rows:
+            md += ["### On a real GPU: lprof --gpu beside torch.profiler (`make gpu-check`)", "",
+                   "Not rerun by `make bench` (there is no GPU here): the last `make gpu-check`'s "
+                   "table, copied from docs/gpu-check.md. " + measured + " The workload "
+                   "(tests/scripts/gpu_torch_workload.py: matmul, elementwise, pinned copy, "
+                   "torch.compile, CUDA graph replay, DataLoader, training step), whole-program "
+                   "wall time, median of alternating runs; torch.profiler with CPU and CUDA "
+                   "activities and with_stack=True.", "",
+                   table(("run", "seconds", "ratio to plain"), device_rows), ""]
 
     if "versions" in only:
         log("bench: CPython 3.14 and 3.15 (Debian unstable chroot)")

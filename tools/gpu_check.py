@@ -8,13 +8,14 @@ with CUDA are present, e.g. the device machine).
    replay, a DataLoader with worker processes and a training step (its
    backward runs on autograd's device thread).
 2. The same program, in a separate process (CUPTI takes one client), under
-   torch.profiler(activities=[CPU, CUDA], with_stack=True): per function
-   (torch.profiler names Python frames by their function's first line; the
-   workload's measured functions are one line long), the self device time of
-   the operators it called.
+   torch.profiler(activities=[CPU, CUDA], with_stack=True): per measured
+   part, the device time of the kernels and copies whose operator ran inside
+   the part's record_function annotation (the workload calls each one-line
+   part inside one named after its marker).
 3. Checks: every measured line agrees within 5% (the training line: the
    work launched from Python threads, and the backward's, which lprof marks
-   "other thread" and torch.profiler leaves without a Python frame); the
+   "other thread" and torch.profiler has on another thread, outside every
+   annotation); the
    copy lines' bytes are exactly the tensors copied; the CPU-only line has
    no GPU time; no GPU work is left without a launch record and no launch
    aged out; the kernels are the leaves of the GPU stacks; starting lprof
@@ -71,25 +72,30 @@ import json, os, runpy, sys
 sys.path.insert(0, sys.argv[4])
 import gpu_check
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 workload, steps, out = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.argv = [workload, steps]
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
     runpy.run_path(workload, run_name="__main__")
-name = os.path.basename(workload)
-events = []
+device, chains, python_frames, main = [], {}, 0, None
 for e in prof.events():
-    us = getattr(e, "self_device_time_total", None)
-    if us is None:
-        us = getattr(e, "self_cuda_time_total", 0)
-    if not us:
-        continue
-    frames, q = list(e.stack or []), e
-    while q is not None:
-        frames.append(q.name)
-        q = q.cpu_parent
-    events.append((frames, us))
-json.dump(gpu_check.torch_per_line(events, name), open(out, "w"))
+    if e.device_type == DeviceType.CUDA:
+        device.append((getattr(e, "linked_correlation_id", 0), e.time_range.end - e.time_range.start))
+    elif not (getattr(e, "linked_correlation_id", 0) or 0):  # an operator or an annotation
+        names, q = [], e
+        while q is not None:
+            names.append(q.name)
+            q = q.cpu_parent
+        chains[e.id] = (e.thread, names)
+        python_frames += ".py(" in e.name
+        if main is None and gpu_check.mark_of(names[:1]):
+            main = e.thread  # the thread of the workload's annotations
+markers = gpu_check.marker_lines(open(workload).read())
+per_line, how = gpu_check.torch_per_line(device, chains, markers, main)
+print("torch.profiler: %d device events, %d operators, %d Python frames; %s" % (len(device), len(chains),
+      python_frames, how))
+json.dump(per_line, open(out, "w"))
 """
 
 UNINITIALISED = r"""
@@ -104,23 +110,41 @@ UNINITIALISED_TORCH = "import torch\n" + UNINITIALISED
 
 # ---- pure functions (unit-tested without a GPU) ----
 
-def torch_line_of(frames, workload_name):
-    """The workload line of the innermost workload frame among torch.profiler
-    frame names ("file(line): function"), or None."""
-    for frame in frames:
-        m = re.match(r"(.*)\((\d+)\): ", frame)
-        if m and os.path.basename(m.group(1)) == workload_name:
-            return int(m.group(2))
+MARK = "gpu-check: "  # the workload's record_function annotations: MARK + marker name
+
+
+def mark_of(names):
+    """The marker name of the innermost workload annotation among an
+    operator's names (itself, then its parents), or None."""
+    for name in names:
+        if name.startswith(MARK):
+            return name[len(MARK):]
     return None
 
 
-def torch_per_line(events, workload_name):
-    """{str(line) or "None": seconds} from [(frames, self device us), ...]."""
+def torch_per_line(device, chains, markers, main_thread):
+    """torch.profiler's device time per workload line: each device event
+    [(linked operator id, us)] is charged to the annotation its operator
+    ran in (chains: {operator id: (thread, [its name, its parents'
+    names...])}), and an annotation to its marker's line; work outside every
+    annotation to "other thread" when its operator ran on a thread other
+    than main_thread (autograd's), else to "None". Returns ({key: seconds},
+    {"annotated": n, "unannotated": n, "no operator": n}). (Not
+    torch.profiler's Python frames: with PyTorch 2.11 cu130 on Python 3.12.3,
+    on an H200, it recorded none, and device time is on both a kernel and
+    its operator, so it must be taken from the device events alone.)"""
+    how = {"annotated": 0, "unannotated": 0, "no operator": 0}
     out = {}
-    for frames, us in events:
-        key = str(torch_line_of(frames, workload_name))
+    for linked, us in device:
+        thread, names = chains.get(linked, (None, None))
+        name = mark_of(names) if names else None
+        how["annotated" if name else "unannotated" if names else "no operator"] += 1
+        if name:
+            key = str(markers.get(name))
+        else:
+            key = "other thread" if names and thread != main_thread else "None"
         out[key] = out.get(key, 0.0) + us * 1e-6
-    return out
+    return out, how
 
 
 def marker_lines(source):
@@ -136,9 +160,9 @@ def marker_lines(source):
 def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERANCE):
     """Rows (line, name, lprof s, torch.profiler s, ratio, kernels, launches)
     and checks [(text, passed)]. The training line's backward runs on
-    autograd's device thread: torch.profiler has no Python frame for it
-    (key "None"), lprof charges it to the line with the "other thread" part
-    (other_thread_s); both parts are compared."""
+    autograd's device thread: torch.profiler has it outside every annotation
+    on another thread (key "other thread"), lprof charges it to the line
+    with the "other thread" part (other_thread_s); both parts are compared."""
     rows, checks = [], []
     for name in names:
         ln = markers[name]
@@ -147,10 +171,10 @@ def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERAN
         theirs = torch_lines.get(str(ln), 0.0)
         if name == "train":
             other = ours.get("other_thread_s", 0.0)
-            unframed = torch_lines.get("None", 0.0)
+            unframed = torch_lines.get("other thread", 0.0)
             r2 = other / unframed if unframed else float("nan")
             checks.append((f"line {ln} (train), backward on autograd's thread: lprof {other * 1e3:.2f} ms "
-                           f"vs torch.profiler without a Python frame {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
+                           f"vs torch.profiler on other threads {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
                            bool(unframed) and abs(r2 - 1) <= tolerance))
             ours_s -= other
         ratio = ours_s / theirs if theirs else float("nan")
@@ -211,12 +235,16 @@ def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
 
 
 def generated_code_check(doc):
-    """torch.compile's generated modules are never a charged line: their
-    kernels and tensors belong to the program's line that called them."""
+    """torch.compile's generated modules and Triton's launcher (code exec'd
+    from a string) are never a charged line: their kernels and tensors
+    belong to the program's line that called them. (On an H200 the
+    launcher's "<string>" line took every Triton kernel until the
+    attribution rule put code given as text below program files.)"""
     gpu = doc.get("gpu", {})
     rows = list(gpu.get("lines", [])) + list((gpu.get("tensor_memory") or {}).get("lines", []))
-    bad = sorted({r["file"] for r in rows if "torchinductor_" in r["file"]})
-    return (f"no line of torch.compile's generated code is charged ({len(bad)} files: {bad[:2]})", not bad)
+    bad = sorted({r["file"] for r in rows if "torchinductor_" in r["file"] or r["file"] == "<string>"})
+    return (f"no line of torch.compile's generated code or Triton's launcher is charged "
+            f"({len(bad)} files: {bad[:2]})", not bad)
 
 
 def report(meta, rows, checks, overhead, listing):
@@ -241,6 +269,23 @@ def report(meta, rows, checks, overhead, listing):
         lines.append(f"| {tool} | {secs:.2f} | {ratio} |")
     lines += ["", "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
     return "\n".join(lines)
+
+
+def read_overhead(text):
+    """From a report's text (docs/gpu-check.md): (its "Measured by" line,
+    [(run, seconds, ratio)] of its wall-time table); (None, []) if absent.
+    make bench shows the last GPU run's overhead with it."""
+    measured = next((l for l in text.splitlines() if l.startswith("Measured by ")), None)
+    rows, inside = [], False
+    for line in text.splitlines():
+        if line == "| run | seconds | ratio |":
+            inside = True
+        elif inside and line.startswith("| ") and not line.startswith("| ("):
+            tool, secs, ratio = [c.strip() for c in line.strip("|").split("|")]
+            rows.append((tool, secs, ratio))
+        elif inside and not line.startswith("|"):
+            break
+    return measured, rows
 
 
 # ---- the run (needs a GPU) ----

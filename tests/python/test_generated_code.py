@@ -27,3 +27,16 @@ def test_tensor_memory_skips_inductor_frames(tmp_path):
               {"filename": user, "line": 5, "name": "compiled"}]  # innermost first, as torch gives them
     snap = {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "frames": frames}]]}
     assert [row[:4] for row in torch_memory.read_snapshot(snap)["lines"]] == [[user, 5, "compiled", 512]]
+
+
+def test_tensor_memory_stacks_start_below_lprofs_own_frames(tmp_path):
+    """Run from a source tree, lprof's launcher frames are not under
+    site-packages; they are still not the program's (seen on an H200)."""
+    from lprof.collect import torch_memory
+    from lprof.common import libdirs
+    user = str(tmp_path / "train.py")
+    launcher = os.path.join(libdirs.LPROF_DIR, "commands", "run.py")
+    frames = [{"filename": user, "line": 5, "name": "step"}, {"filename": launcher, "line": 80, "name": "run"}]
+    snap = {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "frames": frames}]]}
+    out = torch_memory.read_snapshot(snap)
+    assert [[f[0], f[1]] for f in out["stacks"]["frames"]] == [[user, "step"]]

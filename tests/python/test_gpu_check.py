@@ -28,21 +28,34 @@ def test_every_compared_part_has_a_marker():
     assert len(set(markers.values())) == len(markers)  # one line each
 
 
-def test_torch_frames_map_to_the_innermost_workload_line():
-    frames = ["aten::mm", "torch/nn/functional.py(12): linear", "gpu_torch_workload.py(40): matmul",
-              "gpu_torch_workload.py(80): step"]
-    assert gpu_check.torch_line_of(frames, "gpu_torch_workload.py") == 40
-    assert gpu_check.torch_line_of(["aten::mm", "other.py(3): f"], "gpu_torch_workload.py") is None
-    per = gpu_check.torch_per_line([(frames, 1500.0), (frames, 500.0), (["autograd::engine"], 250.0)],
-                                   "gpu_torch_workload.py")
-    assert per == {"40": pytest.approx(2e-3), "None": pytest.approx(2.5e-4)}
+def test_device_time_is_charged_by_the_workloads_annotations():
+    markers = {"matmul": 40, "h2d": 42}
+    main = 7
+    chains = {1: (main, ["aten::mm", "aten::matmul", "gpu-check: matmul", "ProfilerStep"]),
+              2: (main, ["aten::copy_", "aten::to", "gpu-check: h2d"]),
+              3: (8, ["aten::mm", "autograd::engine::evaluate_function: MmBackward0"]),  # autograd's thread
+              4: (main, ["gpu-check: matmul"]),  # work launched by the annotation itself (a graph replay)
+              5: (main, ["aten::fill_"])}  # set-up outside the measured parts
+    device = [(1, 1500.0), (1, 500.0), (2, 100.0), (3, 250.0), (4, 10.0), (5, 3.0), (99, 1.0)]
+    per, how = gpu_check.torch_per_line(device, chains, markers, main)
+    assert per == {"40": pytest.approx(2.01e-3), "42": pytest.approx(1e-4), "other thread": pytest.approx(2.5e-4),
+                   "None": pytest.approx(4e-6)}
+    assert how == {"annotated": 4, "unannotated": 2, "no operator": 1}
+    assert gpu_check.mark_of(["aten::add", "gpu-check: graph replay"]) == "graph replay"
+    assert gpu_check.mark_of(["aten::add"]) is None
+
+
+def test_the_workload_annotates_every_compared_part():
+    source = open(gpu_check.WORKLOAD).read()
+    for name in gpu_check.COMPARED:
+        assert f'mark("{gpu_check.MARK}{name}")' in source, name
 
 
 def test_compare_within_and_outside_the_tolerance():
     markers = {"a": 10, "b": 20, "train": 30}
     lprof = {10: {"kernel_s": 1.04, "kernels": 5, "launches": 5}, 20: {"kernel_s": 0.5, "copy_s": 0.6},
              30: {"kernel_s": 3.0, "other_thread_s": 2.0}}
-    torch = {"10": 1.0, "20": 1.0, "30": 1.0, "None": 2.02}
+    torch = {"10": 1.0, "20": 1.0, "30": 1.0, "other thread": 2.02, "None": 0.5}
     rows, checks = gpu_check.compare(lprof, torch, markers, names=("a", "b", "train"))
     assert [ok for _t, ok in checks] == [True, False, True, True]
     assert rows[0][:5] == (10, "a", 1.04, 1.0, pytest.approx(1.04)) and rows[0][5:] == (5, 5)
@@ -79,6 +92,11 @@ def test_leaves_inner_profiler_and_report():
     assert "NVIDIA H100" in text and "580.1" in text and "2.9.0+cu130" in text
     assert "| c | pass |" in text and "| d | FAIL |" in text and "| lprof --gpu | 2.20 | 1.100 |" in text
     assert "not measured" in gpu_check.report(meta, [], [], {}, "")
+    measured, rows = gpu_check.read_overhead(text)
+    assert measured.startswith("Measured by tools/gpu_check.py on 2026-11-25: NVIDIA H100")
+    assert rows == [("plain", "2.00", "1.000"), ("lprof --gpu", "2.20", "1.100"), ("torch.profiler", "3.00", "1.500")]
+    assert gpu_check.read_overhead(gpu_check.report(meta, [], [], {}, ""))[1] == []
+    assert gpu_check.read_overhead("no report") == (None, [])
 
 
 def test_tensor_memory_and_generated_code_checks():
@@ -97,6 +115,9 @@ def test_tensor_memory_and_generated_code_checks():
                    "tensor_memory": {"lines": [{"file": "/w/gpu_torch_workload.py"}]}}}
     assert gpu_check.generated_code_check(doc)[1]
     doc["gpu"]["tensor_memory"]["lines"].append({"file": "/tmp/torchinductor_root/ab/cab.py"})
+    assert not gpu_check.generated_code_check(doc)[1]
+    doc["gpu"]["tensor_memory"]["lines"].pop()
+    doc["gpu"]["lines"].append({"file": "<string>"})  # Triton's launcher
     assert not gpu_check.generated_code_check(doc)[1]
 
 

@@ -67,6 +67,18 @@ def test_attribution_innermost_user_frame_else_innermost():
     assert model.charge(frames, [2, 3]) is None
 
 
+def test_code_given_as_text_is_charged_only_without_a_program_file():
+    """torch.compile on an H200: Triton's launcher is code a library exec'd
+    ("<string>"); its kernels belong to the program's line, not to it."""
+    site = "/venv/lib/python3.12/site-packages/torch/_inductor/runtime/static_triton_launcher.py"
+    frames = frame_table([["/home/me/train.py", "fused_body", 46, 46], [site, "run", 280, 291],
+                          ["<string>", "launcher", 1, 5], ["<gpu>", "triton_poi_fused_0", 0, 0],
+                          ["<string>", "<module>", 0, 3]])
+    assert model.charge(frames, [0, 1, 2, 3]) == frames[0]
+    assert model.charge(frames, [4, 3]) == frames[4]  # python -c: the text is the program
+    assert model.charge(frames, [1, 2, 3]) == frames[2]  # no program file: the text, as before
+
+
 def test_frame_kinds_and_labels():
     kinds = {f.kind: f for f in frame_table([
         ["/home/me/app.py", "main", 1, 10], ["/usr/lib/libc.so.6", "memcpy", 0, 0],

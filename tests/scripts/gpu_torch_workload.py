@@ -4,9 +4,9 @@ memory), CPU-only work, a torch.compile'd function (Triton kernels, launched
 through cuLaunchKernelEx), a CUDA graph replay, a batch from a DataLoader
 with worker processes copied to the device, and a training step of a small
 model (forward, backward on autograd's device thread, optimizer). Each
-measured part is a one-line function: torch.profiler names a Python frame
-by its function's first line, so one-line functions let its per-function
-totals be compared with lprof's per-line ones.
+measured part is a one-line function, called inside a record_function
+annotation named after its line's marker: torch.profiler's per-annotation
+device time is then comparable with lprof's per-line one.
 
 Run as a script: python3 this.py STEPS [--profile-inside K]: with
 --profile-inside, torch.profiler (CUDA activities) is started inside the
@@ -15,6 +15,7 @@ the program then prints how many CUDA kernel events torch.profiler saw."""
 import sys
 
 import torch
+from torch.profiler import record_function as mark  # a CPU-side annotation: no GPU work
 from torch.utils.data import DataLoader, TensorDataset
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
@@ -24,7 +25,6 @@ dev = torch.device("cuda")
 a = torch.randn(4096, 4096, device=dev)  # marker: tensor a
 b = torch.randn(4096, 4096, device=dev)
 host = torch.randn(2048, 2048).pin_memory()
-fused = torch.compile(lambda x: torch.sin(x) * 2.0 + x)
 x_small = torch.randn(1 << 20, device=dev)
 static_in = torch.randn(1 << 20, device=dev)
 model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1)).to(dev)
@@ -44,7 +44,13 @@ def h2d(): return host.to(dev, non_blocking=True)  # marker: h2d
 def cpu(): return sum(i * i for i in range(20000))  # marker: cpu
 
 
-def compiled(): return fused(x_small)  # marker: compiled
+def fused_body(x): return torch.sin(x) * 2.0 + x  # marker: compiled
+
+
+fused = torch.compile(fused_body)  # its kernels belong to fused_body's line, as in torch.profiler
+
+
+def compiled(): return fused(x_small)
 
 
 def replay(): return graph.replay()  # marker: graph replay
@@ -62,10 +68,24 @@ def batches():
 
 
 def step(it):
-    c = matmul()
-    out = elementwise(c), h2d(), cpu(), compiled(), replay(), load(it)
-    train()
-    return out
+    # each part inside an annotation named after its marker: torch.profiler's
+    # reference run (make gpu-check) charges kernels by them
+    with mark("gpu-check: matmul"):
+        c = matmul()
+    with mark("gpu-check: elementwise"):
+        e = elementwise(c)
+    with mark("gpu-check: h2d"):
+        h = h2d()
+    cpu()
+    with mark("gpu-check: compiled"):
+        f = compiled()
+    with mark("gpu-check: graph replay"):
+        replay()
+    with mark("gpu-check: loader"):
+        batch = load(it)
+    with mark("gpu-check: train"):
+        train()
+    return e, h, f, batch
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def _torch_dir():
 
 
 def program_frame(filename, _torch=[]):
-    """True for a frame of the program (not torch, not the standard library,
-    not an installed package, not a frozen or generated module)."""
+    """True for a frame of the program: not torch (also a source checkout of
+    it), not library code by lprof's rule (the standard library, installed
+    packages, lprof itself, generated modules), not code given as text."""
     if not filename or filename.startswith("<"):
         return False
     if not _torch:
@@ -45,10 +46,7 @@ def program_frame(filename, _torch=[]):
     real = os.path.realpath(filename)
     if _torch[0] and real.startswith(_torch[0] + os.sep):
         return False
-    if "site-packages" in real or "dist-packages" in real or libdirs.is_generated_file(real):
-        return False
-    stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    return not real.startswith(stdlib + os.sep)
+    return not libdirs.is_library_file(filename)
 
 
 def load(path_or_dict):

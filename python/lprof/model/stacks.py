@@ -11,7 +11,8 @@ Zero values are left out of a row's dict.
 
 Attribution (docs/formats.md): a stack is charged to its innermost Python
 frame whose file passes `accept` (by default: user code, not the standard
-library, site-packages or lprof), else to its innermost Python frame; native
+library, site-packages or lprof; code given as text, `<string>` and the like,
+only where no such file is on the stack), else to its innermost Python frame; native
 frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
@@ -84,16 +85,21 @@ def charge(frames, ids, accept=is_user_file):
     their time is the calling line's, and a stack of native frames alone (a
     thread outside Python, seen with --native) has no line, as without it.
     frames: the section's frame table (model/frames.py table())."""
-    innermost = None
+    innermost = text = None
     for fid in reversed(ids):
         f = frames[fid]
         if not f.has_line:
             continue
         if accept(f[0]):
-            return f
+            if not f[0].startswith("<"):
+                return f
+            # code given as text counts only where no program file is on the
+            # stack: libraries exec code too (Triton's kernel launcher,
+            # dataclasses' __init__), and such a line has no source to show
+            text = text or f
         if innermost is None:
             innermost = f
-    return innermost
+    return text or innermost
 
 
 def lines(section, accept=is_user_file, names=None, thread=None):
