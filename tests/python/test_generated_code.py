@@ -3,6 +3,9 @@ is library code for attribution: the work its `call()` launches belongs to
 the program's line that called the compiled function."""
 import os
 
+from conftest import line_of
+from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401  (the fixture)
+
 
 def test_inductor_modules_are_not_the_programs_lines(monkeypatch, tmp_path):
     from lprof.common import libdirs
@@ -40,3 +43,34 @@ def test_tensor_memory_stacks_start_below_lprofs_own_frames(tmp_path):
     snap = {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "frames": frames}]]}
     out = torch_memory.read_snapshot(snap)
     assert [[f[0], f[1]] for f in out["stacks"]["frames"]] == [[user, "step"]]
+
+
+def test_kernels_a_library_launches_from_exec_code_go_to_the_programs_line(run_lprof, tmp_path, fake_cuda,
+                                                                           write_script):
+    """What torch.compile does on a real GPU: Triton's launcher is a function
+    built by exec ("<string>") inside an installed package; the kernel it
+    launches belongs to the program's line that called the compiled code."""
+    write_script("site-packages/tritonish.py", '''\
+        import ctypes, os
+        _lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+        _scope = {"lib": _lib}
+        exec(compile("def launcher(n):\\n    lib.fake_cupti_launch_kernel(b'triton_poi_fused_0', n)\\n",
+                     "<string>", "exec"), _scope)
+        def run(n):
+            _scope["launcher"](n)
+        ''')
+    script = write_script("train.py", """\
+        import sys, os
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+        import tritonish
+        def fused_body():
+            tritonish.run(2000)  # marker: compiled
+        for _ in range(4):
+            fused_body()
+        """)
+    r = run_lprof("--gpu=cuda", "-o", tmp_path / "p.lprof", script, env=_cuda_env(fake_cuda))
+    assert r.returncode == 0, r.stderr
+    rows = {(row["file"], row["line"]): row for row in _export(run_lprof, tmp_path, tmp_path / "p.lprof")["gpu"]["lines"]}
+    line = line_of(script, "marker: compiled")
+    assert rows[(str(script), line)]["kernels"] == 4, rows
+    assert not [key for key in rows if key[0] == "<string>"]
