@@ -25,7 +25,9 @@ with CUDA are present, e.g. the device machine).
    CUPTI over; tensor memory per line (PyTorch's allocator history): the
    matmul and compiled lines allocated their results' bytes, the tensor the
    program holds is live at exit; no line of torch.compile's generated
-   code is charged.
+   code is charged; under `lprof -l --gpu` (step() profiled) the lines of
+   step() that call the parts have the kernels, bytes and device time the
+   sampled run charged to the parts.
 4. Overhead: wall time of the whole program, plain vs lprof --gpu vs
    torch.profiler, median of alternating runs (GPU_CHECK_ROUNDS; they stop
    once the check has run GPU_CHECK_DEADLINE seconds).
@@ -52,7 +54,7 @@ ROUNDS = int(os.environ.get("GPU_CHECK_ROUNDS", "3"))  # overhead: alternating r
 # a device is lent by the minute: each run has a time limit, and the
 # overhead rounds stop once the whole check has run this long (seconds)
 RUN_TIMEOUT = float(os.environ.get("GPU_CHECK_RUN_TIMEOUT", "240"))
-DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", "1e9"))
+DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", "240"))  # the whole check: about 5 minutes
 WARMUP = 5
 COPY_BYTES = 2048 * 2048 * 4
 BATCH_BYTES = 64 * 1024 * 4
@@ -66,6 +68,9 @@ COPIES = {"h2d": COPY_BYTES, "loader": BATCH_BYTES}
 TENSORS = {"matmul": 4096 * 4096 * 4, "compiled": (1 << 20) * 4}
 TENSOR_SLACK = 128 << 20
 LIVE_AT_EXIT = {"tensor a": 4096 * 4096 * 4}
+# lprof -l --gpu (step() profiled): the lines of step() that call these get
+# the same GPU work as the sampled run charged to the parts' own lines
+LINE_MODE = ("matmul", "elementwise", "h2d", "graph replay", "loader")
 
 TORCH_PROFILE = r"""
 import json, os, runpy, sys
@@ -232,6 +237,36 @@ def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
         got = tensor_lines.get(markers[name], {}).get("live_bytes", 0)
         out.append((f"tensor memory: {name} line holds {got:.0f} bytes at exit, the tensor {size}", got == size))
     return out
+
+
+def line_mode_checks(line_cols, lprof_lines, markers, names=LINE_MODE, tolerance=TOLERANCE):
+    """lprof -l --gpu: each calling line of step() has the kernels, bytes
+    and (within the tolerance: another run) the device time that the
+    sampled run charged to the called part's line."""
+    out = []
+    for name in names:
+        ours = line_cols.get(markers["call " + name], {})
+        theirs = lprof_lines.get(markers[name], {})
+        ours_s, theirs_s = ours.get("gpu_s", 0.0), theirs.get("kernel_s", 0.0) + theirs.get("copy_s", 0.0)
+        same = all(ours.get(k, 0) == theirs.get(k, 0) for k in ("kernels", "launches", "h2d_bytes"))
+        ratio = ours_s / theirs_s if theirs_s else float("nan")
+        out.append((f"lprof -l --gpu, step()'s line calling {name}: {ours.get('kernels', 0):.0f} kernels, "
+                    f"{ours.get('h2d_bytes', 0):.0f} B to the device, {ours_s * 1e3:.2f} ms (sampled run: "
+                    f"{theirs.get('kernels', 0):.0f}, {theirs.get('h2d_bytes', 0):.0f} B, {theirs_s * 1e3:.2f} ms)",
+                    same and bool(theirs_s) and abs(ratio - 1) <= tolerance))
+    return out
+
+
+def line_mode_columns(prof_path):
+    """{line: GPU columns} of the workload's lines in an lprof -l profile,
+    by lprof's own reader (the -l listing's rule: work is charged to the
+    innermost line inside a profiled function)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from lprof.collect import gpu
+    from lprof.model import profile_file
+    prof = profile_file.load(prof_path)
+    cols = gpu.line_columns(prof, functions=prof["functions"])
+    return {line: c for (path, line), c in cols.items() if path == WORKLOAD}
 
 
 def generated_code_check(doc):
@@ -415,6 +450,11 @@ def main():
     checks.append(uninitialised_check(py, tmp, "uninitialised", UNINITIALISED, "starting lprof"))
     checks.append(uninitialised_check(py, tmp, "uninitialised_torch", UNINITIALISED_TORCH,
                                       "`import torch` under lprof"))
+
+    line_prof = os.path.join(tmp, "l.lprof")
+    rl, _ = run([py, "-m", "lprof", "-l", "--gpu", "-o", line_prof, WORKLOAD, str(STEPS)])
+    line_cols = line_mode_columns(line_prof) if rl.returncode == 0 else {}
+    checks += line_mode_checks(line_cols, lprof_lines, markers)
 
     inner_prof = os.path.join(tmp, "inner.lprof")
     ri, _ = run([py, "-m", "lprof", "--gpu", "-o", inner_prof, WORKLOAD, str(STEPS), "--profile-inside",

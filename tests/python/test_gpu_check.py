@@ -23,7 +23,7 @@ def test_workload_and_snippets_compile(tmp_path):
 def test_every_compared_part_has_a_marker():
     markers = gpu_check.marker_lines(open(gpu_check.WORKLOAD).read())
     for name in gpu_check.COMPARED + ("cpu",) + tuple(gpu_check.COPIES) + tuple(gpu_check.TENSORS) \
-            + tuple(gpu_check.LIVE_AT_EXIT):
+            + tuple(gpu_check.LIVE_AT_EXIT) + tuple("call " + n for n in gpu_check.LINE_MODE):
         assert name in markers, name
     assert len(set(markers.values())) == len(markers)  # one line each
 
@@ -128,3 +128,14 @@ def test_a_run_past_its_limit_is_logged_not_raised(monkeypatch, tmp_path):
     r, secs = gpu_check.run([sys.executable, "-c", "import time; print('started', flush=True); time.sleep(30)"])
     assert r.returncode == 124 and "started" in r.stdout and secs < 10
     assert "exit 124" in (tmp_path / "gpu-check.log").read_text()
+
+
+def test_line_mode_checks():
+    markers = {"matmul": 4, "call matmul": 20, "h2d": 5, "call h2d": 21}
+    sampled = {4: {"kernel_s": 0.5, "kernels": 205, "launches": 205}, 5: {"copy_s": 0.06, "h2d_bytes": 100, "launches": 205}}
+    good = {20: {"gpu_s": 0.51, "kernels": 205, "launches": 205}, 21: {"gpu_s": 0.06, "h2d_bytes": 100, "launches": 205}}
+    names = ("matmul", "h2d")
+    assert all(ok for _t, ok in gpu_check.line_mode_checks(good, sampled, markers, names))
+    off = {20: {"gpu_s": 0.51, "kernels": 204, "launches": 205}, 21: {"gpu_s": 0.08, "h2d_bytes": 100, "launches": 205}}
+    assert [ok for _t, ok in gpu_check.line_mode_checks(off, sampled, markers, names)] == [False, False]
+    assert not any(ok for _t, ok in gpu_check.line_mode_checks({}, sampled, markers, names))
