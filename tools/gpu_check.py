@@ -108,8 +108,9 @@ import ctypes
 n = ctypes.c_int()
 print("cuDeviceGetCount", ctypes.CDLL("libcuda.so.1").cuDeviceGetCount(ctypes.byref(n)))
 """
-# the same after `import torch`: lprof turns the allocator's history on at
-# torch's import, which must wait for the program's own first CUDA call
+# the same after `import torch`: lprof acts at torch's import (it queues the
+# allocator's history for the program's first CUDA call), which must not
+# start the driver
 UNINITIALISED_TORCH = "import torch\n" + UNINITIALISED
 
 
