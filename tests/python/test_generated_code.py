@@ -74,3 +74,16 @@ def test_kernels_a_library_launches_from_exec_code_go_to_the_programs_line(run_l
     line = line_of(script, "marker: compiled")
     assert rows[(str(script), line)]["kernels"] == 4, rows
     assert not [key for key in rows if key[0] == "<string>"]
+
+
+def test_tensor_memory_of_code_given_as_text(tmp_path):
+    """python -c (and a notebook's "<ipython-input-...>" cells): the text is
+    the program, as in lprof's attribution rule; below a program file it is not."""
+    from lprof.collect import torch_memory
+    text = [{"filename": "<string>", "line": 3, "name": "<module>"}]
+    user = str(tmp_path / "train.py")
+    inside = [{"filename": "<string>", "line": 5, "name": "launcher"}, {"filename": user, "line": 9, "name": "f"}]
+    snap = {"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "frames": text},
+                                               {"action": "alloc", "addr": 2, "size": 64, "frames": inside}]]}
+    lines = [row[:4] for row in torch_memory.read_snapshot(snap)["lines"]]
+    assert sorted(lines) == sorted([["<string>", 3, "<module>", 512], [user, 9, "f", 64]])

@@ -20,6 +20,7 @@ import pickle
 import sys
 
 from ..common import libdirs
+from ..model import stacks as stacks_model
 
 MAX_ENTRIES = 200000  # trace entries torch keeps (a ring: older ones are overwritten)
 UNKNOWN = ("<torch>", "[tensor memory without a Python frame]", 0, 0)
@@ -49,6 +50,10 @@ def program_frame(filename, _torch=[]):
     return not libdirs.is_library_file(filename)
 
 
+def _given_as_text(filename):
+    return filename.startswith("<") and stacks_model.is_user_file(filename)
+
+
 def load(path_or_dict):
     if isinstance(path_or_dict, dict):
         return path_or_dict
@@ -69,8 +74,12 @@ class _Table:
 
     def stack_of(self, frames):
         """The program's frames of a torch stack (innermost first in the
-        snapshot), root first, as frame ids; the unknown marker if none."""
+        snapshot), root first, as frame ids; where it has none, its frames of
+        code given as text (`python -c`, a notebook cell), as lprof's
+        attribution rule does; else the unknown marker."""
         kept = [f for f in reversed(frames or []) if self.accept(f.get("filename", ""))]
+        if not kept:
+            kept = [f for f in reversed(frames or []) if _given_as_text(f.get("filename", ""))]
         key = tuple((f.get("filename", ""), f.get("name", ""), 0, int(f.get("line", 0))) for f in kept) or (UNKNOWN,)
         ids = []
         for fr in key:
