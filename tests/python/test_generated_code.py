@@ -1,6 +1,8 @@
-"""Code a compiler wrote for the program (torch.compile's Inductor modules)
-is library code for attribution: the work its `call()` launches belongs to
-the program's line that called the compiled function."""
+"""Code the program did not write is not its line: torch.compile's Inductor
+modules and code a library built with exec (Triton's launcher, "<string>")
+give their GPU work and tensors to the program's line that called them, and
+lprof's own frames are no part of a tensor's stack. Code given as text is
+the program only where no program file is on the stack (python -c)."""
 import os
 
 from conftest import line_of
