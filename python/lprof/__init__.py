@@ -6,7 +6,16 @@ __version__ = "0.1.0"
 
 import contextlib  # noqa: E402
 
-from .decorator import LineProfiler, LineStats, profile  # noqa: E402
+_FROM_DECORATOR = ("profile", "LineProfiler", "LineStats")
+
+
+def __getattr__(name):
+    # `from lprof import profile` imports the line tracer's Python side on first
+    # use only: a sampling run (`lprof script.py`) never needs it
+    if name in _FROM_DECORATOR:
+        from . import decorator
+        return getattr(decorator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def start(mode="cpu", rate_hz=None):

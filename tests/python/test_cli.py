@@ -265,16 +265,19 @@ def test_lprof_threads_never_take_process_signals(run_lprof, write_script):
 
 def test_free_threaded_interpreter_is_refused_in_one_line(monkeypatch, capsys):
     # no free-threaded CPython can be installed here: the check reads the
-    # build's config, so pretend this build is one
-    import sysconfig
+    # build's ABI flags, so pretend this build is one
     from lprof import cli
-    real = sysconfig.get_config_var
-    monkeypatch.setattr(sysconfig, "get_config_var",
-                        lambda name: 1 if name == "Py_GIL_DISABLED" else real(name))
+    monkeypatch.setattr(sys, "abiflags", getattr(sys, "abiflags", "") + "t", raising=False)
     assert cli.main(["-l", "whatever.py"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "free-threaded CPython" in err and "not supported yet" in err
+
+
+def test_abi_flag_and_build_config_agree_on_free_threading():
+    # the start-up check reads sys.abiflags; setup.py reads the build's config
+    import sysconfig
+    assert ("t" in sys.abiflags) == bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def test_setup_py_refuses_a_free_threaded_build(tmp_path):

@@ -8,10 +8,9 @@ import sys
 import threading
 
 from ..process import faults, follow, runner
-from . import output_paths as outputs, targets
+from . import output_paths as outputs
 from ..collect import make as make_collectors, options_of
 from ..model import profile_file
-from ..decorator import profile as profile_object
 from ..common.errors import LprofError
 from ..collect.recording import Recording
 
@@ -29,7 +28,8 @@ def default_outfile(target, line_by_line):
 
 
 def _inject_builtin_profile():
-    builtins.profile = profile_object
+    from ..decorator import profile  # imported here: sampling runs never need the tracer
+    builtins.profile = profile
     # Children (multiprocessing spawn, subprocesses) get `profile` too.
     os.environ["LPROF_BUILTIN_PROFILE"] = "1"
     parts = [BOOTSTRAP_DIR, PACKAGE_PARENT]
@@ -303,6 +303,7 @@ def main(args, raw_argv):
     def on_start():
         _say_started(args, modes)
         if args.prof_mod:
+            from . import targets
             targets.register(args.prof_mod, args.script, code, preimport=args.preimports)
         try:
             run.start()
@@ -325,6 +326,7 @@ def main(args, raw_argv):
     terminated = run.guard.end()
     run.stop()
     if args.prof_mod and not args.quiet:
+        from . import targets
         for missed in targets.never_imported():
             sys.stderr.write(f"lprof: -p {missed}: the program never imported it; "
                              f"nothing of it was traced\n")

@@ -3,7 +3,6 @@
 setup.py refuses to build on the same interpreters (it cannot import this
 package before the build, so it states the rule again)."""
 import sys
-import sysconfig
 
 MIN_VERSION = (3, 10)
 
@@ -15,7 +14,9 @@ def unsupported_reason():
     if sys.version_info[:2] < MIN_VERSION:
         return ("lprof needs CPython %d.%d or newer, this is %d.%d"
                 % (MIN_VERSION + sys.version_info[:2]))
-    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+    # a free-threaded build (Py_GIL_DISABLED) has "t" in its ABI flags (PEP 703);
+    # read there, not through sysconfig, whose import costs every start ~1 ms
+    if "t" in getattr(sys, "abiflags", ""):
         # the frame walker reads other threads' stacks and the tracer keeps
         # per-thread state on the GIL's word: docs/design.md, free-threading
         return ("free-threaded CPython (%d.%dt) is not supported yet by lprof: "
