@@ -110,7 +110,12 @@ class LineProfiler:
     add_function = add_module = add_class = add_callable = add
 
     def enable(self):
-        collector.enable()
+        # the global profile's enable is a whole run's (LINE_PROFILE=1, or the
+        # program's own profile.enable()): native threads are traced too
+        if self._everything:
+            collector.start()
+        else:
+            collector.enable()
 
     def disable(self):
         collector.disable()

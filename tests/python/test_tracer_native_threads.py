@@ -113,3 +113,90 @@ def test_native_thread_calls_of_profiled_function_counted(run_script):
     """)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip() == "[(2, 4), (3, 404), (4, 400), (5, 4)]", r.stdout
+
+
+def test_sweep_gives_native_threads_the_tracer(run_script):
+    # Native threads that entered Python after tracing began, calling a
+    # registered function directly (no LineProfiler wrapper to join them):
+    # on 3.10/3.11 no hook ran for them and their calls were lost; the sweep
+    # finds them. 3.12+ traces every thread (the sweep finds nothing to do).
+    r = run_script("""
+        import sys, threading
+        from lprof import _lprof
+
+        def work(n):
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+
+        started, go = [], threading.Event()
+
+        @CALLBACK
+        def worker(arg):
+            started.append(1)
+            go.wait()  # in Python, untraced, until the sweep below
+            for _ in range(100):
+                work(3)
+            return None
+
+        _lprof.tracer_add_code(work.__code__)
+        _lprof.tracer_enable()
+        spawner = threading.Thread(target=run_native_threads, args=(worker, 4))
+        spawner.start()
+        while len(started) < 4:
+            threading.Event().wait(0.001)
+        try:
+            print("swept", _lprof.tracer_sweep_threads(), _lprof.tracer_sweep_threads())
+        finally:
+            go.set()  # the workers end whatever happened
+        spawner.join()
+        _lprof.tracer_disable()
+        for code, _total, lines in _lprof.tracer_stats():
+            if code is work.__code__:
+                print(sorted((ln - code.co_firstlineno, hits) for ln, hits, _t in lines))
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    swept, body = r.stdout.strip().splitlines()
+    # the native threads only (the spawner was started by threading: traced)
+    assert swept == ("swept 4 0" if sys.version_info < (3, 12) else "swept 0 0")
+    assert body == "[(1, 400), (2, 1600), (3, 1200), (4, 400)]", body
+
+
+def test_lprof_l_traces_native_threads_calling_profile_directly(write_script, run_lprof,
+                                                               load_profile, tmp_path):
+    # `lprof -l` and a global @profile: the function is not wrapped, so only
+    # the run's sweeper can give a native thread the tracer on 3.10/3.11
+    write_script("native_threads.py", NATIVE_THREADS + textwrap.dedent("""
+        import time
+
+        @profile
+        def work(n):
+            return sum(range(n))
+
+        calls = []
+
+        @CALLBACK
+        def worker(arg):
+            end = time.monotonic() + 1.0
+            n = 0
+            while time.monotonic() < end:
+                work(10)
+                n += 1
+                time.sleep(0.0005)
+            calls.append(n)
+            return None
+
+        run_native_threads(worker, 2)
+        print("calls", sum(calls))
+    """))
+    r = run_lprof("-l", "-o", "out.lprof", "native_threads.py")
+    assert r.returncode == 0, r.stderr[-2000:]
+    calls = int(r.stdout.split("calls ")[1].split()[0])
+    prof = load_profile(str(tmp_path / "out.lprof"))
+    (work,) = [f for f in prof["functions"] if f["name"] == "work"]
+    hits = {line: h for line, h, _t in work["lines"]}
+    body = work["first_line"] + 2
+    # calls after the first sweep (within ~50 ms of the thread's start) are all
+    # counted; before, none were on 3.10/3.11
+    assert 0 < hits.get(body, 0) <= calls, (hits, calls)

@@ -109,6 +109,35 @@ static PyObject *py_tracer_disable(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_tracer_sweep_threads(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLong(enabled ? lp_pyt_source_sweep() : 0);
+}
+
+static PyObject *py_tracer_sweep_begin(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLong(lp_pyt_sweep_begin());
+}
+
+static PyObject *py_tracer_sweep_end(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_pyt_sweep_end();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_tracer_sweep_wait(PyObject *self, PyObject *args) {
+    (void)self;
+    int generation;
+    double period_s;
+    unsigned long long last_id;
+    if (!PyArg_ParseTuple(args, "idK", &generation, &period_s, &last_id)) return NULL;
+    if (!(period_s > 0 && period_s < 10)) {
+        PyErr_SetString(PyExc_ValueError, "tracer_sweep_wait: period_s must be in (0, 10)");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(lp_pyt_sweep_wait(generation, period_s, last_id));
+}
+
 static PyObject *py_tracer_is_enabled(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     return PyBool_FromLong(enabled);
@@ -174,6 +203,15 @@ static PyMethodDef tracer_methods[] = {
     {"tracer_enable", py_tracer_enable, METH_NOARGS,
      "Start line tracing on all threads; when on, the calling thread joins if it has no tracer."},
     {"tracer_disable", py_tracer_disable, METH_NOARGS, "Stop line tracing on all threads."},
+    {"tracer_sweep_threads", py_tracer_sweep_threads, METH_NOARGS,
+     "While on, gives the tracer to threads that have none (3.10/3.11); how many got it."},
+    {"tracer_sweep_begin", py_tracer_sweep_begin, METH_NOARGS,
+     "Starts a sweeper generation (3.10/3.11); returns its number for tracer_sweep_wait."},
+    {"tracer_sweep_end", py_tracer_sweep_end, METH_NOARGS,
+     "Stops the sweeper: its tracer_sweep_wait returns 0 within one period."},
+    {"tracer_sweep_wait", py_tracer_sweep_wait, METH_VARARGS,
+     "tracer_sweep_wait(generation, period_s, last_id): without the GIL, the newest thread "
+     "state's id once it differs from last_id; 0 when stopped (at once on 3.12+)."},
     {"tracer_is_enabled", py_tracer_is_enabled, METH_NOARGS, "Whether line tracing is on."},
     {"tracer_stats", py_tracer_stats, METH_NOARGS,
      "[(code, total_ticks, [(lineno, hits, ticks), ...]), ...] summed over threads."},

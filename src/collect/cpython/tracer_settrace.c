@@ -219,6 +219,73 @@ int lp_pyt_source_join_thread(void) {
     return 0;
 }
 
+/* Native threads that entered Python after enable, found by a walk over
+ * the thread states (collect/linetrace.py's sweeper calls this every few
+ * ms): CPython 3.10/3.11 runs no hook when such a thread state is made.
+ * A thread running another tool's tracer keeps it. Given the tracer while
+ * inside a frame, a thread sends that frame's next LINE event, which adopts
+ * the frame (tracer_core's lp_tc_line). The walk starts again after each
+ * install: _PyEval_SetTrace runs audit hooks, which may let other threads
+ * run and end. A refusal (an audit hook) stops the sweep, raising nothing. */
+int lp_pyt_source_sweep(void) {
+    if (!source_on) return 0;
+    PyThreadState *me = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(me);
+    int installed = 0;
+    for (int found = 1; found && installed < 256;) {
+        found = 0;
+        for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL;
+             ts = thread_after(interp, ts)) {
+            if (ts == me || ts->c_tracefunc != NULL) continue;
+            if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) {
+                PyErr_Clear();
+                return installed;
+            }
+            installed++;
+            found = 1;
+            break;
+        }
+    }
+    return installed;
+}
+
+/* The sweeper waits here with the GIL released, so that a program without
+ * native threads never hands the GIL to it: new thread states go to the
+ * head of the interpreter's list with a new, larger id, read under the
+ * list's lock. */
+static int sweep_generation;
+
+int lp_pyt_sweep_begin(void) { return __atomic_add_fetch(&sweep_generation, 1, __ATOMIC_SEQ_CST); }
+void lp_pyt_sweep_end(void) { __atomic_add_fetch(&sweep_generation, 1, __ATOMIC_SEQ_CST); }
+
+static uint64_t newest_thread_id(PyInterpreterState *interp) {
+    PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
+    PyThreadState *head = PyInterpreterState_ThreadHead(interp);
+    uint64_t id = head ? PyThreadState_GetID(head) : 0;
+    PyThread_release_lock(_PyRuntime.interpreters.mutex);
+    return id;
+}
+
+uint64_t lp_pyt_sweep_wait(int generation, double period_s, uint64_t last_id) {
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    struct timespec step = {(time_t)period_s, (long)((period_s - (double)(time_t)period_s) * 1e9)};
+    uint64_t id = 0;
+    Py_BEGIN_ALLOW_THREADS
+    /* the interpreter's end stops the sweeper first (atexit, in Python);
+     * the finalizing check is a second guard */
+    while (__atomic_load_n(&sweep_generation, __ATOMIC_SEQ_CST) == generation &&
+           !_Py_IsFinalizing()) {
+        uint64_t newest = newest_thread_id(interp);
+        if (newest != last_id) {
+            id = newest;
+            break;
+        }
+        nanosleep(&step, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    return id;
+}
+
 int lp_pyt_source_disable(void) {
     int r = 0;
     armed = 0;
