@@ -200,3 +200,36 @@ def test_lprof_l_traces_native_threads_calling_profile_directly(write_script, ru
     # calls after the first sweep (within ~50 ms of the thread's start) are all
     # counted; before, none were on 3.10/3.11
     assert 0 < hits.get(body, 0) <= calls, (hits, calls)
+
+
+def test_forked_child_sweeps_its_own_native_threads(write_script, run_lprof, load_profile,
+                                                    tmp_path):
+    # the parent's sweeper thread is not in a forked child: the child starts
+    # its own, or its native threads' calls would be lost on 3.10/3.11
+    write_script("native_threads.py", NATIVE_THREADS + textwrap.dedent("""
+        import os, time
+
+        @profile
+        def work(n):
+            return sum(range(n))
+
+        @CALLBACK
+        def worker(arg):
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                work(10)
+                time.sleep(0.0005)
+            return None
+
+        pid = os.fork()
+        if pid == 0:
+            run_native_threads(worker, 1)
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """))
+    r = run_lprof("-l", "-o", "out.lprof", "native_threads.py")
+    assert r.returncode == 0, r.stderr[-2000:]
+    prof = load_profile(str(tmp_path / "out.lprof"))
+    (work,) = [f for f in prof["functions"] if f["name"] == "work"]
+    hits = {line: h for line, h, _t in work["lines"]}
+    assert hits.get(work["first_line"] + 2, 0) > 0, (hits, r.stderr[-2000:])

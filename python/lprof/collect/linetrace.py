@@ -100,12 +100,15 @@ class LineCollector:
 
     # -- the native-thread sweeper (3.10/3.11) ----------------------------
     def _start_sweeper(self):
-        if not NEEDS_SWEEP or self._sweeper is not None or not self.enabled:
+        if not NEEDS_SWEEP:
             return
         from ..common.own_thread import OwnThread
-        generation = _lprof.tracer_sweep_begin()
-        self._sweeper = OwnThread(lambda: self._sweep(generation))
-        self._sweeper.start()
+        with self._lock:  # one sweeper, whichever threads start and stop runs
+            if self._sweeper is not None or not self._depth:
+                return
+            generation = _lprof.tracer_sweep_begin()
+            self._sweeper = OwnThread(lambda: self._sweep(generation))
+            self._sweeper.start()
         _install_hooks()
 
     @staticmethod
@@ -119,16 +122,19 @@ class LineCollector:
             _lprof.tracer_sweep_threads()
 
     def _stop_sweeper(self):
-        sweeper, self._sweeper = self._sweeper, None
-        if sweeper is None:
-            return
-        _lprof.tracer_sweep_end()
+        with self._lock:
+            sweeper, self._sweeper = self._sweeper, None
+            if sweeper is None:
+                return
+            _lprof.tracer_sweep_end()
         if not sweeper.is_current():
-            sweeper.join(timeout=5)
+            sweeper.join(timeout=5)  # outside the lock: the sweeper never takes it
 
     def _after_fork_child(self):
-        # the parent's sweeper thread does not exist here; a child that goes
-        # on tracing (a followed fork) gets its own
+        # only the forking thread lives on here: a lock another thread held at
+        # the fork would stay taken. The parent's sweeper thread does not exist
+        # here either; a child that goes on tracing (a followed fork) gets its own.
+        self._lock = threading.Lock()
         if self._sweeper is not None:
             self._sweeper = None
             self._start_sweeper()
