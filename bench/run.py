@@ -1,7 +1,7 @@
 """`make bench`: lprof side by side with peer profilers; writes a markdown table.
 
 usage: python3 bench/run.py [--out docs/benchmarks.md] [--quick] [--repeats N]
-                            [--only line,sampling,memory,export,processes,gpu,versions]
+                            [--only line,sampling,memory,export,processes,gpu,versions,startup]
 Peers are installed on first use into build/bench-venv (pip, quietly).
 Every number in the output comes from this run; nothing is hand-edited.
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import peers  # noqa: E402
 
-SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu", "versions"]
+SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu", "versions", "startup"]
 
 
 def log(msg):
@@ -281,6 +281,21 @@ def main():
                "lprof's sampling at its defaults beside the standard library's "
                "`python -m profiling.sampling run --collapsed` (3.15+, its default 1 kHz, "
                "reading the process from outside) on section 2's mixed simulation.", "",
+               table(h, rows), ""]
+
+    if "startup" in only:
+        import startup_bench
+        log("bench: start-up and exit")
+        h, rows = startup_bench.run(repeats, log)
+        md += ["## 8. Start-up and exit", "",
+               "What each tool adds to a program that does nothing (`pass`): the fixed cost a "
+               "short script, a test run, or each followed child process pays. Every tool as in "
+               "the sections above, writing its profile file (lprof's listing, pyinstrument's "
+               "text report); at least 15 serpentine rounds; added = median over rounds of "
+               "(tool run - plain run of the same round). `lprof --memory` starts the "
+               "interpreter twice (the second time with the allocator shim preloaded). Part "
+               "of every interpreter start on this machine is its `site` step (~30 ms here: a "
+               "`.pth` file of the sandbox imports certifi), paid once per start.", "",
                table(h, rows), ""]
 
     elapsed = time.time() - t_start

@@ -233,3 +233,31 @@ def test_forked_child_sweeps_its_own_native_threads(write_script, run_lprof, loa
     (work,) = [f for f in prof["functions"] if f["name"] == "work"]
     hits = {line: h for line, h, _t in work["lines"]}
     assert hits.get(work["first_line"] + 2, 0) > 0, (hits, r.stderr[-2000:])
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="no sweeper: 3.12+ traces every thread")
+def test_sweep_end_wakes_a_waiting_sweeper():
+    # the end of a run must not wait out the sweeper's period: it did, and
+    # every lprof -l on 3.10/3.11 ended up to one period (50 ms) later
+    import threading
+    import time
+    from lprof import _lprof
+
+    generation = _lprof.tracer_sweep_begin()
+    got, waiting = [], threading.Event()
+
+    def sweeper():
+        newest = _lprof.tracer_sweep_wait(generation, 0.01, 0)  # at once: the newest state
+        got.append(newest)
+        waiting.set()
+        got.append(_lprof.tracer_sweep_wait(generation, 9.0, newest))
+
+    waiter = threading.Thread(target=sweeper)
+    waiter.start()
+    assert waiting.wait(8.0)
+    time.sleep(0.2)  # let it sleep in its 9-second period
+    t0 = time.monotonic()
+    _lprof.tracer_sweep_end()
+    waiter.join(timeout=8.0)
+    assert len(got) == 2 and got[0] > 0 and got[1] == 0, ("the sweeper slept out its period", got)
+    assert time.monotonic() - t0 < 8.0

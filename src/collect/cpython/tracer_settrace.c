@@ -17,6 +17,8 @@
 
 #include <frameobject.h>
 
+#include <pthread.h>
+
 #include "common/clock.h"
 
 #define Py_BUILD_CORE 1
@@ -252,11 +254,49 @@ int lp_pyt_source_sweep(void) {
 /* The sweeper waits here with the GIL released, so that a program without
  * native threads never hands the GIL to it: new thread states go to the
  * head of the interpreter's list with a new, larger id, read under the
- * list's lock. */
-static int sweep_generation;
+ * list's lock. Its sleep is a timed wait that sweep_end cuts short: the end
+ * of a run must not wait out a period (it did, ~45 ms of every lprof -l). */
+static int sweep_generation;          /* under sweep_mu */
+static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sweep_cv;
+static pthread_once_t sweep_cv_once = PTHREAD_ONCE_INIT;
 
-int lp_pyt_sweep_begin(void) { return __atomic_add_fetch(&sweep_generation, 1, __ATOMIC_SEQ_CST); }
-void lp_pyt_sweep_end(void) { __atomic_add_fetch(&sweep_generation, 1, __ATOMIC_SEQ_CST); }
+static void sweep_cv_make(void) {
+    /* a monotonic deadline: a step of the wall clock must not stretch the wait */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&sweep_cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* A fork is taken between two sweeps (never with the lock held, nor the
+ * thread list's lock, which a sweep takes under it); the child, where the
+ * sweeper thread does not exist, gets a fresh lock and condition, free of
+ * that thread's wait. */
+static void sweep_before_fork(void) { pthread_mutex_lock(&sweep_mu); }
+static void sweep_after_fork_parent(void) { pthread_mutex_unlock(&sweep_mu); }
+static void sweep_after_fork_child(void) {
+    pthread_mutex_init(&sweep_mu, NULL);
+    sweep_cv_make();
+}
+
+static void sweep_cv_init(void) {
+    sweep_cv_make();
+    pthread_atfork(sweep_before_fork, sweep_after_fork_parent, sweep_after_fork_child);
+}
+
+static int sweep_next_generation(void) {
+    pthread_once(&sweep_cv_once, sweep_cv_init);
+    pthread_mutex_lock(&sweep_mu);
+    int g = ++sweep_generation;
+    pthread_cond_broadcast(&sweep_cv);
+    pthread_mutex_unlock(&sweep_mu);
+    return g;
+}
+
+int lp_pyt_sweep_begin(void) { return sweep_next_generation(); }
+void lp_pyt_sweep_end(void) { (void)sweep_next_generation(); }
 
 static uint64_t newest_thread_id(PyInterpreterState *interp) {
     PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
@@ -268,20 +308,27 @@ static uint64_t newest_thread_id(PyInterpreterState *interp) {
 
 uint64_t lp_pyt_sweep_wait(int generation, double period_s, uint64_t last_id) {
     PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    struct timespec step = {(time_t)period_s, (long)((period_s - (double)(time_t)period_s) * 1e9)};
+    long long period_ns = (long long)(period_s * 1e9);
     uint64_t id = 0;
+    pthread_once(&sweep_cv_once, sweep_cv_init);
     Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&sweep_mu);
     /* the interpreter's end stops the sweeper first (atexit, in Python);
      * the finalizing check is a second guard */
-    while (__atomic_load_n(&sweep_generation, __ATOMIC_SEQ_CST) == generation &&
-           !_Py_IsFinalizing()) {
+    while (sweep_generation == generation && !_Py_IsFinalizing()) {
         uint64_t newest = newest_thread_id(interp);
         if (newest != last_id) {
             id = newest;
             break;
         }
-        nanosleep(&step, NULL);
+        struct timespec at;
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        long long ns = (long long)at.tv_nsec + period_ns;
+        at.tv_sec += (time_t)(ns / 1000000000LL);
+        at.tv_nsec = (long)(ns % 1000000000LL);
+        (void)pthread_cond_timedwait(&sweep_cv, &sweep_mu, &at);
     }
+    pthread_mutex_unlock(&sweep_mu);
     Py_END_ALLOW_THREADS
     return id;
 }
