@@ -236,28 +236,67 @@ def test_forked_child_sweeps_its_own_native_threads(write_script, run_lprof, loa
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="no sweeper: 3.12+ traces every thread")
-def test_sweep_end_wakes_a_waiting_sweeper():
+def test_sweeper_stop_does_not_wait_out_its_period(run_script):
     # the end of a run must not wait out the sweeper's period: it did, and
-    # every lprof -l on 3.10/3.11 ended up to one period (50 ms) later
-    import threading
-    import time
-    from lprof import _lprof
+    # every lprof -l on 3.10/3.11 ended up to one period (50 ms) later. Here
+    # a 9-second period: stop must wake the sweeper, not sleep it out.
+    r = run_script("""
+        import time
+        from lprof import _lprof
 
-    generation = _lprof.tracer_sweep_begin()
-    got, waiting = [], threading.Event()
+        def work():
+            return 1
 
-    def sweeper():
-        newest = _lprof.tracer_sweep_wait(generation, 0.01, 0)  # at once: the newest state
-        got.append(newest)
-        waiting.set()
-        got.append(_lprof.tracer_sweep_wait(generation, 9.0, newest))
+        _lprof.tracer_add_code(work.__code__)
+        _lprof.tracer_enable()
+        _lprof.tracer_sweeper_start(9.0)
+        time.sleep(0.2)  # the sweeper is in its 9-second wait
+        t0 = time.monotonic()
+        _lprof.tracer_sweeper_stop()
+        print("stopped after %.3f s" % (time.monotonic() - t0))
+        _lprof.tracer_sweeper_stop()  # a no-op
+        _lprof.tracer_disable()
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    took = float(r.stdout.split("stopped after ")[1].split()[0])
+    assert took < 6.0, r.stdout
 
-    waiter = threading.Thread(target=sweeper)
-    waiter.start()
-    assert waiting.wait(8.0)
-    time.sleep(0.2)  # let it sleep in its 9-second period
-    t0 = time.monotonic()
-    _lprof.tracer_sweep_end()
-    waiter.join(timeout=8.0)
-    assert len(got) == 2 and got[0] > 0 and got[1] == 0, ("the sweeper slept out its period", got)
-    assert time.monotonic() - t0 < 8.0
+
+def test_sweeper_traces_threads_that_enter_python_later(run_script):
+    # the C sweeper alone (no run around it): a native thread that enters
+    # Python after it started is found and traced (before: never, on 3.10/3.11)
+    r = run_script("""
+        import time
+        from lprof import _lprof
+
+        def work(n):
+            return n + 1
+
+        def hits():
+            return sum(h for code, _t, lines in _lprof.tracer_stats() if code is work.__code__
+                       for _ln, h, _tk in lines)
+
+        waited = []
+
+        @CALLBACK
+        def worker(arg):
+            end = time.monotonic() + 20
+            while not hits() and time.monotonic() < end:  # until the sweeper finds it
+                work(0)
+                time.sleep(0.001)
+            waited.append(round(20 - (end - time.monotonic()), 2))
+            for _ in range(50):
+                work(3)
+            return None
+
+        _lprof.tracer_add_code(work.__code__)
+        _lprof.tracer_enable()
+        _lprof.tracer_sweeper_start(0.01)
+        run_native_threads(worker, 1)
+        _lprof.tracer_sweeper_stop()
+        _lprof.tracer_disable()
+        print("traced after", waited[0], "s; hits", hits())
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # the first counted call ends the wait, then 50 more
+    assert r.stdout.strip().endswith("hits 51"), r.stdout

@@ -17,8 +17,8 @@ COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
 # ctypes callback, a QThread) makes its thread state, and threading.settrace
 # reaches only threads that threading starts: a run's tracing looks this often
 # for new thread states, without the GIL, and gives those threads the tracer
-# (3.12+ traces every thread).
-# 100 Hz cost ~0.7 % of a core here (an idle program, 3.11); 20 Hz, below what time(1) resolves
+# (3.12+ traces every thread). Waking at 100 Hz cost ~0.7 % of a core here (an
+# idle program, 3.11); at 20 Hz, below what time(1) resolves.
 SWEEP_PERIOD_S = 0.05
 NEEDS_SWEEP = sys.version_info < (3, 12)
 
@@ -42,7 +42,7 @@ class LineCollector:
         self._lock = threading.Lock()
         self._registered = {}  # key -> code (first one seen)
         self._depth = 0
-        self._sweeper = None  # the OwnThread while a run traces (3.10/3.11)
+        self._sweeping = False  # the C sweeper runs (3.10/3.11)
 
     # -- registration ---------------------------------------------------
     def add_code(self, code):
@@ -99,44 +99,33 @@ class LineCollector:
         self._stop_sweeper()
 
     # -- the native-thread sweeper (3.10/3.11) ----------------------------
+    # (a C thread, src/collect/cpython/tracer_settrace.c, that takes the GIL
+    # only when a thread state appeared; start and stop check a flag of their
+    # own with the GIL held, so two threads starting or stopping runs are safe)
     def _start_sweeper(self):
-        if not NEEDS_SWEEP:
+        if not NEEDS_SWEEP or self._sweeping or not self._depth:
             return
-        from ..common.own_thread import OwnThread
-        with self._lock:  # one sweeper, whichever threads start and stop runs
-            if self._sweeper is not None or not self._depth:
-                return
-            generation = _lprof.tracer_sweep_begin()
-            self._sweeper = OwnThread(lambda: self._sweep(generation))
-            self._sweeper.start()
+        try:
+            _lprof.tracer_sweeper_start(SWEEP_PERIOD_S)
+        except RuntimeError as exc:  # no thread to be had: tracing goes on without
+            sys.stderr.write(f"lprof: {exc}; native threads are traced only through "
+                             "LineProfiler() wrappers\n")
+            return
+        self._sweeping = True
         _install_hooks()
 
-    @staticmethod
-    def _sweep(generation):
-        newest = 0
-        # the GIL is taken only when a thread state was made since the last sweep
-        while True:
-            newest = _lprof.tracer_sweep_wait(generation, SWEEP_PERIOD_S, newest)
-            if not newest:
-                return
-            _lprof.tracer_sweep_threads()
-
     def _stop_sweeper(self):
-        with self._lock:
-            sweeper, self._sweeper = self._sweeper, None
-            if sweeper is None:
-                return
-            _lprof.tracer_sweep_end()
-        if not sweeper.is_current():
-            sweeper.join(timeout=5)  # outside the lock: the sweeper never takes it
+        if self._sweeping:
+            self._sweeping = False
+            _lprof.tracer_sweeper_stop()
 
     def _after_fork_child(self):
         # only the forking thread lives on here: a lock another thread held at
-        # the fork would stay taken. The parent's sweeper thread does not exist
-        # here either; a child that goes on tracing (a followed fork) gets its own.
+        # the fork would stay taken. The parent's sweeper does not exist here
+        # either; a child that goes on tracing (a followed fork) gets its own.
         self._lock = threading.Lock()
-        if self._sweeper is not None:
-            self._sweeper = None
+        if self._sweeping:
+            self._sweeping = False
             self._start_sweeper()
 
     @property

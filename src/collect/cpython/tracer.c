@@ -114,28 +114,22 @@ static PyObject *py_tracer_sweep_threads(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(enabled ? lp_pyt_source_sweep() : 0);
 }
 
-static PyObject *py_tracer_sweep_begin(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
-    return PyLong_FromLong(lp_pyt_sweep_begin());
-}
-
-static PyObject *py_tracer_sweep_end(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
-    lp_pyt_sweep_end();
+static PyObject *py_tracer_sweeper_start(PyObject *self, PyObject *arg) {
+    (void)self;
+    double period_s = PyFloat_AsDouble(arg);
+    if (period_s == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(period_s > 0 && period_s < 10)) {
+        PyErr_SetString(PyExc_ValueError, "tracer_sweeper_start: period_s must be in (0, 10)");
+        return NULL;
+    }
+    if (lp_pyt_sweep_start(period_s) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *py_tracer_sweep_wait(PyObject *self, PyObject *args) {
-    (void)self;
-    int generation;
-    double period_s;
-    unsigned long long last_id;
-    if (!PyArg_ParseTuple(args, "idK", &generation, &period_s, &last_id)) return NULL;
-    if (!(period_s > 0 && period_s < 10)) {
-        PyErr_SetString(PyExc_ValueError, "tracer_sweep_wait: period_s must be in (0, 10)");
-        return NULL;
-    }
-    return PyLong_FromUnsignedLongLong(lp_pyt_sweep_wait(generation, period_s, last_id));
+static PyObject *py_tracer_sweeper_stop(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_pyt_sweep_stop();
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_tracer_is_enabled(PyObject *self, PyObject *unused) {
@@ -205,13 +199,11 @@ static PyMethodDef tracer_methods[] = {
     {"tracer_disable", py_tracer_disable, METH_NOARGS, "Stop line tracing on all threads."},
     {"tracer_sweep_threads", py_tracer_sweep_threads, METH_NOARGS,
      "While on, gives the tracer to threads that have none (3.10/3.11); how many got it."},
-    {"tracer_sweep_begin", py_tracer_sweep_begin, METH_NOARGS,
-     "Starts a sweeper generation (3.10/3.11); returns its number for tracer_sweep_wait."},
-    {"tracer_sweep_end", py_tracer_sweep_end, METH_NOARGS,
-     "Stops the sweeper: its tracer_sweep_wait returns 0 within one period."},
-    {"tracer_sweep_wait", py_tracer_sweep_wait, METH_VARARGS,
-     "tracer_sweep_wait(generation, period_s, last_id): without the GIL, the newest thread "
-     "state's id once it differs from last_id; 0 when stopped (at once on 3.12+)."},
+    {"tracer_sweeper_start", py_tracer_sweeper_start, METH_O,
+     "tracer_sweeper_start(period_s): a C thread that sweeps when thread states appear "
+     "(3.10/3.11; a no-op on 3.12+ or when one runs)."},
+    {"tracer_sweeper_stop", py_tracer_sweeper_stop, METH_NOARGS,
+     "Stops the sweeper at once and waits for it (the GIL released meanwhile)."},
     {"tracer_is_enabled", py_tracer_is_enabled, METH_NOARGS, "Whether line tracing is on."},
     {"tracer_stats", py_tracer_stats, METH_NOARGS,
      "[(code, total_ticks, [(lineno, hits, ticks), ...]), ...] summed over threads."},

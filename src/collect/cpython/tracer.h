@@ -32,14 +32,13 @@ LP_INTERNAL int lp_pyt_source_join_thread(void);
  * thread that entered Python after enable, seen by no hook on 3.10/3.11);
  * returns how many got it. 3.12+ sends every thread's events: returns 0. */
 LP_INTERNAL int lp_pyt_source_sweep(void);
-/* The sweeper's wait (3.10/3.11). begin/end start and stop a sweeper (end
- * also stops one that is waiting); wait releases the GIL and returns the id
- * of the newest thread state once it differs from last_id (a thread state
- * was made since: a sweep is due), or 0 when the sweeper was stopped or the
- * interpreter is finalizing. 3.12+: wait returns 0 at once. */
-LP_INTERNAL int lp_pyt_sweep_begin(void);
-LP_INTERNAL void lp_pyt_sweep_end(void);
-LP_INTERNAL uint64_t lp_pyt_sweep_wait(int generation, double period_s, uint64_t last_id);
+/* The sweeper (3.10/3.11): a C thread that looks every period_s for thread
+ * states made since it started and sweeps when there are. start: 0, or -1
+ * with an exception set; a second start is a no-op. stop: ends it and waits
+ * for it (the GIL released meanwhile); a no-op when none runs. Both with the
+ * GIL held. 3.12+: both do nothing. */
+LP_INTERNAL int lp_pyt_sweep_start(double period_s);
+LP_INTERNAL void lp_pyt_sweep_stop(void);
 /* A code object registered while tracing is on. */
 LP_INTERNAL int lp_pyt_source_watch(PyObject *code);
 

@@ -190,12 +190,11 @@ int lp_pyt_source_disable(void);
 /* sys.monitoring sends every thread's events: nothing for a thread to join. */
 int lp_pyt_source_join_thread(void) { return 0; }
 int lp_pyt_source_sweep(void) { return 0; }
-int lp_pyt_sweep_begin(void) { return 0; }
-void lp_pyt_sweep_end(void) {}
-uint64_t lp_pyt_sweep_wait(int generation, double period_s, uint64_t last_id) {
-    (void)generation; (void)period_s; (void)last_id;
+int lp_pyt_sweep_start(double period_s) {
+    (void)period_s;
     return 0;
 }
+void lp_pyt_sweep_stop(void) {}
 
 int lp_pyt_source_enable(void) {
     if ((tool_id = claim_tool_id()) < 0) return -1;

@@ -18,7 +18,9 @@
 #include <frameobject.h>
 
 #include <pthread.h>
+#include <signal.h>
 
+#include "collect/cpython/memhooks.h"
 #include "common/clock.h"
 
 #define Py_BUILD_CORE 1
@@ -222,8 +224,8 @@ int lp_pyt_source_join_thread(void) {
 }
 
 /* Native threads that entered Python after enable, found by a walk over
- * the thread states (collect/linetrace.py's sweeper calls this every few
- * ms): CPython 3.10/3.11 runs no hook when such a thread state is made.
+ * the thread states (collect/linetrace.py's sweeper calls this when a new
+ * thread state appeared): CPython 3.10/3.11 runs no hook when one is made.
  * A thread running another tool's tracer keeps it. Given the tracer while
  * inside a frame, a thread sends that frame's next LINE event, which adopts
  * the frame (tracer_core's lp_tc_line). The walk starts again after each
@@ -251,15 +253,22 @@ int lp_pyt_source_sweep(void) {
     return installed;
 }
 
-/* The sweeper waits here with the GIL released, so that a program without
- * native threads never hands the GIL to it: new thread states go to the
- * head of the interpreter's list with a new, larger id, read under the
- * list's lock. Its sleep is a timed wait that sweep_end cuts short: the end
- * of a run must not wait out a period (it did, ~45 ms of every lprof -l). */
-static int sweep_generation;          /* under sweep_mu */
+/* The sweeper: a C thread, not one of lprof's Python threads. It never
+ * holds the GIL while it waits, and takes it only when a thread state was
+ * made since it last looked (new thread states go to the head of the
+ * interpreter's list with a larger id, read under the list's lock), so a
+ * program without native threads never hands it the GIL. A Python-level
+ * thread took the GIL to start, to run its loop and to end: ~2 % of a short
+ * lprof -l run here, median over 20 rounds. Its sleep is a timed wait on a
+ * condition that the stop signals: stopping never waits out a period. */
 static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sweep_cv;
 static pthread_once_t sweep_cv_once = PTHREAD_ONCE_INIT;
+static int sweep_stop;                 /* under sweep_mu */
+static int sweeper_running;            /* the thread exists (GIL held to change) */
+static pthread_t sweeper;
+static long long sweep_period_ns;
+static PyInterpreterState *sweep_interp;
 
 static void sweep_cv_make(void) {
     /* a monotonic deadline: a step of the wall clock must not stretch the wait */
@@ -270,33 +279,23 @@ static void sweep_cv_make(void) {
     pthread_condattr_destroy(&attr);
 }
 
-/* A fork is taken between two sweeps (never with the lock held, nor the
- * thread list's lock, which a sweep takes under it); the child, where the
- * sweeper thread does not exist, gets a fresh lock and condition, free of
- * that thread's wait. */
+/* A fork is taken between two looks (never with the lock held, nor the
+ * thread list's lock, which a look takes under it); in the child, where the
+ * sweeper thread does not exist, a fresh lock and condition, free of that
+ * thread's wait (collect/linetrace.py starts a new sweeper there). */
 static void sweep_before_fork(void) { pthread_mutex_lock(&sweep_mu); }
 static void sweep_after_fork_parent(void) { pthread_mutex_unlock(&sweep_mu); }
 static void sweep_after_fork_child(void) {
     pthread_mutex_init(&sweep_mu, NULL);
     sweep_cv_make();
+    sweeper_running = 0;
+    sweep_stop = 0;
 }
 
 static void sweep_cv_init(void) {
     sweep_cv_make();
     pthread_atfork(sweep_before_fork, sweep_after_fork_parent, sweep_after_fork_child);
 }
-
-static int sweep_next_generation(void) {
-    pthread_once(&sweep_cv_once, sweep_cv_init);
-    pthread_mutex_lock(&sweep_mu);
-    int g = ++sweep_generation;
-    pthread_cond_broadcast(&sweep_cv);
-    pthread_mutex_unlock(&sweep_mu);
-    return g;
-}
-
-int lp_pyt_sweep_begin(void) { return sweep_next_generation(); }
-void lp_pyt_sweep_end(void) { (void)sweep_next_generation(); }
 
 static uint64_t newest_thread_id(PyInterpreterState *interp) {
     PyThread_acquire_lock(_PyRuntime.interpreters.mutex, WAIT_LOCK);
@@ -306,31 +305,71 @@ static uint64_t newest_thread_id(PyInterpreterState *interp) {
     return id;
 }
 
-uint64_t lp_pyt_sweep_wait(int generation, double period_s, uint64_t last_id) {
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    long long period_ns = (long long)(period_s * 1e9);
-    uint64_t id = 0;
-    pthread_once(&sweep_cv_once, sweep_cv_init);
-    Py_BEGIN_ALLOW_THREADS
+static void *sweeper_main(void *arg) {
+    uint64_t seen = (uint64_t)(uintptr_t)arg; /* the newest id when the run began */
+    (void)lp_memhooks_guard_enter(); /* its thread states are lprof's, not the program's */
     pthread_mutex_lock(&sweep_mu);
-    /* the interpreter's end stops the sweeper first (atexit, in Python);
-     * the finalizing check is a second guard */
-    while (sweep_generation == generation && !_Py_IsFinalizing()) {
-        uint64_t newest = newest_thread_id(interp);
-        if (newest != last_id) {
-            id = newest;
-            break;
+    while (!sweep_stop) {
+        uint64_t newest = newest_thread_id(sweep_interp);
+        if (newest > seen) {
+            pthread_mutex_unlock(&sweep_mu);
+            /* the run's end stops the sweeper before the interpreter's
+             * (atexit); the finalizing check is a second guard */
+            if (_Py_IsFinalizing()) return NULL;
+            PyGILState_STATE gil = PyGILState_Ensure();
+            /* this thread's own state is the newest now: ids only grow, so
+             * looking for ids above it skips it once it is gone */
+            seen = newest_thread_id(sweep_interp);
+            (void)lp_pyt_source_sweep();
+            PyGILState_Release(gil);
+            pthread_mutex_lock(&sweep_mu);
+            continue;
         }
         struct timespec at;
         clock_gettime(CLOCK_MONOTONIC, &at);
-        long long ns = (long long)at.tv_nsec + period_ns;
+        long long ns = (long long)at.tv_nsec + sweep_period_ns;
         at.tv_sec += (time_t)(ns / 1000000000LL);
         at.tv_nsec = (long)(ns % 1000000000LL);
         (void)pthread_cond_timedwait(&sweep_cv, &sweep_mu, &at);
     }
     pthread_mutex_unlock(&sweep_mu);
+    return NULL;
+}
+
+int lp_pyt_sweep_start(double period_s) {
+    if (sweeper_running) return 0;
+    pthread_once(&sweep_cv_once, sweep_cv_init);
+    sweep_interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    sweep_period_ns = (long long)(period_s * 1e9);
+    pthread_mutex_lock(&sweep_mu);
+    sweep_stop = 0;
+    pthread_mutex_unlock(&sweep_mu);
+    uint64_t seen = newest_thread_id(sweep_interp); /* enable gave those their tracer */
+    /* every signal blocked: the program's signals go to its own threads */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&sweeper, NULL, sweeper_main, (void *)(uintptr_t)seen);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "cannot start the tracer's thread sweeper");
+        return -1;
+    }
+    sweeper_running = 1;
+    return 0;
+}
+
+void lp_pyt_sweep_stop(void) {
+    if (!sweeper_running) return;
+    sweeper_running = 0;
+    pthread_mutex_lock(&sweep_mu);
+    sweep_stop = 1;
+    pthread_cond_broadcast(&sweep_cv);
+    pthread_mutex_unlock(&sweep_mu);
+    /* it may be waiting for the GIL to sweep: let it have it, then end */
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(sweeper, NULL);
     Py_END_ALLOW_THREADS
-    return id;
 }
 
 int lp_pyt_source_disable(void) {
