@@ -224,8 +224,8 @@ int lp_pyt_source_join_thread(void) {
 }
 
 /* Native threads that entered Python after enable, found by a walk over
- * the thread states (collect/linetrace.py's sweeper calls this when a new
- * thread state appeared): CPython 3.10/3.11 runs no hook when one is made.
+ * the thread states (the sweeper below calls this when a new thread state
+ * appeared): CPython 3.10/3.11 runs no hook when one is made.
  * A thread running another tool's tracer keeps it. Given the tracer while
  * inside a frame, a thread sends that frame's next LINE event, which adopts
  * the frame (tracer_core's lp_tc_line). The walk starts again after each
