@@ -253,14 +253,14 @@ int lp_pyt_source_sweep(void) {
     return installed;
 }
 
-/* The sweeper: a C thread, not one of lprof's Python threads. It never
- * holds the GIL while it waits, and takes it only when a thread state was
- * made since it last looked (new thread states go to the head of the
- * interpreter's list with a larger id, read under the list's lock), so a
- * program without native threads never hands it the GIL. A Python-level
- * thread took the GIL to start, to run its loop and to end: ~2 % of a short
- * lprof -l run here, median over 20 rounds. Its sleep is a timed wait on a
- * condition that the stop signals: stopping never waits out a period. */
+/* The sweeper: a C thread, not one of lprof's Python threads, which took
+ * the GIL to start, to run their loop and to end. It never holds the GIL
+ * while it waits, and takes it only when a thread state was made since it
+ * last looked (new thread states go to the head of the interpreter's list
+ * with a larger id, read under the list's lock), so a program without
+ * native threads never hands it the GIL. Its sleep is a timed wait on a
+ * condition that the stop signals: stopping never waits out a period.
+ * Measured cost: docs/design-tracer.md. */
 static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sweep_cv;
 static pthread_once_t sweep_cv_once = PTHREAD_ONCE_INIT;
