@@ -300,3 +300,39 @@ def test_sweeper_traces_threads_that_enter_python_later(run_script):
     assert r.returncode == 0, r.stderr[-2000:]
     # the first counted call ends the wait, then 50 more
     assert r.stdout.strip().endswith("hits 51"), r.stdout
+
+
+def test_lprof_l_traces_threads_of_thread_start_new_thread(write_script, run_lprof,
+                                                           load_profile, tmp_path):
+    # _thread.start_new_thread runs no threading.settrace hook: on 3.10/3.11
+    # such a thread is found by the run's sweeper, as a native thread is
+    write_script("raw_thread.py", """
+        import _thread, time
+
+        @profile
+        def work(n):
+            return sum(range(n))
+
+        done = _thread.allocate_lock()
+        done.acquire()
+        calls = [0]
+
+        def body():
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                work(10)
+                calls[0] += 1
+                time.sleep(0.0005)
+            done.release()
+
+        _thread.start_new_thread(body, ())
+        done.acquire()
+        print("calls", calls[0])
+    """)
+    r = run_lprof("-l", "-o", "out.lprof", "raw_thread.py")
+    assert r.returncode == 0, r.stderr[-2000:]
+    calls = int(r.stdout.split("calls ")[1].split()[0])
+    prof = load_profile(str(tmp_path / "out.lprof"))
+    (work,) = [f for f in prof["functions"] if f["name"] == "work"]
+    hits = {line: h for line, h, _t in work["lines"]}
+    assert 0 < hits.get(work["first_line"] + 2, 0) <= calls, (hits, calls)
