@@ -7,6 +7,7 @@
 #include <string.h>
 
 LP_INTERNAL uint64_t lp_tc_epoch = 1;
+LP_INTERNAL uint64_t lp_tc_fast_line_cost = 0;
 
 /* Registry: records in registration order + open-addressing pointer set. */
 static lp_tc_code **codes;
@@ -127,12 +128,8 @@ void lp_tc_thread_free(lp_tc_thread *th) {
     free(th);
 }
 
-/* Elapsed program time since (t0, ovh0): wall ticks minus tracer overhead. */
-static uint64_t program_ticks(const lp_tc_thread *th, uint64_t t0, uint64_t ovh0, uint64_t t) {
-    uint64_t wall = t > t0 ? t - t0 : 0;
-    uint64_t ovh = th->ovh - ovh0;
-    return wall > ovh ? wall - ovh : 0;
-}
+/* The thread's program clock at timestamp t: t minus its tracer overhead. */
+static inline uint64_t program_clock(const lp_tc_thread *th, uint64_t t) { return t - th->ovh; }
 
 /* Stale stack from before the last on/off switch: forget it without
  * touching code records (their recursion counts were reset). */
@@ -162,14 +159,13 @@ static void open_line(lp_tc_thread *th, lp_tc_frame *f, int line, uint64_t t, in
     f->line = -1;
     if (idx < 0 || idx > INT32_MAX / 2 || ensure_line(f->code, (uint32_t)idx) < 0) return;
     f->line = (int32_t)idx;
-    f->t_line = t;
-    f->ovh_line = th->ovh;
+    f->p_line = program_clock(th, t);
     if (hit) f->code->lines[idx].hits++;
 }
 
 static inline void close_line(lp_tc_thread *th, lp_tc_frame *f, uint64_t t) {
     if (f->line >= 0) {
-        f->code->lines[f->line].ticks += program_ticks(th, f->t_line, f->ovh_line, t);
+        f->code->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, program_clock(th, t));
         f->line = -1;
     }
 }
@@ -208,8 +204,7 @@ static lp_tc_frame *push(lp_tc_thread *th, lp_tc_code *c, uint64_t t) {
         th->depth++;
         th->uncounted++;
     }
-    f->t_enter = t;
-    f->ovh_enter = th->ovh;
+    f->p_enter = program_clock(th, t);
     return f;
 }
 
@@ -217,7 +212,7 @@ static void pop(lp_tc_thread *th, uint64_t t) {
     lp_tc_frame *f = &th->stack[--th->depth];
     lp_tc_code *c = f->code;
     close_line(th, f, t);
-    if (f->outer) c->total_ticks += program_ticks(th, f->t_enter, f->ovh_enter, t);
+    if (f->outer) c->total_ticks += lp_tc_program_elapsed(f->p_enter, program_clock(th, t));
     if (f->counted) {
         if (c->owner == th->serial && c->depth > 0) c->depth--;
     } else if (th->uncounted > 0) {
@@ -251,4 +246,32 @@ void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) {
     if (i == 0) return; /* not ours (started before tracing, no line yet) */
     /* Frames above it lost their exit event: close them at t too. */
     while (th->depth >= i) pop(th, t);
+}
+
+#define CALIBRATE_ROUNDS 7
+#define CALIBRATE_EVENTS 256
+
+uint64_t lp_tc_calibrate_fast_line(uint64_t (*now)(void)) {
+    /* A code record outside the registry and a thread of its own: the
+     * path runs as in a program's loop, touching nothing of the program's. */
+    lp_tc_linestat lines[4] = {{0, 0}};
+    lp_tc_code code = {.id = &code, .firstlineno = 1, .nlines = 4, .lines = lines};
+    lp_tc_thread *th = lp_tc_thread_new();
+    if (th == NULL) return lp_tc_fast_line_cost;
+    lp_tc_enter(th, &code, -1, 0);
+    uint64_t saved = lp_tc_fast_line_cost, best = UINT64_MAX;
+    lp_tc_fast_line_cost = 0;
+    for (int r = 0; r < CALIBRATE_ROUNDS; r++) {
+        uint64_t t0 = now();
+        for (int i = 0; i < CALIBRATE_EVENTS; i++) {
+            /* the barrier keeps the compiler from merging events */
+            __asm__ __volatile__("" ::: "memory");
+            if (!lp_tc_line_fast(th, &code, 2 + (i & 1), t0 + (uint64_t)i)) break;
+        }
+        uint64_t t1 = now();
+        if (t1 > t0 && (t1 - t0) / CALIBRATE_EVENTS < best) best = (t1 - t0) / CALIBRATE_EVENTS;
+    }
+    lp_tc_thread_free(th);
+    lp_tc_fast_line_cost = best == UINT64_MAX ? saved : best;
+    return lp_tc_fast_line_cost;
 }

@@ -45,8 +45,11 @@ typedef struct {
     int32_t line;            /* index of the open line, -1 if none */
     uint8_t outer;           /* outermost activation on this thread */
     uint8_t counted;         /* included in code->depth */
-    uint64_t t_line, ovh_line;
-    uint64_t t_enter, ovh_enter;
+    /* Program clock (timestamp minus the thread's tracer overhead so far)
+     * when the line opened and when the frame was entered: a difference of
+     * two is program time, with one subtraction per closed interval. */
+    uint64_t p_line;
+    uint64_t p_enter;
 } lp_tc_frame;
 
 typedef struct lp_tc_thread {
@@ -60,6 +63,10 @@ typedef struct lp_tc_thread {
 } lp_tc_thread;
 
 extern LP_INTERNAL uint64_t lp_tc_epoch;
+/* Ticks of the tracer's own work on one event of lp_tc_line_fast (below),
+ * charged to the thread's overhead by that path itself: 0 until
+ * lp_tc_calibrate_fast_line sets it. */
+extern LP_INTERNAL uint64_t lp_tc_fast_line_cost;
 
 /* Registry of traced code objects. Returns the record (existing or new),
  * NULL on allocation failure; *is_new tells which. */
@@ -96,5 +103,44 @@ static inline lp_tc_code *lp_tc_top_code(const lp_tc_thread *th) {
 static inline void lp_tc_overhead(lp_tc_thread *th, uint64_t t_event, uint64_t t_after) {
     if (LP_LIKELY(t_after > t_event)) th->ovh += t_after - t_event;
 }
+
+/* Program time from program clock p0 to p1; 0 if the clock went back (TSCs
+ * of two CPUs a few ticks apart). */
+static inline uint64_t lp_tc_program_elapsed(uint64_t p0, uint64_t p1) {
+    int64_t d = (int64_t)(p1 - p0);
+    return d > 0 ? (uint64_t)d : 0;
+}
+
+/* LINE event, common case inline: the innermost live frame runs the code
+ * whose id is `id` and the line's slot exists. Returns 0 when it does not
+ * apply (no event recorded): the caller then looks the code up and calls
+ * lp_tc_line. It is most of a traced program's events, so it takes no
+ * second timestamp: its own cost is charged as lp_tc_fast_line_cost, where
+ * lp_tc_line's caller measures the event with a second clock read (on a VM
+ * a read costs about as much as this whole path). Otherwise the same result
+ * as lp_tc_line. */
+static inline int lp_tc_line_fast(lp_tc_thread *th, const void *id, int line, uint64_t t) {
+    if (LP_UNLIKELY(th->depth == 0 || th->epoch != lp_tc_epoch)) return 0;
+    lp_tc_frame *f = &th->stack[th->depth - 1];
+    lp_tc_code *c = f->code;
+    int64_t idx = (int64_t)line - c->firstlineno;
+    if (LP_UNLIKELY(c->id != id || (uint64_t)idx >= c->nlines)) return 0;
+    uint64_t p = t - th->ovh;
+    if (f->line >= 0) c->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, p);
+    f->line = (int32_t)idx;
+    f->p_line = p;
+    c->lines[idx].hits++;
+    th->ovh += lp_tc_fast_line_cost;
+    return 1;
+}
+
+/* Measures lp_tc_fast_line_cost with the clock `now` on a private frame:
+ * rounds of events timed as a whole, one clock read at each end, so the
+ * clock's own cost is left out; the least per-event cost of the rounds, in
+ * whole ticks, rounded down. It is a warm-cache cost: in a program, events
+ * whose data fell out of the cache cost more, and that part stays charged
+ * to the lines (under-subtracting, never taking program time away).
+ * Returns the cost set, or leaves it unchanged if allocation fails. */
+LP_INTERNAL uint64_t lp_tc_calibrate_fast_line(uint64_t (*now)(void));
 
 #endif

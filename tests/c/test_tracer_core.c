@@ -1,6 +1,7 @@
 /* Synthetic event streams with fake timestamps -> exact hits and ticks. */
 #include "harness.h"
 #include "collect/tracer_core.h"
+#include "common/clock.h"
 
 static int ids[64]; /* distinct addresses serve as opaque code ids */
 
@@ -289,6 +290,88 @@ TEST(test_deep_stack) {
     lp_tc_reset_registry();
 }
 
+/* One event stream, sent as the bindings send it: the inline LINE path
+ * first, lp_tc_line when it declines. `fast` counts the events it took. */
+static void fast_or_slow(lp_tc_thread *th, lp_tc_code *c, int line, uint64_t t, int *fast) {
+    if (lp_tc_line_fast(th, c->id, line, t))
+        (*fast)++;
+    else
+        lp_tc_line(th, c, line, t);
+}
+
+/* The inline LINE path gives exactly what lp_tc_line gives, overhead
+ * subtracted, and declines what it cannot do: no frame, another code's
+ * frame, a line past the array, a frame from before an on/off switch. */
+TEST(test_line_fast_path) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(15, 10), *b = reg(16, 100);
+    lp_tc_thread *th = lp_tc_thread_new();
+    int fast = 0;
+    CHECK(!lp_tc_line_fast(th, a->id, 11, 0)); /* no frame yet */
+    lp_tc_enter(th, a, -1, 0);
+    fast_or_slow(th, a, 11, 2, &fast);   /* array not made yet: declined */
+    CHECK_EQ_INT(fast, 0);
+    fast_or_slow(th, a, 12, 5, &fast);
+    lp_tc_overhead(th, 5, 7);
+    fast_or_slow(th, a, 11, 9, &fast);
+    CHECK_EQ_INT(fast, 2);
+    CHECK(!lp_tc_line_fast(th, b->id, 101, 10)); /* a's frame is on top */
+    CHECK(!lp_tc_line_fast(th, a->id, 9, 10));   /* before the def line */
+    CHECK(!lp_tc_line_fast(th, a->id, 10 + (int)a->nlines, 10)); /* past the array */
+    fast_or_slow(th, a, 10 + (int)a->nlines + 5, 12, &fast); /* grows it */
+    fast_or_slow(th, a, 12, 20, &fast);
+    lp_tc_exit(th, a, 30);
+    CHECK_EQ_INT(fast, 3);
+    CHECK_EQ_INT(hits(a, 11), 2);
+    CHECK_EQ_INT(hits(a, 12), 2);
+    CHECK_EQ_INT(ticks(a, 11), 3 + 3);
+    CHECK_EQ_INT(ticks(a, 12), (9 - 5 - 2) + 10);
+    CHECK_EQ_INT(ticks(a, 10 + 16 + 5), 8);
+    CHECK_EQ_INT(a->total_ticks, 30 - 2);
+    lp_tc_enter(th, a, -1, 40);
+    lp_tc_line(th, a, 11, 41);
+    lp_tc_new_epoch();
+    CHECK(!lp_tc_line_fast(th, a->id, 12, 42)); /* stale frame */
+    CHECK_EQ_INT(hits(a, 12), 2);
+    lp_tc_thread_free(th);
+    lp_tc_reset_registry();
+}
+
+/* A fake clock for the calibration: every read moves it 1000 ticks on. */
+static uint64_t fake_clock_value;
+static uint64_t fake_clock(void) { return fake_clock_value += 1000; }
+static uint64_t real_clock(void) { return lp_clock_now(); }
+
+/* The inline path charges lp_tc_fast_line_cost per event as overhead, and
+ * the calibration sets that cost from rounds timed as a whole. */
+TEST(test_fast_line_cost) {
+    lp_tc_reset_registry();
+    lp_tc_code *a = reg(17, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, a, -1, 0);
+    lp_tc_line(th, a, 2, 0);             /* makes the array: slow path */
+    lp_tc_fast_line_cost = 3;
+    CHECK(lp_tc_line_fast(th, a->id, 3, 10));
+    CHECK_EQ_INT(th->ovh, 3);
+    CHECK(lp_tc_line_fast(th, a->id, 2, 20));
+    CHECK_EQ_INT(th->ovh, 6);
+    lp_tc_exit(th, a, 30);
+    CHECK_EQ_INT(ticks(a, 2), 10 + (30 - 20 - 3));
+    CHECK_EQ_INT(ticks(a, 3), 10 - 3);
+    CHECK_EQ_INT(a->total_ticks, 30 - 6);
+    /* 1000 ticks per round of 256 events, rounded down */
+    CHECK_EQ_INT(lp_tc_calibrate_fast_line(fake_clock), 1000 / 256);
+    CHECK_EQ_INT(lp_tc_fast_line_cost, 3);
+    CHECK_EQ_INT(lp_tc_ncodes(), 1);     /* the private frame left no record */
+    lp_clock_init();
+    lp_tc_calibrate_fast_line(real_clock);
+    CHECK(lp_tc_fast_line_cost < 100000); /* a real clock: some ticks, not a pause */
+    lp_tc_fast_line_cost = 0;
+    lp_tc_thread_free(th);
+    lp_tc_reset_registry();
+}
+
 RUN_TESTS(test_simple_loop, test_recursion, test_mutual_recursion, test_generator_suspend,
           test_exception_unwind, test_missed_exit, test_adopt_running_frame, test_two_threads,
-          test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack)
+          test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack,
+          test_line_fast_path, test_fast_line_cost)

@@ -7,6 +7,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 LP_INTERNAL __thread lp_tc_thread *lp_pyt_tls __attribute__((tls_model("initial-exec")));
 
 static PyObject *codes_list; /* strong refs: records point at these objects */
@@ -86,9 +88,16 @@ static PyObject *py_tracer_add_code(PyObject *self, PyObject *code) {
     return PyBool_FromLong(r);
 }
 
+static uint64_t clock_now(void) { return lp_clock_now(); }
+
 static PyObject *py_tracer_enable(PyObject *self, PyObject *unused) {
+    static int calibrated;
     (void)self; (void)unused;
     if (!enabled) {
+        if (!calibrated) { /* ~20 us, once per process */
+            lp_tc_calibrate_fast_line(clock_now);
+            calibrated = 1;
+        }
         lp_tc_new_epoch();
         if (lp_pyt_source_enable() < 0) return NULL;
         enabled = 1;

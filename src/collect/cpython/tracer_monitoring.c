@@ -40,9 +40,11 @@ static PyObject *cb_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (LP_UNLIKELY(nargs < 2)) Py_RETURN_NONE;
     lp_tc_thread *th = lp_pyt_thread();
     if (LP_UNLIKELY(th == NULL)) Py_RETURN_NONE;
+    int line = (int)small_int(args[1]);
+    if (LP_LIKELY(lp_tc_line_fast(th, args[0], line, t))) Py_RETURN_NONE;
     lp_tc_code *c = code_of(th, args[0]);
     if (c != NULL) {
-        lp_tc_line(th, c, (int)small_int(args[1]), t);
+        lp_tc_line(th, c, line, t);
         lp_tc_overhead(th, t, lp_clock_now());
     }
     Py_RETURN_NONE;
