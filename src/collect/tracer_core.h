@@ -139,7 +139,9 @@ static inline int lp_tc_line_fast(lp_tc_thread *th, const void *id, int line, ui
  * clock's own cost is left out; the least per-event cost of the rounds, in
  * whole ticks, rounded down. It is a warm-cache cost: in a program, events
  * whose data fell out of the cache cost more, and that part stays charged
- * to the lines (under-subtracting, never taking program time away).
+ * to the lines. The binding calls it when tracing is first turned on, after
+ * the interpreter's start-up has kept the CPU busy; a core that clocked up
+ * only later would run the path faster than measured (an over-estimate).
  * Returns the cost set, or leaves it unchanged if allocation fails. */
 LP_INTERNAL uint64_t lp_tc_calibrate_fast_line(uint64_t (*now)(void));
 
