@@ -136,6 +136,7 @@ static void child_after_fork(void) {
     /* timers and the wall thread are not inherited: disable cleanly */
     __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
     S.wall_running = 0;
+    S.paused = 0;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         S.slots[i].state = LP_SLOT_FREE;
         S.slots[i].has_timer = 0;
@@ -171,6 +172,26 @@ int lp_sampler_default_signal(void) {
     return SIGRTMIN + 4;
 }
 
+static int start_wall_thread(void) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the wall thread takes no signals */
+    __atomic_store_n(&S.wall_running, 1, __ATOMIC_RELEASE);
+    int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) S.wall_running = 0;
+    return rc;
+}
+
+static void stop_wall_thread(void) {
+    if (!S.wall_running) return;
+    __atomic_store_n(&S.wall_running, 0, __ATOMIC_RELEASE);
+    /* the join can take up to a period: let the program's threads run */
+    void *saved = S.host.release_gil ? S.host.release_gil() : NULL;
+    pthread_join(S.wall_thread, NULL);
+    if (S.host.reacquire_gil) S.host.reacquire_gil(saved);
+}
+
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
     if (S.running) { *why = "sampler already running"; return -1; }
     if (!host->capture || !host->holds_gil || !host->top || !host->interrupted_read || !host->safe_read ||
@@ -195,19 +216,11 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         S.installed_signo = cfg->signo;
     }
     __atomic_store_n(&S.running, 1, __ATOMIC_RELEASE);
-    if (cfg->mode == LP_MODE_WALL) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old); /* the wall thread takes no signals */
-        __atomic_store_n(&S.wall_running, 1, __ATOMIC_RELEASE);
-        int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc != 0) {
-            S.wall_running = 0;
-            __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
-            *why = "cannot start the wall-clock sampler thread";
-            return -1;
-        }
+    S.paused = 0;
+    if (cfg->mode == LP_MODE_WALL && start_wall_thread() != 0) {
+        __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
+        *why = "cannot start the wall-clock sampler thread";
+        return -1;
     }
     return 0;
 }
@@ -226,16 +239,40 @@ void lp_sampler_stop(void) {
         if (t->state == LP_SLOT_ACTIVE) __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
         disarm(t);
     }
-    if (S.wall_running) {
-        __atomic_store_n(&S.wall_running, 0, __ATOMIC_RELEASE);
-        /* the join can take up to a period: let the program's threads run */
-        void *saved = S.host.release_gil ? S.host.release_gil() : NULL;
-        pthread_join(S.wall_thread, NULL);
-        if (S.host.reacquire_gil) S.host.reacquire_gil(saved);
-    }
+    stop_wall_thread();
     /* our handler stays installed and does nothing while stopped: a signal
      * still pending from a deleted timer must not kill the process */
     __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
+    S.paused = 0;
+}
+
+/* it_value 0 disarms; the period re-arms (expiries restart from now) */
+static void set_timer(slot *t, uint64_t period_ns) {
+    struct itimerspec its;
+    its.it_interval.tv_sec = (time_t)(period_ns / 1000000000ull);
+    its.it_interval.tv_nsec = (long)(period_ns % 1000000000ull);
+    its.it_value = its.it_interval;
+    timer_settime(t->timer, 0, &its, NULL);
+}
+
+void lp_sampler_pause(void) {
+    if (!S.running || S.paused) return;
+    S.paused = 1;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        if (S.slots[i].has_timer) set_timer(&S.slots[i], 0);
+    stop_wall_thread();
+}
+
+void lp_sampler_resume(void) {
+    if (!S.paused) return;
+    S.paused = 0;
+    if (!S.running) return;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (t->has_timer && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == LP_SLOT_ACTIVE)
+            set_timer(t, S.cfg.period_ns);
+    }
+    if (S.cfg.mode == LP_MODE_WALL) start_wall_thread(); /* failing: no wall samples from here */
 }
 
 int lp_sampler_running(void) { return __atomic_load_n(&S.running, __ATOMIC_ACQUIRE); }

@@ -94,6 +94,16 @@ LP_INTERNAL int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_
 /* Stops timers and the wall thread; samples stay in the rings for the drain. */
 LP_INTERNAL void lp_sampler_stop(void);
 LP_INTERNAL int lp_sampler_running(void);
+/* Around an exec: exec resets the sampling signal to its default action,
+ * which ends the new program, so a signal generated while the calling
+ * thread is inside execve (its CPU timer expiring, the wall thread
+ * signalling it) kills what it runs. pause: the wall thread ends and every
+ * timer is disarmed, threads stay registered; when it returns no sampling
+ * signal can be generated any more, and one already pending has been
+ * delivered to the handler (still installed). resume: after a failed exec,
+ * sampling goes on as before. Both no-ops when not running / not paused. */
+LP_INTERNAL void lp_sampler_pause(void);
+LP_INTERNAL void lp_sampler_resume(void);
 
 /* Registers a thread: tstate, its thread key, native tid. safe_reads = 1
  * when lprof does not control the thread's exit (read it fault-safely).

@@ -61,6 +61,7 @@ typedef struct {
     lp_ring wall_ring; /* producer: wall thread */
     pthread_t wall_thread;
     int wall_running;
+    int paused; /* lp_sampler_pause: timers disarmed, no wall thread */
     uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
     int atfork_done;
 } lp_sampler_state;

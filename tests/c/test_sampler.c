@@ -301,6 +301,45 @@ TEST(test_start_refuses_incomplete_host) {
     CHECK(!lp_sampler_running());
 }
 
+static uint64_t signals_so_far(void) {
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    return st.signals;
+}
+
+/* Signals counted within 10 s of burning CPU, starting from `from`. */
+static int signals_come(uint64_t from) {
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        burn_cpu();
+        drain();
+        if (signals_so_far() > from) return 1;
+    }
+    return 0;
+}
+
+/* Before an exec: once lp_sampler_pause returns no sampling signal is
+ * generated (a CPU timer or the wall thread's), none is left pending; resume
+ * brings sampling back. In both modes, at 1 ms. */
+static void check_pause(lp_sampler_mode mode) {
+    lp_sampler_host h = fake_host();
+    REQUIRE(start(mode, 1000000, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    CHECK(signals_come(0));
+    lp_sampler_pause();
+    uint64_t paused_at = signals_so_far();
+    for (double t0 = now_s(); now_s() - t0 < 0.1;) burn_cpu(); /* 100 periods */
+    sigset_t pending;
+    sigpending(&pending);
+    CHECK(!sigismember(&pending, SIGNO));
+    CHECK_EQ_INT(signals_so_far(), paused_at);
+    lp_sampler_resume();
+    CHECK(signals_come(paused_at));
+    stop_and_clear();
+}
+
+TEST(test_pause_cpu_mode) { check_pause(LP_MODE_CPU); }
+TEST(test_pause_wall_mode) { check_pause(LP_MODE_WALL); }
+
 RUN_TESTS(test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
-          test_start_refuses_incomplete_host)
+          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode)

@@ -9,6 +9,7 @@ import threading
 import types
 
 from .. import _lprof
+from . import exec_guard
 
 
 COMPREHENSIONS = ("<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>")
@@ -126,7 +127,8 @@ class LineCollector:
         self._lock = threading.Lock()
         if self._sweeping:
             self._sweeping = False
-            self._start_sweeper()
+            if not exec_guard.forked_for_exec():  # (a child that only execs needs none)
+                self._start_sweeper()
 
     @property
     def enabled(self):

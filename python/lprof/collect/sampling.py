@@ -165,6 +165,8 @@ class SamplingCollector:
         install_fork_hook()
         if _active is not None:
             raise RuntimeError("lprof: sampling is already running in this process")
+        from . import exec_guard
+        exec_guard.install()
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
         _lprof.sampler_set_call_opcodes(_call_opcodes())

@@ -30,6 +30,7 @@ import os
 import signal
 import time
 
+from ..collect import exec_guard
 from ..collect import sampling as _sampling
 from ..collect.recording import Recording
 
@@ -368,8 +369,8 @@ def leave_inherited():
 # -- hooks ------------------------------------------------------------------
 def _after_fork_in_child():
     global _child
-    if _config is None:
-        return
+    if _config is None or exec_guard.forked_for_exec():
+        return  # (subprocess's child for a preexec_fn: it execs, and that program is followed)
     _child = None
     try:
         _start_child(_config, forked=True)

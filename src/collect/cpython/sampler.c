@@ -279,6 +279,18 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     return py_drain(NULL, NULL);
 }
 
+static PyObject *py_pause(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_sampler_pause();
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_resume(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_sampler_resume();
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_register_current(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     PyThreadState *ts = PyThreadState_Get();
@@ -380,6 +392,9 @@ static PyMethodDef methods[] = {
     {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0): native 1 = native frames, 2 = all of them"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
+    {"sampler_pause", py_pause, METH_NOARGS,
+     "Before an exec: no sampling signal can be generated once it returns (threads stay registered)."},
+    {"sampler_resume", py_resume, METH_NOARGS, "After a failed exec: sampling goes on."},
     {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},
     {"sampler_unregister_current", (PyCFunction)(void (*)(void))py_unregister_current, METH_FASTCALL,
      "Stop sampling the calling thread; optional code object of what it ran."},

@@ -1,0 +1,58 @@
+"""The sampling signal must not reach a program that replaced this one.
+
+exec resets every caught signal to its default action, and the default of
+lprof's sampling signal (a real-time signal) ends the process. A signal
+generated while a thread is inside execve (its CPU timer expiring, the wall
+thread signalling it) is delivered to the new program, which dies of it
+before its first instruction: `lprof --wall` killed about one `os.execv` in
+three this way, and one child in four that subprocess started with a
+`preexec_fn`.
+
+Two guards:
+- install() wraps os.execv and os.execve (os.execl, execle, execlp, execlpe,
+  execvp and execvpe all end in one of them): the sampler pauses before the
+  real call (no timer armed, no wall thread; a signal already pending is
+  delivered to the handler first) and resumes if the exec fails.
+- forked_for_exec() tells the fork hooks that this child is subprocess's
+  fork for a `preexec_fn`, which runs that function and then execs in C:
+  nothing is started there (no timers, no threads), and the program it
+  execs is followed as any child is.
+"""
+import functools
+import os
+import sys
+
+from .. import _lprof
+
+
+def _paused(real):
+    @functools.wraps(real)
+    def exec_with_sampler_paused(*args, **kwargs):
+        _lprof.sampler_pause()
+        try:
+            return real(*args, **kwargs)
+        finally:  # reached only when the exec failed
+            _lprof.sampler_resume()
+    exec_with_sampler_paused._lprof_exec_guard = True
+    return exec_with_sampler_paused
+
+
+def install():
+    """Wraps os.execv and os.execve unless they are wrapped already (the run's
+    end puts back the functions it found, lprof.process.faults); harmless
+    while nothing samples."""
+    for name in ("execv", "execve"):
+        real = getattr(os, name, None)
+        if real is not None and not getattr(real, "_lprof_exec_guard", False):
+            setattr(os, name, _paused(real))
+
+
+def forked_for_exec():
+    """True in a fork hook of the child that subprocess forks to run a
+    preexec_fn and exec (the frame that forked is subprocess's
+    _execute_child; lprof's own hook frames are skipped)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith("lprof."):
+        f = f.f_back
+    return (f is not None and f.f_code.co_name == "_execute_child"
+            and f.f_globals.get("__name__") == "subprocess")
