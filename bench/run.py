@@ -128,7 +128,7 @@ def main():
     md, targets = [], []
     if "line" in only:
         log("bench: line profiler")
-        h, rows, t = line_bench.run(repeats, log)
+        h, rows, t, (rh, rrows) = line_bench.run(repeats, log)
         targets += t
         md += ["## 1. Line profiler overhead (`lprof -l` vs `kernprof -l`)", "",
                "Wall time of the whole process; ratio = the median over rounds of (profiled "
@@ -137,7 +137,13 @@ def main():
                "both tools add about a tenth and their ratio is noisier); plain s is the "
                "median plain run. "
                "Target: on the cheap-lines loop lprof adds at most 1/3 of the time kernprof "
-               "adds; elsewhere never more than kernprof.", "", table(h, rows), ""]
+               "adds; elsewhere never more than kernprof.", "", table(h, rows), "",
+               "What the listing says the function took (its Total time, median over the "
+               "rounds above) beside the time the function takes in the plain run (it times "
+               "itself, median). Tracing makes every traced line slower; lprof takes its own "
+               "bookkeeping out of the times (docs/design-tracer.md), and no tracer can take "
+               "out the interpreter's cost of sending each line event. No target.", "",
+               table(rh, rrows), ""]
     if "sampling" in only:
         log("bench: sampling accuracy")
         (h, rows), (sh, srows), t = sampling_bench.accuracy(repeats, log)
