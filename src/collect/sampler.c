@@ -258,8 +258,12 @@ static void set_timer(slot *t, uint64_t period_ns) {
 void lp_sampler_pause(void) {
     if (!S.running || S.paused) return;
     S.paused = 1;
-    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
-        if (S.slots[i].has_timer) set_timer(&S.slots[i], 0);
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (!t->has_timer) continue;
+        set_timer(t, 0);
+        t->paused_cpu_ns = clock_ns(t->cpu_clock);
+    }
     stop_wall_thread();
 }
 
@@ -269,8 +273,13 @@ void lp_sampler_resume(void) {
     if (!S.running) return;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
-        if (t->has_timer && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == LP_SLOT_ACTIVE)
-            set_timer(t, S.cfg.period_ns);
+        if (!t->has_timer || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+        /* CPU spent while paused is not the program's to sample: keep it
+         * out of what the thread's end counts as not covered by expiries */
+        uint64_t now = clock_ns(t->cpu_clock);
+        if (t->paused_cpu_ns && now > t->paused_cpu_ns) t->start_cpu_ns += now - t->paused_cpu_ns;
+        t->paused_cpu_ns = 0;
+        set_timer(t, S.cfg.period_ns);
     }
     if (S.cfg.mode == LP_MODE_WALL) start_wall_thread(); /* failing: no wall samples from here */
 }
@@ -296,6 +305,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->last_cpu_ns = 0;
     t->expiries = t->samples_taken = 0;
     t->start_cpu_ns = clock_ns(t->cpu_clock);
+    t->paused_cpu_ns = 0;
     if (S.cfg.mode == LP_MODE_CPU) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);

@@ -37,6 +37,7 @@ typedef struct {
      * counted by its handler (overruns included) and samples committed;
      * read by the thread itself at its end (lp_sampler_unregister_self) */
     uint64_t start_cpu_ns, expiries, samples_taken;
+    uint64_t paused_cpu_ns; /* its CPU clock at lp_sampler_pause */
     lp_ring ring;
 } lp_sampler_slot;
 

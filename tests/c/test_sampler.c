@@ -64,7 +64,7 @@ static lp_sampler_host fake_host(void) {
 
 typedef struct {
     uint32_t weight, flags, depth;
-    uint64_t key, t_ns;
+    uint64_t key, t_ns, cpu_ns;
     lp_rawframe frames[3];
 } got_sample;
 
@@ -81,6 +81,7 @@ static void keep(const lp_sample *s, int slot, void *arg) {
     g->depth = s->depth;
     g->key = s->thread_key;
     g->t_ns = s->t_ns;
+    g->cpu_ns = s->cpu_ns;
     for (uint32_t i = 0; i < s->depth && i < 3; i++) g->frames[i] = s->frames[i];
 }
 
@@ -338,8 +339,45 @@ static void check_pause(lp_sampler_mode mode) {
 }
 
 TEST(test_pause_cpu_mode) { check_pause(LP_MODE_CPU); }
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* seconds of this thread's CPU time (a busy machine only makes it longer) */
+static void burn_for(double seconds) {
+    for (double t0 = thread_cpu_s(); thread_cpu_s() - t0 < seconds;) burn_cpu();
+}
+
+/* A thread's end charges the CPU time no timer expiry covered (its tail);
+ * CPU spent while paused (the profile saved before an exec that then
+ * failed) is lprof's, not the program's: it stays out of the tail. A 10 s
+ * period: no expiry in this test, the whole run is tail. */
+TEST(test_paused_cpu_is_not_in_the_tail) {
+    lp_sampler_host h = fake_host();
+    REQUIRE(start(LP_MODE_CPU, 10 * 1000000000ull, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    burn_for(0.02);
+    lp_sampler_pause();
+    burn_for(0.3);
+    lp_sampler_resume();
+    burn_for(0.02);
+    set_blocked(1);
+    lp_sampler_unregister_self(KEY_A, NULL);
+    set_blocked(0);
+    uint64_t tail = 0;
+    int n = drain();
+    for (int i = 0; i < n; i++)
+        if (got[i].key == KEY_A && (got[i].flags & LP_SF_TAIL)) tail += got[i].cpu_ns;
+    CHECK(tail >= 39 * 1000000ull); /* the 40 ms of CPU it ran unpaused */
+    CHECK(tail < 200 * 1000000ull); /* not the 300 ms paused */
+    stop_and_clear();
+}
 TEST(test_pause_wall_mode) { check_pause(LP_MODE_WALL); }
 
 RUN_TESTS(test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
-          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode)
+          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
+          test_paused_cpu_is_not_in_the_tail)
