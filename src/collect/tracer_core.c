@@ -128,9 +128,6 @@ void lp_tc_thread_free(lp_tc_thread *th) {
     free(th);
 }
 
-/* The thread's program clock at timestamp t: t minus its tracer overhead. */
-static inline uint64_t program_clock(const lp_tc_thread *th, uint64_t t) { return t - th->ovh; }
-
 /* Stale stack from before the last on/off switch: forget it without
  * touching code records (their recursion counts were reset). */
 static inline void check_epoch(lp_tc_thread *th) {
@@ -159,13 +156,13 @@ static void open_line(lp_tc_thread *th, lp_tc_frame *f, int line, uint64_t t, in
     f->line = -1;
     if (idx < 0 || idx > INT32_MAX / 2 || ensure_line(f->code, (uint32_t)idx) < 0) return;
     f->line = (int32_t)idx;
-    f->p_line = program_clock(th, t);
+    f->p_line = lp_tc_program_clock(th, t);
     if (hit) f->code->lines[idx].hits++;
 }
 
 static inline void close_line(lp_tc_thread *th, lp_tc_frame *f, uint64_t t) {
     if (f->line >= 0) {
-        f->code->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, program_clock(th, t));
+        f->code->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, lp_tc_program_clock(th, t));
         f->line = -1;
     }
 }
@@ -204,7 +201,7 @@ static lp_tc_frame *push(lp_tc_thread *th, lp_tc_code *c, uint64_t t) {
         th->depth++;
         th->uncounted++;
     }
-    f->p_enter = program_clock(th, t);
+    f->p_enter = lp_tc_program_clock(th, t);
     return f;
 }
 
@@ -212,7 +209,7 @@ static void pop(lp_tc_thread *th, uint64_t t) {
     lp_tc_frame *f = &th->stack[--th->depth];
     lp_tc_code *c = f->code;
     close_line(th, f, t);
-    if (f->outer) c->total_ticks += lp_tc_program_elapsed(f->p_enter, program_clock(th, t));
+    if (f->outer) c->total_ticks += lp_tc_program_elapsed(f->p_enter, lp_tc_program_clock(th, t));
     if (f->counted) {
         if (c->owner == th->serial && c->depth > 0) c->depth--;
     } else if (th->uncounted > 0) {

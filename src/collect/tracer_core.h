@@ -104,6 +104,9 @@ static inline void lp_tc_overhead(lp_tc_thread *th, uint64_t t_event, uint64_t t
     if (LP_LIKELY(t_after > t_event)) th->ovh += t_after - t_event;
 }
 
+/* The thread's program clock at timestamp t: t minus its tracer overhead. */
+static inline uint64_t lp_tc_program_clock(const lp_tc_thread *th, uint64_t t) { return t - th->ovh; }
+
 /* Program time from program clock p0 to p1; 0 if the clock went back (TSCs
  * of two CPUs a few ticks apart). */
 static inline uint64_t lp_tc_program_elapsed(uint64_t p0, uint64_t p1) {
@@ -125,7 +128,7 @@ static inline int lp_tc_line_fast(lp_tc_thread *th, const void *id, int line, ui
     lp_tc_code *c = f->code;
     int64_t idx = (int64_t)line - c->firstlineno;
     if (LP_UNLIKELY(c->id != id || (uint64_t)idx >= c->nlines)) return 0;
-    uint64_t p = t - th->ovh;
+    uint64_t p = lp_tc_program_clock(th, t);
     if (f->line >= 0) c->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, p);
     f->line = (int32_t)idx;
     f->p_line = p;

@@ -12,7 +12,9 @@ Two guards:
 - install() wraps os.execv and os.execve (os.execl, execle, execlp, execlpe,
   execvp and execvpe all end in one of them): the sampler pauses before the
   real call (no timer armed, no wall thread; a signal already pending is
-  delivered to the handler first) and resumes if the exec fails.
+  delivered to the handler first) and resumes if the exec fails. The one
+  wrapper also runs what before_exec() registered (the run's save,
+  lprof.process.faults), so this module is the only one that wraps exec.
 - forked_for_exec() tells the fork hooks that this child is subprocess's
   fork for a `preexec_fn`, which runs that function and then execs in C:
   nothing is started there (no timers, no threads), and the program it
@@ -25,26 +27,42 @@ import sys
 from .. import _lprof
 
 
-def _paused(real):
+_before = []  # run before every exec, in the order registered
+
+
+def _guarded(real):
     @functools.wraps(real)
-    def exec_with_sampler_paused(*args, **kwargs):
+    def exec_guarded(*args, **kwargs):
         _lprof.sampler_pause()
         try:
+            for fn in list(_before):
+                fn()
             return real(*args, **kwargs)
         finally:  # reached only when the exec failed
             _lprof.sampler_resume()
-    exec_with_sampler_paused._lprof_exec_guard = True
-    return exec_with_sampler_paused
+    exec_guarded._lprof_exec_guard = True
+    return exec_guarded
 
 
 def install():
-    """Wraps os.execv and os.execve unless they are wrapped already (the run's
-    end puts back the functions it found, lprof.process.faults); harmless
-    while nothing samples."""
+    """Wraps os.execv and os.execve (once: a second call finds the wrappers);
+    harmless while nothing samples and nothing is registered."""
     for name in ("execv", "execve"):
         real = getattr(os, name, None)
         if real is not None and not getattr(real, "_lprof_exec_guard", False):
-            setattr(os, name, _paused(real))
+            setattr(os, name, _guarded(real))
+
+
+def before_exec(fn):
+    """Runs fn() before every exec of this process from now on (it must not
+    raise); returns the function that stops that."""
+    install()
+    _before.append(fn)
+
+    def remove():
+        if fn in _before:
+            _before.remove(fn)
+    return remove
 
 
 def forked_for_exec():

@@ -11,9 +11,9 @@
   safely then. The watcher hands an encoded profile to C every few seconds
   (or -i's periodic file does); the C handler writes the last one, says so,
   and the signal goes on to the previous handler (default: death by it).
-- os.execv/os.execve (every os.exec* goes through them) and os._exit: the
-  profile is saved and printed first, in the process that lprof started only
-  (a forked child's os._exit saves nothing).
+- An exec (lprof.collect.exec_guard runs this module's save before it) and
+  os._exit: the profile is saved and printed first, in the process that lprof
+  started only (a forked child's os._exit saves nothing).
 
 `arm()` is called once, before the program starts; `Guard.end()` at the end
 of the run, around the normal save."""
@@ -25,6 +25,7 @@ import sys
 import time
 
 from .. import _lprof
+from ..collect import exec_guard
 from ..common.own_thread import OwnThread
 
 # first in-memory checkpoint after this many seconds, then at least this
@@ -48,7 +49,9 @@ class Guard:
         self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
         _lprof.emergency_arm(True, quiet, path, tmp, 0o666 & ~_umask())
-        self._wrapped = _wrap_os(self) if wrap_os else {}
+        self._wrapped = _wrap_exit(self) if wrap_os else {}
+        self._exec_hook = (exec_guard.before_exec(lambda: self.before_leaving("exec"))
+                           if wrap_os else None)
         self._thread = OwnThread(self._watch)
         self._thread.start()
 
@@ -103,6 +106,8 @@ class Guard:
         self._lock.acquire()
         _lprof.emergency_disarm()
         _unwrap_os(self._wrapped)
+        if self._exec_hook is not None:
+            self._exec_hook()
         _lprof.emergency_release()  # the watcher wakes and returns
         self._thread.join(timeout=5)
         return _lprof.emergency_pending()
@@ -130,24 +135,16 @@ def _umask():
     return read()
 
 
-def _wrap_os(guard):
-    """os.execv, os.execve and os._exit, each saving the profile first."""
-    originals = {}
+def _wrap_exit(guard):
+    """os._exit, saving the profile first; returns {name: original}."""
+    real = os._exit
 
-    def wrap(name, how):
-        real = getattr(os, name)
-        originals[name] = real
-
-        @functools.wraps(real)
-        def wrapper(*args, **kwargs):
-            guard.before_leaving(how)
-            return real(*args, **kwargs)
-        setattr(os, name, wrapper)
-
-    wrap("execv", "exec")
-    wrap("execve", "exec")
-    wrap("_exit", "os._exit")
-    return originals
+    @functools.wraps(real)
+    def _exit(*args, **kwargs):
+        guard.before_leaving("os._exit")
+        return real(*args, **kwargs)
+    os._exit = _exit
+    return {"_exit": real}
 
 
 def _unwrap_os(originals):

@@ -2,8 +2,10 @@
  *
  * The trace function is installed on every existing thread state
  * (_PyEval_SetTrace) and, through threading.settrace() with a tiny C
- * callable, on threads started later. Its first step is the registry lookup;
- * frames of other code get f_trace_lines = 0 so they send no LINE events.
+ * callable, on threads started later. A LINE event in the frame it is
+ * timing takes the core's inline path; any other event starts with the
+ * registry lookup, and frames of other code get f_trace_lines = 0 so they
+ * send no LINE events.
  * A yield and an exception exit both arrive as PyTrace_RETURN; a generator
  * resume arrives as PyTrace_CALL on a frame that already ran.
  *
