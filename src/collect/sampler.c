@@ -22,6 +22,7 @@
 #include "collect/ring.h"
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
+#include "common/wait_flag.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid /* glibc 2.36 lacks the macro */
@@ -66,6 +67,7 @@ static void wall_read_detached(slot *t) {
 
 static void *wall_main(void *arg) {
     (void)arg;
+    __atomic_store_n(&S.wall_started, 1, __ATOMIC_RELEASE);
     pid_t pid = getpid();
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
@@ -177,9 +179,11 @@ static int start_wall_thread(void) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the wall thread takes no signals */
     __atomic_store_n(&S.wall_running, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&S.wall_started, 0, __ATOMIC_RELEASE);
     int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) S.wall_running = 0;
+    else lp_wait_for_flag(&S.wall_started, 2000000000ull); /* see common/wait_flag.h */
     return rc;
 }
 

@@ -62,6 +62,7 @@ typedef struct {
     lp_ring wall_ring; /* producer: wall thread */
     pthread_t wall_thread;
     int wall_running;
+    int wall_started; /* set by the wall thread first thing: its start-up is over */
     int paused; /* lp_sampler_pause: timers disarmed, no wall thread */
     uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
     int atfork_done;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collect/sampler.h"
+#include "collect/sampler_state.h"
 
 #define SIGNO (SIGRTMIN + 5)
 #define KEY_A 111u
@@ -377,7 +378,23 @@ TEST(test_paused_cpu_is_not_in_the_tail) {
 }
 TEST(test_pause_wall_mode) { check_pause(LP_MODE_WALL); }
 
+/* The wall thread has finished starting when start (and resume) return: a
+ * program that forks on its first line must not fork while the thread's
+ * start-up is inside an allocator that takes no lock around fork (ASan's).
+ * White-box: the flag is the thread's first write. */
+TEST(test_wall_thread_started_when_start_returns) {
+    lp_sampler_host h = fake_host();
+    for (int i = 0; i < 20; i++) {
+        REQUIRE(start(LP_MODE_WALL, 1000000, &h) == 0);
+        CHECK(__atomic_load_n(&lp_sampler_S.wall_started, __ATOMIC_ACQUIRE));
+        lp_sampler_pause();
+        lp_sampler_resume();
+        CHECK(__atomic_load_n(&lp_sampler_S.wall_started, __ATOMIC_ACQUIRE));
+        stop_and_clear();
+    }
+}
+
 RUN_TESTS(test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
-          test_paused_cpu_is_not_in_the_tail)
+          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)

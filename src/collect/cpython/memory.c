@@ -9,6 +9,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/leak.h"
 #include "common/clock.h"
+#include "common/wait_flag.h"
 #include "collect/cpython/memhooks.h"
 
 static PyObject *py_start(PyObject *self, PyObject *args) {
@@ -172,12 +173,15 @@ static PyObject *py_leak_judge(PyObject *self, PyObject *args) {
  * not counted by _thread._count() either. */
 typedef struct {
     PyObject *target;
+    int *running; /* the starter's flag: set once, then never touched again */
 } own_thread_boot;
 
 static void own_thread_main(void *arg) {
     own_thread_boot *boot = arg;
     (void)lp_memhooks_guard_enter();
     PyGILState_STATE gil = PyGILState_Ensure();
+    __atomic_store_n(boot->running, 1, __ATOMIC_RELEASE);
+    boot->running = NULL;
     PyObject *r = PyObject_CallNoArgs(boot->target);
     if (r == NULL) PyErr_Clear(); /* the target catches its own; never print from here */
     Py_XDECREF(r);
@@ -195,7 +199,9 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
     own_thread_boot *boot = PyMem_RawMalloc(sizeof *boot);
     if (boot == NULL) return PyErr_NoMemory();
     Py_INCREF(target);
+    int running = 0;
     boot->target = target;
+    boot->running = &running;
     unsigned long ident = PyThread_start_new_thread(own_thread_main, boot);
     if (ident == PYTHREAD_INVALID_THREAD_ID) {
         Py_DECREF(target);
@@ -203,6 +209,15 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
         PyErr_SetString(PyExc_RuntimeError, "can't start lprof's thread");
         return NULL;
     }
+    /* Return once the thread holds its thread state: its start-up allocates
+     * without the GIL (the C runtime's and a sanitizer's thread set-up, the
+     * thread state), so a program that forks at once could otherwise fork
+     * while it is inside an allocator that takes no lock around fork
+     * (ASan's: the child hung at its first thread start). Bounded, since a
+     * thread started during finalisation may never get the GIL. */
+    Py_BEGIN_ALLOW_THREADS
+    lp_wait_for_flag(&running, 2000000000ull);
+    Py_END_ALLOW_THREADS
     return PyLong_FromUnsignedLong(ident);
 }
 

@@ -24,6 +24,7 @@
 
 #include "collect/cpython/memhooks.h"
 #include "common/clock.h"
+#include "common/wait_flag.h"
 
 #define Py_BUILD_CORE 1
 #undef _PyGC_FINALIZED /* the internal headers define it again on 3.11 (-Werror) */
@@ -282,6 +283,7 @@ static pthread_cond_t sweep_cv;
 static pthread_once_t sweep_cv_once = PTHREAD_ONCE_INIT;
 static int sweep_stop;                 /* under sweep_mu */
 static int sweeper_running;            /* the thread exists (GIL held to change) */
+static int sweeper_started;            /* its first write: its start-up is over */
 static pthread_t sweeper;
 static long long sweep_period_ns;
 static PyInterpreterState *sweep_interp;
@@ -324,6 +326,7 @@ static uint64_t newest_thread_id(PyInterpreterState *interp) {
 static void *sweeper_main(void *arg) {
     uint64_t seen = (uint64_t)(uintptr_t)arg; /* the newest id when the run began */
     (void)lp_memhooks_guard_enter(); /* its thread states are lprof's, not the program's */
+    __atomic_store_n(&sweeper_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&sweep_mu);
     while (!sweep_stop) {
         uint64_t newest = newest_thread_id(sweep_interp);
@@ -365,12 +368,17 @@ int lp_pyt_sweep_start(double period_s) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&sweeper_started, 0, __ATOMIC_RELEASE);
     int rc = pthread_create(&sweeper, NULL, sweeper_main, (void *)(uintptr_t)seen);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         PyErr_SetString(PyExc_RuntimeError, "cannot start the tracer's thread sweeper");
         return -1;
     }
+    /* its start-up allocates: over before the program can fork (common/wait_flag.h) */
+    Py_BEGIN_ALLOW_THREADS
+    lp_wait_for_flag(&sweeper_started, 2000000000ull);
+    Py_END_ALLOW_THREADS
     sweeper_running = 1;
     return 0;
 }

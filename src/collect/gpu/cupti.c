@@ -31,6 +31,7 @@
 #include "aggregate/gpu_devmem.h"
 #include "aggregate/gpu_join.h"
 #include "collect/gpu/cupti_view.h"
+#include "common/wait_flag.h"
 
 /* per thread in CUDA 13: smaller buffers come back sooner and cost less
  * memory per launching thread (2,500+ kernel records each) */
@@ -308,8 +309,11 @@ static const char *newest_layout(void) {
 /* lprof's periodic flush (flag 0: complete buffers, full or not). It calls
  * CUPTI only once the program made a CUDA call lprof traces, so starting
  * lprof does not touch the driver before the program does. */
+static int flusher_started; /* its first write: start-up over (common/wait_flag.h) */
+
 static void *flusher_main(void *arg) {
     (void)arg;
+    __atomic_store_n(&flusher_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&flusher_mu);
     while (!flusher_stop) {
         struct timespec t;
@@ -335,8 +339,10 @@ static void start_flusher(void) {
     sigset_t all, old;
     sigfillset(&all); /* the profiler's signals belong to the program's threads */
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&flusher_started, 0, __ATOMIC_RELEASE);
     flusher_running = pthread_create(&flusher, NULL, flusher_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (flusher_running) lp_wait_for_flag(&flusher_started, 2000000000ull);
 }
 
 /* Runs fn_(NULL) on a helper thread, waiting at most timeout_ms; 1 when
