@@ -173,21 +173,25 @@ static PyObject *py_leak_judge(PyObject *self, PyObject *args) {
  * not counted by _thread._count() either. */
 typedef struct {
     PyObject *target;
-    int *running; /* the starter's flag: set once, then never touched again */
+    int running; /* set by the thread once it holds its thread state */
+    int refs;    /* the starter and the thread: the last one out frees */
 } own_thread_boot;
+
+static void own_thread_boot_release(own_thread_boot *boot) {
+    if (__atomic_sub_fetch(&boot->refs, 1, __ATOMIC_ACQ_REL) == 0) PyMem_RawFree(boot);
+}
 
 static void own_thread_main(void *arg) {
     own_thread_boot *boot = arg;
     (void)lp_memhooks_guard_enter();
     PyGILState_STATE gil = PyGILState_Ensure();
-    __atomic_store_n(boot->running, 1, __ATOMIC_RELEASE);
-    boot->running = NULL;
+    __atomic_store_n(&boot->running, 1, __ATOMIC_RELEASE);
     PyObject *r = PyObject_CallNoArgs(boot->target);
     if (r == NULL) PyErr_Clear(); /* the target catches its own; never print from here */
     Py_XDECREF(r);
     Py_DECREF(boot->target);
     PyGILState_Release(gil);
-    PyMem_RawFree(boot);
+    own_thread_boot_release(boot);
 }
 
 static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
@@ -199,9 +203,9 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
     own_thread_boot *boot = PyMem_RawMalloc(sizeof *boot);
     if (boot == NULL) return PyErr_NoMemory();
     Py_INCREF(target);
-    int running = 0;
     boot->target = target;
-    boot->running = &running;
+    boot->running = 0;
+    boot->refs = 2;
     unsigned long ident = PyThread_start_new_thread(own_thread_main, boot);
     if (ident == PYTHREAD_INVALID_THREAD_ID) {
         Py_DECREF(target);
@@ -216,8 +220,11 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
      * (ASan's: the child hung at its first thread start). Bounded, since a
      * thread started during finalisation may never get the GIL. */
     Py_BEGIN_ALLOW_THREADS
-    lp_wait_for_flag(&running, 2000000000ull);
+    lp_wait_for_flag(&boot->running, 2000000000ull);
     Py_END_ALLOW_THREADS
+    /* a thread ended inside PyGILState_Ensure (finalisation) never lets go of its block: one small
+     * block, never touched again */
+    own_thread_boot_release(boot);
     return PyLong_FromUnsignedLong(ident);
 }
 
