@@ -1,6 +1,7 @@
 /* tracer: shadow stacks and per-code line arrays (see tracer_core.h). */
 #include "collect/tracer_core.h"
 
+#include "collect/tracer_waits.h"
 #include "common/own_alloc.h"
 
 #include <stdlib.h>
@@ -83,6 +84,7 @@ void lp_tc_clear(void) {
         if (c->lines) memset(c->lines, 0, c->nlines * sizeof *c->lines);
         c->total_ticks = 0;
     }
+    lp_tw_reset();
 }
 
 void lp_tc_new_epoch(void) {
@@ -104,6 +106,7 @@ void lp_tc_reset_registry(void) {
     table = NULL;
     ncodes = codes_cap = table_cap = 0;
     lp_tc_epoch++;
+    lp_tw_reset();
 }
 
 lp_tc_thread *lp_tc_thread_new(void) {
@@ -236,14 +239,43 @@ void lp_tc_line(lp_tc_thread *th, lp_tc_code *code, int line, uint64_t t) {
     open_line(th, f, line, t, 1);
 }
 
-void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) {
-    check_epoch(th);
+/* The depth+1 of the innermost frame of `code`, 0 if none. */
+static uint32_t innermost(const lp_tc_thread *th, const lp_tc_code *code) {
     uint32_t i = th->depth;
     while (i > 0 && th->stack[i - 1].code != code) i--;
+    return i;
+}
+
+void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) {
+    check_epoch(th);
+    uint32_t i = innermost(th, code);
     if (i == 0) return; /* not ours (started before tracing, no line yet) */
     /* Frames above it lost their exit event: close them at t too. */
     while (th->depth >= i) pop(th, t);
 }
+
+void lp_tc_suspend(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t t) {
+    check_epoch(th);
+    uint32_t i = innermost(th, code);
+    if (i == 0) return;
+    const lp_tc_frame *f = &th->stack[i - 1];
+    if (f->line >= 0 && frame != NULL) {
+        lp_tw_entry e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line};
+        (void)lp_tw_put(&e);
+    }
+    while (th->depth >= i) pop(th, t);
+}
+
+void lp_tc_resume(lp_tc_thread *th, lp_tc_code *code, const void *frame, int resume_line, uint64_t t) {
+    lp_tc_enter(th, code, resume_line, t);
+    lp_tw_entry e;
+    if (!lp_tw_take(frame, code, &e) || e.line < 0 || (uint32_t)e.line >= code->nlines) return;
+    uint64_t wait = e.serial == th->serial ? lp_tc_program_elapsed(e.p, lp_tc_program_clock(th, t))
+                                           : (t > e.t ? t - e.t : 0);
+    code->lines[e.line].wait_ticks += wait;
+}
+
+uint64_t lp_tc_waits_evicted(void) { return lp_tw_evicted(); }
 
 #define CALIBRATE_ROUNDS 7
 #define CALIBRATE_EVENTS 256
@@ -251,7 +283,7 @@ void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) {
 uint64_t lp_tc_calibrate_fast_line(uint64_t (*now)(void)) {
     /* A code record outside the registry and a thread of its own: the
      * path runs as in a program's loop, touching nothing of the program's. */
-    lp_tc_linestat lines[4] = {{0, 0}};
+    lp_tc_linestat lines[4] = {{0, 0, 0}};
     lp_tc_code code = {.id = &code, .firstlineno = 1, .nlines = 4, .lines = lines};
     lp_tc_thread *th = lp_tc_thread_new();
     if (th == NULL) return lp_tc_fast_line_cost;

@@ -8,7 +8,8 @@
  * Time of a line = from its LINE event to the next event that closes it in
  * the same frame (next LINE, return, yield, unwind), callees included.
  * Function total = enter..exit of the outermost activation of that code on
- * the thread (recursion is not double counted), suspended time excluded.
+ * the thread (recursion is not double counted), suspended time excluded:
+ * it is the wait of the line that suspended (yield, await), kept apart.
  * The tracer's own time (between an event's timestamp and the end of its
  * bookkeeping, reported with lp_tc_overhead) is subtracted from both.
  *
@@ -27,6 +28,7 @@
 typedef struct {
     uint64_t hits;
     uint64_t ticks;
+    uint64_t wait_ticks;     /* suspended here (yield, await) until resumed */
 } lp_tc_linestat;
 
 typedef struct lp_tc_code {
@@ -91,6 +93,17 @@ LP_INTERNAL void lp_tc_thread_free(lp_tc_thread *th);
 LP_INTERNAL void lp_tc_enter(lp_tc_thread *th, lp_tc_code *code, int resume_line, uint64_t t);
 LP_INTERNAL void lp_tc_line(lp_tc_thread *th, lp_tc_code *code, int line, uint64_t t);
 LP_INTERNAL void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t);
+/* A generator or coroutine frame (`frame`: its address, stable while it
+ * lives) suspends: lp_tc_exit, and its open line is remembered. When it
+ * resumes (lp_tc_resume: lp_tc_enter with the resumed line), the time in
+ * between goes to that line's wait_ticks: the resuming thread's program
+ * clock when the same thread suspended it (the tracer's own work on the
+ * other frames it ran meanwhile left out), else the raw clock. */
+LP_INTERNAL void lp_tc_suspend(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t t);
+LP_INTERNAL void lp_tc_resume(lp_tc_thread *th, lp_tc_code *code, const void *frame, int resume_line,
+                              uint64_t t);
+/* Suspensions whose wait could not be kept (tracer_waits.h). */
+LP_INTERNAL uint64_t lp_tc_waits_evicted(void);
 
 /* Innermost frame's code if it is the live stack, else NULL (fast path for
  * LINE events: no registry lookup). */

@@ -114,6 +114,106 @@ TEST(test_generator_suspend) {
     lp_tc_thread_free(th);
 }
 
+static uint64_t waits(lp_tc_code *c, int line) {
+    int i = line - c->firstlineno;
+    return (i >= 0 && (uint32_t)i < c->nlines) ? c->lines[i].wait_ticks : 0;
+}
+
+/* A coroutine suspends at its await (line 3) twice; the wait goes to that
+ * line, the tracer's work on the frames that ran meanwhile left out; Time
+ * and the function total stay as without waits. */
+TEST(test_suspension_wait_same_thread) {
+    lp_tc_reset_registry();
+    lp_tc_code *co = reg(20, 1), *other = reg(21, 50);
+    int frame; /* the coroutine's frame address */
+    lp_tc_thread *th = lp_tc_thread_new();
+    lp_tc_enter(th, co, -1, 0);
+    lp_tc_line(th, co, 2, 1);
+    lp_tc_line(th, co, 3, 4);
+    lp_tc_suspend(th, co, &frame, 10);      /* PY_YIELD: await had to wait */
+    lp_tc_enter(th, other, -1, 20);         /* the event loop runs another task */
+    lp_tc_line(th, other, 51, 21);
+    lp_tc_overhead(th, 30, 130);            /* 100 ticks of the tracer's own */
+    lp_tc_exit(th, other, 200);
+    lp_tc_resume(th, co, &frame, 3, 510);   /* PY_RESUME on line 3 */
+    lp_tc_suspend(th, co, &frame, 512);
+    lp_tc_resume(th, co, &frame, 3, 612);
+    lp_tc_line(th, co, 4, 615);
+    lp_tc_exit(th, co, 620);
+    CHECK_EQ_INT(waits(co, 3), (510 - 10 - 100) + 100);
+    CHECK_EQ_INT(waits(co, 2), 0);
+    CHECK_EQ_INT(waits(co, 4), 0);
+    CHECK_EQ_INT(ticks(co, 3), 6 + 2 + 3);
+    CHECK_EQ_INT(hits(co, 3), 1);
+    CHECK_EQ_INT(co->total_ticks, 10 + 2 + 8);
+    /* taken once: a second resume of the frame finds nothing */
+    lp_tc_enter(th, co, -1, 700);
+    lp_tc_resume(th, co, &frame, 3, 800);
+    CHECK_EQ_INT(waits(co, 3), 500);
+    CHECK_EQ_INT(lp_tc_waits_evicted(), 0);
+    lp_tc_thread_free(th);
+}
+
+/* Resumed on another thread: the plain clock (program clocks of two
+ * threads are not comparable). An entry of another code at the frame's
+ * address (a dead frame's) is not taken. A fresh call (lp_tc_enter) takes
+ * nothing. */
+TEST(test_suspension_wait_other_thread_and_stale) {
+    lp_tc_reset_registry();
+    lp_tc_code *g = reg(22, 1), *h = reg(23, 10);
+    int frame, other_frame;
+    lp_tc_thread *a = lp_tc_thread_new(), *b = lp_tc_thread_new();
+    lp_tc_overhead(a, 0, 40);
+    lp_tc_enter(a, g, -1, 50);
+    lp_tc_line(a, g, 2, 51);
+    lp_tc_suspend(a, g, &frame, 60);
+    lp_tc_resume(b, g, &frame, 2, 1060);
+    lp_tc_exit(b, g, 1061);
+    CHECK_EQ_INT(waits(g, 2), 1000);
+    /* h suspends where g's dead frame was; g's later frame there is not h's */
+    lp_tc_enter(a, h, -1, 2000);
+    lp_tc_line(a, h, 11, 2001);
+    lp_tc_suspend(a, h, &other_frame, 2002);
+    lp_tc_enter(a, g, -1, 2100);
+    lp_tc_line(a, g, 2, 2101);
+    lp_tc_suspend(a, g, &frame, 2102);
+    lp_tc_resume(a, h, &frame, 11, 3000); /* h never suspended at &frame */
+    lp_tc_exit(a, h, 3001);
+    CHECK_EQ_INT(waits(h, 11), 0);
+    lp_tc_resume(a, g, &frame, 2, 4102);
+    lp_tc_exit(a, g, 4103);
+    CHECK_EQ_INT(waits(g, 2), 1000 + 2000);
+    lp_tc_thread_free(a);
+    lp_tc_thread_free(b);
+}
+
+/* More suspended frames in one set than it holds: the oldest is evicted
+ * and counted, its frame's resume gets no wait, the others keep theirs. */
+TEST(test_suspension_table_evicts_oldest) {
+    lp_tc_reset_registry();
+    lp_tc_code *g = reg(24, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    enum { N = 40000 }; /* over the table's 16384 entries: some set overflows */
+    static char frames[N];
+    for (int i = 0; i < N; i++) {
+        lp_tc_enter(th, g, -1, 10 * (uint64_t)i);
+        lp_tc_line(th, g, 2, 10 * (uint64_t)i + 1);
+        lp_tc_suspend(th, g, &frames[i], 10 * (uint64_t)i + 2);
+    }
+    uint64_t evicted = lp_tc_waits_evicted();
+    CHECK(evicted >= N - 16384);
+    /* the newest frame kept its suspension, the first one lost it */
+    lp_tc_resume(th, g, &frames[N - 1], 2, 10 * (uint64_t)N);
+    lp_tc_exit(th, g, 10 * (uint64_t)N + 1);
+    CHECK_EQ_INT(waits(g, 2), 8);
+    lp_tc_resume(th, g, &frames[0], 2, 10 * (uint64_t)N + 5);
+    lp_tc_exit(th, g, 10 * (uint64_t)N + 6);
+    CHECK_EQ_INT(waits(g, 2), 8);
+    lp_tc_clear();
+    CHECK_EQ_INT(lp_tc_waits_evicted(), 0);
+    lp_tc_thread_free(th);
+}
+
 /* a calls b; b raises and unwinds; a catches it and keeps going. */
 TEST(test_exception_unwind) {
     lp_tc_reset_registry();
@@ -374,4 +474,5 @@ TEST(test_fast_line_cost) {
 RUN_TESTS(test_simple_loop, test_recursion, test_mutual_recursion, test_generator_suspend,
           test_exception_unwind, test_missed_exit, test_adopt_running_frame, test_two_threads,
           test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack,
-          test_line_fast_path, test_fast_line_cost)
+          test_line_fast_path, test_fast_line_cost, test_suspension_wait_same_thread,
+          test_suspension_wait_other_thread_and_stale, test_suspension_table_evicts_oldest)

@@ -194,6 +194,32 @@ fail:
     return NULL;
 }
 
+/* tracer_waits() -> ([(code, lineno, wait_ticks)], evicted): the lines
+ * that suspended (yield, await) with the time until their frame resumed,
+ * and the suspensions whose wait could not be kept. */
+static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *rows = PyList_New(0);
+    if (rows == NULL) return NULL;
+    for (size_t k = 0; k < lp_tc_ncodes(); k++) {
+        for (uint32_t i = 0;; i++) {
+            lp_tc_code *c = lp_tc_code_at(k); /* re-read: an allocation may run traced code */
+            if (i >= c->nlines) break;
+            uint64_t wait = c->lines[i].wait_ticks;
+            if (wait == 0) continue;
+            PyObject *t = Py_BuildValue("(OiK)", (PyObject *)c->user, c->firstlineno + (int)i,
+                                        (unsigned long long)wait);
+            if (t == NULL || PyList_Append(rows, t) < 0) {
+                Py_XDECREF(t);
+                Py_DECREF(rows);
+                return NULL;
+            }
+            Py_DECREF(t);
+        }
+    }
+    return Py_BuildValue("(NK)", rows, (unsigned long long)lp_tc_waits_evicted());
+}
+
 static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_tc_clear();
@@ -203,6 +229,8 @@ static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
 static PyMethodDef tracer_methods[] = {
     {"tracer_add_code", py_tracer_add_code, METH_O,
      "Trace this code object and those nested in its constants; True if newly added."},
+    {"tracer_waits", py_tracer_waits, METH_NOARGS,
+     "([(code, lineno, wait_ticks)], evicted): time suspended at each line (yield, await) until resumed."},
     {"tracer_enable", py_tracer_enable, METH_NOARGS,
      "Start line tracing on all threads; when on, the calling thread joins if it has no tracer."},
     {"tracer_disable", py_tracer_disable, METH_NOARGS, "Stop line tracing on all threads."},

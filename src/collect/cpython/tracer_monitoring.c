@@ -9,6 +9,7 @@
 
 #if PY_VERSION_HEX >= 0x030C0000
 
+#include "collect/cpython/frames.h"
 #include "common/clock.h"
 
 static int tool_id = -1;
@@ -63,8 +64,14 @@ static PyObject *cb_start(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
+/* The running generator's interpreter frame: it lives inside the generator
+ * object, so its address names that generator from yield to resume. The
+ * callbacks are C functions: no frame of theirs is on top. */
+static inline const void *current_frame(void) { return lp_pyframes_top(PyThreadState_Get(), NULL); }
+
 /* PY_RESUME and PY_THROW: a generator or coroutine continues; the line it
- * was suspended on is open again (without a new hit). */
+ * was suspended on is open again (without a new hit), and the time it was
+ * suspended goes to that line's wait. */
 static PyObject *cb_resume(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     uint64_t t = lp_clock_now();
     (void)self;
@@ -73,13 +80,28 @@ static PyObject *cb_resume(PyObject *self, PyObject *const *args, Py_ssize_t nar
     lp_tc_thread *th = c ? lp_pyt_thread() : NULL;
     if (th != NULL) {
         int line = PyCode_Addr2Line((PyCodeObject *)args[0], (int)small_int(args[1]));
-        lp_tc_enter(th, c, line, t);
+        lp_tc_resume(th, c, current_frame(), line, t);
         lp_tc_overhead(th, t, lp_clock_now());
     }
     Py_RETURN_NONE;
 }
 
-/* PY_RETURN, PY_YIELD, PY_UNWIND: the frame stops running. */
+/* PY_YIELD: the frame suspends (a yield, or an await that waits). */
+static PyObject *cb_yield(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    uint64_t t = lp_clock_now();
+    (void)self;
+    if (LP_UNLIKELY(nargs < 1)) Py_RETURN_NONE;
+    lp_tc_thread *th = lp_pyt_tls;
+    if (th == NULL) Py_RETURN_NONE;
+    lp_tc_code *c = code_of(th, args[0]);
+    if (c != NULL) {
+        lp_tc_suspend(th, c, current_frame(), t);
+        lp_tc_overhead(th, t, lp_clock_now());
+    }
+    Py_RETURN_NONE;
+}
+
+/* PY_RETURN, PY_UNWIND: the frame ends. */
 static PyObject *cb_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     uint64_t t = lp_clock_now();
     (void)self;
@@ -99,7 +121,7 @@ static PyMethodDef cb_defs[] = {
     {"_lprof_py_resume", (PyCFunction)(void (*)(void))cb_resume, METH_FASTCALL, NULL},
     {"_lprof_py_throw", (PyCFunction)(void (*)(void))cb_resume, METH_FASTCALL, NULL},
     {"_lprof_py_return", (PyCFunction)(void (*)(void))cb_exit, METH_FASTCALL, NULL},
-    {"_lprof_py_yield", (PyCFunction)(void (*)(void))cb_exit, METH_FASTCALL, NULL},
+    {"_lprof_py_yield", (PyCFunction)(void (*)(void))cb_yield, METH_FASTCALL, NULL},
     {"_lprof_py_unwind", (PyCFunction)(void (*)(void))cb_exit, METH_FASTCALL, NULL},
     {"_lprof_line", (PyCFunction)(void (*)(void))cb_line, METH_FASTCALL, NULL},
 };

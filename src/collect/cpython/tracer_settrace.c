@@ -59,6 +59,18 @@ static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
 #endif
 }
 
+/* At a RETURN event: is the frame suspended (a yield or an await), not
+ * finished? The state is set before the event on both versions. */
+static int is_suspended(PyFrameObject *frame, PyCodeObject *co) {
+    if (!(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) return 0;
+#if PY_VERSION_HEX < 0x030B0000
+    return frame->f_state == FRAME_SUSPENDED;
+#else
+    _PyInterpreterFrame *f = frame->f_frame;
+    return f->owner == FRAME_OWNED_BY_GENERATOR && _PyFrame_GetGenerator(f)->gi_frame_state == FRAME_SUSPENDED;
+#endif
+}
+
 /* Every event but the common LINE one (trace_fn's inline path). */
 static __attribute__((noinline)) int trace_event(PyFrameObject *frame, int what, uint64_t t) {
     PyCodeObject *co = FRAME_CODE(frame);
@@ -91,7 +103,12 @@ static __attribute__((noinline)) int trace_event(PyFrameObject *frame, int what,
         }
         th = lp_pyt_thread();
         if (LP_UNLIKELY(th == NULL)) return 0;
-        lp_tc_enter(th, c, resume_line(frame, co), t);
+        int line = resume_line(frame, co);
+        /* the frame object of a generator lives as long as it does: its key */
+        if (line >= 0)
+            lp_tc_resume(th, c, frame, line, t);
+        else
+            lp_tc_enter(th, c, -1, t);
         break;
     case PyTrace_RETURN: /* return, yield, or exception exit (arg NULL) */
         th = lp_pyt_tls;
@@ -101,7 +118,10 @@ static __attribute__((noinline)) int trace_event(PyFrameObject *frame, int what,
             c = lp_tc_find(co);
             if (c == NULL) return 0;
         }
-        lp_tc_exit(th, c, t);
+        if (is_suspended(frame, co))
+            lp_tc_suspend(th, c, frame, t);
+        else
+            lp_tc_exit(th, c, t);
         break;
     default:
         return 0;
