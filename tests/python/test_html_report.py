@@ -286,6 +286,32 @@ def test_line_profile_report_in_chromium(tmp_path, run_lprof, write_script):
         assert b.eval("document.querySelectorAll('#lines details tr.hotline').length") == 4
 
 
+@needs_chromium
+def test_line_profile_report_shows_waits(tmp_path, run_lprof, write_script):
+    """A coroutine's table gets a wait column, filled at its await line only."""
+    script = write_script("aw.py", """\
+        import asyncio
+
+        @profile
+        async def f():
+            await asyncio.sleep(0.05)  # await
+            return 1
+        asyncio.run(f())
+        """)
+    assert run_lprof("-l", "-q", "--html", "aw.html", script).returncode == 0
+    data = page_data((tmp_path / "aw.html").read_text())
+    (fn,) = data["functions"]
+    assert [ln for ln, _w in fn["wait"]] == [line_of(script, "await")]
+    with Browser(1200, 900) as b:
+        b.load((tmp_path / "aw.html").as_uri())
+        assert b.errors() == []
+        heads = b.eval("[...document.querySelectorAll('#lines details thead th')].map(t => t.textContent)")
+        assert heads == ["line", "hits", "time", "per hit", "% time", "wait", "code"]
+        filled = b.eval("[...document.querySelectorAll('#lines details td.wait')]"
+                        ".filter(td => td.textContent).map(td => td.parentNode.firstChild.textContent)")
+        assert filled == [str(line_of(script, "await"))]
+
+
 def test_columns_come_from_the_profile(tmp_path):
     """A column the profile declares (as a GPU column from metrics.h would be)
     shows in the report and in lprof diff without any edit to them."""

@@ -151,15 +151,27 @@ class LineCollector:
         with self._lock:
             for key in self._registered:
                 merged.setdefault(key, [0, {}])
+        wait_rows, evicted = _lprof.tracer_waits()
+        waits = {}  # key -> {line: ticks suspended there}
+        for code, lineno, ticks in wait_rows:
+            per_line = waits.setdefault(code_key(code), {})
+            per_line[lineno] = per_line.get(lineno, 0) + ticks
         functions = []
-        for (path, name, first), (total, lines) in merged.items():
-            functions.append({
+        for key, (total, lines) in merged.items():
+            path, name, first = key
+            fn = {
                 "file": path, "name": name, "first_line": first,
                 "total_s": total * unit,
                 "lines": [[ln, h, t * unit] for ln, (h, t) in sorted(lines.items())],
-            })
+            }
+            if key in waits:  # a generator or coroutine: time suspended per line
+                fn["wait"] = [[ln, w * unit] for ln, w in sorted(waits[key].items())]
+            functions.append(fn)
         functions.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
-        return {"functions": functions}
+        out = {"functions": functions}
+        if evicted:
+            out["waits_evicted"] = evicted
+        return out
 
 
 # The process-wide collector behind `lprof.profile` and `lprof -l`.

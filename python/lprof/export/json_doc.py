@@ -24,13 +24,24 @@ def _rows(rows, fields):
     return [dict(zip(fields, row)) for row in rows]
 
 
+def _function(f):
+    """One -l function; its lines carry wait_s where it suspended (yield, await)."""
+    waits = dict((ln, w) for ln, w in f.get("wait", []))
+    lines = []
+    for ln, hits, t in f["lines"]:
+        row = {"line": ln, "hits": hits, "time_s": t}
+        if ln in waits:
+            row["wait_s"] = waits[ln]
+        lines.append(row)
+    return {"file": f["file"], "name": f["name"], "first_line": f["first_line"],
+            "total_s": f.get("total_s", 0.0), "lines": lines}
+
+
 def export_dict(prof):
     out = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "meta": prof["meta"]}
-    out["functions"] = [
-        {"file": f["file"], "name": f["name"], "first_line": f["first_line"],
-         "total_s": f.get("total_s", 0.0),
-         "lines": [{"line": ln, "hits": hits, "time_s": t} for ln, hits, t in f["lines"]]}
-        for f in prof.get("functions", [])]
+    out["functions"] = [_function(f) for f in prof.get("functions", [])]
+    if prof.get("waits_evicted"):
+        out["waits_evicted"] = prof["waits_evicted"]
     if "sampling" in prof:
         s = dict(prof["sampling"])
         s["lines"] = _rows(s.get("lines", []), SAMPLING_LINE_FIELDS)

@@ -12,7 +12,7 @@ What merges how:
 - per-line sections ("sampling" lines, "memory" lines and leaks): rebuilt
   from the merged stacks by the one attribution rule, as for one process;
 - "functions" (lprof -l): hits and times add per (file, function, first
-  line) and per line;
+  line) and per line, and so do the seconds suspended ("wait") per line;
 - counters of the "sampling" section add, durations and peaks take the max;
 - "gpu": per-line rows rebuilt from the merged stacks; a backend is active
   where any process collected; counters add, the device memory peak is the
@@ -77,6 +77,8 @@ class Merger:
         self._modes = []
         self._stacks = {"frames": [], "columns": [], "stacks": []}
         self._functions = {}
+        self._waits = {}  # (file, name, first line) -> {line: seconds suspended}
+        self._waits_evicted = 0
         self._sampling = None
         self._memory = None
         self._gpu = None
@@ -108,6 +110,7 @@ class Merger:
             stacks_model.merge(self._stacks, self._by_thread_name(st, samp))
             self._add_timeline(prof.get("timeline"), st, meta)
         self._add_functions(prof.get("functions") or [], member)
+        self._waits_evicted += prof.get("waits_evicted", 0)
         if samp:
             self._add_sampling(samp)
         if prof.get("memory"):
@@ -154,6 +157,9 @@ class Merger:
             if entry is None:
                 entry = self._functions[key] = [0.0, {}]
             entry[0] += fn.get("total_s", 0.0)
+            for ln, w in fn.get("wait", []):
+                waits = self._waits.setdefault(key, {})
+                waits[ln] = waits.get(ln, 0.0) + w
             for ln, hits, t in fn["lines"]:
                 row = entry[1].setdefault(ln, [0, 0.0])
                 row[0] += hits
@@ -246,6 +252,8 @@ class Merger:
         meta["modes"] = list(self._modes)
         meta["processes"] = self.count
         prof = {"format": "lprof", "version": 2, "meta": meta, "functions": self._functions_section()}
+        if self._waits_evicted:
+            prof["waits_evicted"] = self._waits_evicted
         st = self._stacks
         if self._sampling is not None:
             from .sections import sampling_line_rows as line_rows
@@ -268,9 +276,13 @@ class Merger:
 
     def _functions_section(self):
         out = []
-        for (path, name, first), (total, lines) in self._functions.items():
-            out.append({"file": path, "name": name, "first_line": first, "total_s": total,
-                        "lines": [[ln, h, t] for ln, (h, t) in sorted(lines.items())]})
+        for key, (total, lines) in self._functions.items():
+            path, name, first = key
+            fn = {"file": path, "name": name, "first_line": first, "total_s": total,
+                  "lines": [[ln, h, t] for ln, (h, t) in sorted(lines.items())]}
+            if key in self._waits:
+                fn["wait"] = [[ln, w] for ln, w in sorted(self._waits[key].items())]
+            out.append(fn)
         out.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
         return out
 

@@ -91,6 +91,11 @@ def _functions(funcs):
             _line(row[0], "line row", low=1)
             _num(row[1], "line row")
             _num(row[2], "line row")
+        for row in _list(fn.get("wait", []), "function wait"):
+            if not isinstance(row, list) or len(row) != 2:
+                _fail("wait row")
+            _line(row[0], "wait row", low=1)
+            _num(row[1], "wait row")
 
 
 def _named_rows(rows, numbers, where):
@@ -279,6 +284,8 @@ def check(profile, name):
             _fail("missing meta")
         _meta(profile["meta"])
         _functions(profile.get("functions", []))
+        if "waits_evicted" in profile:
+            _count(profile["waits_evicted"], "waits_evicted")
         if "sampling" in profile:
             _sampling(profile["sampling"])
         if "memory" in profile:

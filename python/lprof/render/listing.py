@@ -1,7 +1,9 @@
 """The line_profiler-shaped listing of `lprof -l` (exact line timing).
 
 Header per function: Total time, File, Function; then Line #, Hits, Time,
-Per Hit, % Time, Line Contents, with memory columns when the profile has them."""
+Per Hit, % Time, Line Contents, with memory columns when the profile has them,
+and Wait for generators and coroutines (time suspended at a yield or await
+line until the frame resumed, which Time leaves out)."""
 import os
 
 from .source import block_range, read_lines
@@ -28,14 +30,19 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
     lines = source_cache[path]
     rows = {ln: (hits, t) for ln, hits, t in fn["lines"]}
     line_sum = sum(t for _h, t in rows.values())
-    out = [f"Total time: {fn.get('total_s', line_sum):g} s",
-           f"File: {path}",
-           f"Function: {fn['name']} at line {fn['first_line']}", ""]
+    waits = {ln: w for ln, w in fn.get("wait", [])}
+    out = [f"Total time: {fn.get('total_s', line_sum):g} s"]
+    if waits:
+        out.append(f"Total wait: {sum(waits.values()):g} s (suspended at yield/await)")
+    out += [f"File: {path}",
+            f"Function: {fn['name']} at line {fn['first_line']}", ""]
     mem_cols = bool(memory) and any((path, ln) in memory for ln in range(
         fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
     gpu_rows = {k: v for k, v in gpu.items() if k[0] == path}
     gpu_total = sum(g["gpu_s"] for g in gpu.values())
     header = (f"{'Line #':>6} {'Hits':>9} {'Time':>12} {'Per Hit':>8} {'% Time':>8}")
+    if waits:
+        header += f" {'Wait':>12}"
     if mem_cols:
         header += f" {'Alloc':>10} {'Net':>10} {'At peak':>10}"
     if gpu_rows:
@@ -58,6 +65,8 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
                      f"{(_fmt_num(100.0 * t / line_sum, 8) if line_sum else ''):>8}")
         else:
             cells = f"{ln:>6} {'':>9} {'':>12} {'':>8} {'':>8}"
+        if waits:
+            cells += f" {_fmt_num(waits[ln] / unit, 12) if ln in waits else '':>12}"
         if mem_cols:
             m = memory.get((path, ln))
             cells += (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10}"
@@ -91,6 +100,9 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
         parts.append("\n")
     if summarize and functions:
         parts.append(render_summary(functions))
+    if profile.get("waits_evicted"):
+        parts.append(f"Wait: {profile['waits_evicted']} suspensions had no room in the tracer's "
+                     "table; their frames' waits, if they resumed, are not counted.\n")
     mem = memory_summary(profile) + gpu_columns.summary(profile)
     if mem:
         parts.append("\n".join(mem).lstrip("\n") + "\n")

@@ -145,7 +145,8 @@ def _lineprof(profile):
         else:
             source = {}
         out.append({"file": path, "name": fn["name"], "first_line": fn["first_line"],
-                    "total_s": fn.get("total_s", 0.0), "lines": rows, "source": source})
+                    "total_s": fn.get("total_s", 0.0), "lines": rows, "source": source,
+                    "wait": fn.get("wait", [])})
     return out
 
 

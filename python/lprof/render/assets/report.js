@@ -410,8 +410,11 @@
     fnSorted.forEach(function (fn) {
       var rows = new Map(fn.lines.map(function (l) { return [l[0], l]; }));
       var sum = fn.lines.reduce(function (s, l) { return s + l[2]; }, 0);
+      /* generators and coroutines: time suspended at a yield or await line */
+      var waits = fn.wait && fn.wait.length ? new Map(fn.wait) : null;
+      var heads = ["line", "hits", "time", "per hit", "% time"].concat(waits ? ["wait"] : [], ["code"]);
       var tbl = el("table", { class: "src" });
-      tbl.appendChild(el("thead", {}, [el("tr", {}, ["line", "hits", "time", "per hit", "% time", "code"].map(function (h) { return el("th", { class: h === "code" ? "" : "num", text: h }); }))]));
+      tbl.appendChild(el("thead", {}, [el("tr", {}, heads.map(function (h) { return el("th", { class: h === "code" ? "" : "num", text: h }); }))]));
       var body = el("tbody");
       var nums = Object.keys(fn.source).map(Number).sort(function (a, b) { return a - b; });
       if (!nums.length) nums = Array.from(rows.keys()).sort(function (a, b) { return a - b; });
@@ -424,11 +427,13 @@
         var td = el("td", { class: "num" });
         if (l && sum) { td.appendChild(el("span", { class: "bar", style: "width:" + (100 * l[2] / sum) + "%" })); td.appendChild(el("span", { class: "val", text: pct(l[2], sum) })); }
         tr.appendChild(td);
+        if (waits) tr.appendChild(el("td", { class: "num wait", text: waits.has(ln) ? fmt(waits.get(ln), "s") : "" }));
         tr.appendChild(el("td", { class: "code", text: fn.source[String(ln)] || "" }));
         body.appendChild(tr);
       });
       tbl.appendChild(body);
-      sec.appendChild(el("details", { open: "" }, [el("summary", { text: fn.name + " \u2014 " + base(fn.file) + ":" + fn.first_line + " \u2014 " + (fmt(fn.total_s, "s") || "0 s") }), tbl]));
+      var waited = waits ? fn.wait.reduce(function (s, w) { return s + w[1]; }, 0) : 0;
+      sec.appendChild(el("details", { open: "" }, [el("summary", { text: fn.name + " \u2014 " + base(fn.file) + ":" + fn.first_line + " \u2014 " + (fmt(fn.total_s, "s") || "0 s") + (waits ? " (waited " + fmt(waited, "s") + ")" : "") }), tbl]));
     });
     return sec;
   }
