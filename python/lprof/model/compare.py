@@ -1,15 +1,15 @@
 """Differences between two profiles, per line and per function.
 
 Per-line values come from the one attribution rule (lprof.model.stacks.lines)
-for every stack column the profiles declare, plus the exact tracer's time
-and hits (`lprof -l`). Lines match by (file, line), functions by (file,
+for every stack column the profiles declare, plus the exact tracer's time,
+hits and waits (`lprof -l`). Lines match by (file, line), functions by (file,
 qualified name); only the program's own files count (as in the listing)
 unless `accept` says otherwise. Entries are sorted by the size of their
 change in the chosen metric."""
 from .stacks import INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
 
 CPU_TOTAL = "cpu_s"
-TRACED = (("time_s", "s"), ("hits", "count"))
+TRACED = (("time_s", "s"), ("hits", "count"), ("wait_s", "s"))
 
 
 def _units(profile):
@@ -51,6 +51,8 @@ def per_line(profile, accept=is_user_file):
         for line, hits, t in fn["lines"]:
             add(fn["file"], line, fn["name"], "time_s", t)
             add(fn["file"], line, fn["name"], "hits", hits)
+        for line, w in fn.get("wait", []):  # time suspended at a yield or await
+            add(fn["file"], line, fn["name"], "wait_s", w)
     if cpu_parts:
         units[CPU_TOTAL] = "s"
     units.update(dict(TRACED))
