@@ -4,15 +4,18 @@
  * Wait column of `lprof -l`). No Python here; called by tracer_core only,
  * under its locking rule (one thread at a time: the GIL).
  *
- * A fixed table, allocated at the first suspension: 2048 sets of 8. A
- * suspension replaces the entry of the same frame; in a full set it evicts
- * the one suspended longest ago, whose wait is then lost and counted
- * (lp_tw_evicted), never charged to another frame. An entry left by a frame that died
+ * A table of sets of 8 entries, allocated at the first suspension (2048
+ * sets, 768 KiB) and doubled when a suspension finds its set full, up to
+ * 32768 sets (262,144 frames, 12 MiB). A suspension replaces the entry of
+ * the same frame; at the cap, in a full set, it evicts the one suspended
+ * longest ago, whose wait is then lost and counted (lp_tw_evicted), never
+ * charged to another frame. An entry left by a frame that died
  * suspended without resuming is overwritten when its address suspends
  * again, before that frame can resume. */
 #ifndef LPROF_TRACER_WAITS_H
 #define LPROF_TRACER_WAITS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/base.h"
@@ -35,7 +38,9 @@ LP_INTERNAL int lp_tw_take(const void *frame, const void *code, lp_tw_entry *out
 /* Suspensions evicted or not recorded since the last reset: each one's wait
  * is lost if its frame resumes (a dead frame's costs nothing). */
 LP_INTERNAL uint64_t lp_tw_evicted(void);
-/* Forgets every suspension and the count (tests, and clear). */
+/* Entries the table holds now (0 before the first suspension). */
+LP_INTERNAL size_t lp_tw_capacity(void);
+/* Forgets every suspension and the count (tests, and clear); keeps the size. */
 LP_INTERNAL void lp_tw_reset(void);
 
 #endif

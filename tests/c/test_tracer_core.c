@@ -187,22 +187,44 @@ TEST(test_suspension_wait_other_thread_and_stale) {
     lp_tc_thread_free(b);
 }
 
-/* More suspended frames in one set than it holds: the oldest is evicted
- * and counted, its frame's resume gets no wait, the others keep theirs. */
-TEST(test_suspension_table_evicts_oldest) {
-    lp_tc_reset_registry();
-    lp_tc_code *g = reg(24, 1);
-    lp_tc_thread *th = lp_tc_thread_new();
-    enum { N = 40000 }; /* over the table's 16384 entries: some set overflows */
-    static char frames[N];
-    for (int i = 0; i < N; i++) {
+/* Suspends n frames of g (frame i at t = 10 i + 2, line 2). */
+static void suspend_many(lp_tc_thread *th, lp_tc_code *g, char *frames, int n) {
+    for (int i = 0; i < n; i++) {
         lp_tc_enter(th, g, -1, 10 * (uint64_t)i);
         lp_tc_line(th, g, 2, 10 * (uint64_t)i + 1);
         lp_tc_suspend(th, g, &frames[i], 10 * (uint64_t)i + 2);
     }
-    uint64_t evicted = lp_tc_waits_evicted();
-    CHECK(evicted >= N - 16384);
-    /* the newest frame kept its suspension, the first one lost it */
+}
+
+/* More suspended frames than the first table holds: it grows, and every
+ * frame keeps its suspension. */
+TEST(test_suspension_table_grows) {
+    lp_tc_reset_registry();
+    lp_tc_code *g = reg(24, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    enum { N = 40000 }; /* over the first table's 16384 entries */
+    static char frames[N];
+    suspend_many(th, g, frames, N);
+    CHECK_EQ_INT(lp_tc_waits_evicted(), 0);
+    for (int i = 0; i < N; i++) {
+        lp_tc_resume(th, g, &frames[i], 2, 10 * (uint64_t)N + 10 * (uint64_t)i);
+        lp_tc_exit(th, g, 10 * (uint64_t)N + 10 * (uint64_t)i + 1);
+    }
+    /* each waited 10 N - 2 ticks */
+    CHECK_EQ_INT(waits(g, 2), (uint64_t)N * (10 * (uint64_t)N - 2));
+    lp_tc_thread_free(th);
+}
+
+/* Past the cap (262,144 frames) the oldest of a full set is evicted and
+ * counted, its frame's resume gets no wait, the newest keeps its own. */
+TEST(test_suspension_table_evicts_oldest_at_cap) {
+    lp_tc_reset_registry();
+    lp_tc_code *g = reg(25, 1);
+    lp_tc_thread *th = lp_tc_thread_new();
+    enum { N = 300000 };
+    static char frames[N];
+    suspend_many(th, g, frames, N);
+    CHECK(lp_tc_waits_evicted() >= N - 262144);
     lp_tc_resume(th, g, &frames[N - 1], 2, 10 * (uint64_t)N);
     lp_tc_exit(th, g, 10 * (uint64_t)N + 1);
     CHECK_EQ_INT(waits(g, 2), 8);
@@ -475,4 +497,5 @@ RUN_TESTS(test_simple_loop, test_recursion, test_mutual_recursion, test_generato
           test_exception_unwind, test_missed_exit, test_adopt_running_frame, test_two_threads,
           test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack,
           test_line_fast_path, test_fast_line_cost, test_suspension_wait_same_thread,
-          test_suspension_wait_other_thread_and_stale, test_suspension_table_evicts_oldest)
+          test_suspension_wait_other_thread_and_stale, test_suspension_table_grows,
+          test_suspension_table_evicts_oldest_at_cap)
