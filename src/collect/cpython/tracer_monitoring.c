@@ -86,34 +86,32 @@ static PyObject *cb_resume(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
-/* PY_YIELD: the frame suspends (a yield, or an await that waits). */
-static PyObject *cb_yield(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+/* The frame stops running: it suspends (PY_YIELD: a yield, or an await
+ * that waits) or ends (PY_RETURN, PY_UNWIND). */
+static PyObject *frame_stops(PyObject *const *args, Py_ssize_t nargs, int suspends) {
     uint64_t t = lp_clock_now();
-    (void)self;
-    if (LP_UNLIKELY(nargs < 1)) Py_RETURN_NONE;
-    lp_tc_thread *th = lp_pyt_tls;
-    if (th == NULL) Py_RETURN_NONE;
-    lp_tc_code *c = code_of(th, args[0]);
-    if (c != NULL) {
-        lp_tc_suspend(th, c, current_frame(), t);
-        lp_tc_overhead(th, t, lp_clock_now());
-    }
-    Py_RETURN_NONE;
-}
-
-/* PY_RETURN, PY_UNWIND: the frame ends. */
-static PyObject *cb_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    uint64_t t = lp_clock_now();
-    (void)self;
     if (LP_UNLIKELY(nargs < 1)) Py_RETURN_NONE;
     lp_tc_thread *th = lp_pyt_tls;
     if (th == NULL) Py_RETURN_NONE; /* nothing was entered on this thread */
     lp_tc_code *c = code_of(th, args[0]);
     if (c != NULL) {
-        lp_tc_exit(th, c, t);
+        if (suspends)
+            lp_tc_suspend(th, c, current_frame(), t);
+        else
+            lp_tc_exit(th, c, t);
         lp_tc_overhead(th, t, lp_clock_now());
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *cb_yield(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return frame_stops(args, nargs, 1);
+}
+
+static PyObject *cb_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return frame_stops(args, nargs, 0);
 }
 
 static PyMethodDef cb_defs[] = {
