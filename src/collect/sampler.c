@@ -183,7 +183,7 @@ static int start_wall_thread(void) {
     int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) S.wall_running = 0;
-    else lp_wait_for_flag(&S.wall_started, 2000000000ull); /* see common/wait_flag.h */
+    else lp_wait_for_flag(&S.wall_started, LP_THREAD_START_WAIT_NS); /* see common/wait_flag.h */
     return rc;
 }
 

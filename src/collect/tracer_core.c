@@ -246,24 +246,25 @@ static uint32_t innermost(const lp_tc_thread *th, const lp_tc_code *code) {
     return i;
 }
 
-void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) {
+/* The innermost frame of `code` stops (return, unwind, or a suspension of
+ * `frame` when it is not NULL, remembered with its open line). */
+static void stop(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t t) {
     check_epoch(th);
     uint32_t i = innermost(th, code);
     if (i == 0) return; /* not ours (started before tracing, no line yet) */
+    const lp_tc_frame *f = &th->stack[i - 1];
+    if (frame != NULL && f->line >= 0) {
+        lp_tw_entry e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line};
+        (void)lp_tw_put(&e);
+    }
     /* Frames above it lost their exit event: close them at t too. */
     while (th->depth >= i) pop(th, t);
 }
 
+void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t) { stop(th, code, NULL, t); }
+
 void lp_tc_suspend(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t t) {
-    check_epoch(th);
-    uint32_t i = innermost(th, code);
-    if (i == 0) return;
-    const lp_tc_frame *f = &th->stack[i - 1];
-    if (f->line >= 0 && frame != NULL) {
-        lp_tw_entry e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line};
-        (void)lp_tw_put(&e);
-    }
-    while (th->depth >= i) pop(th, t);
+    stop(th, code, frame, t);
 }
 
 void lp_tc_resume(lp_tc_thread *th, lp_tc_code *code, const void *frame, int resume_line, uint64_t t) {

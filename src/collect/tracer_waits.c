@@ -85,8 +85,6 @@ int lp_tw_take(const void *frame, const void *code, lp_tw_entry *out) {
 
 uint64_t lp_tw_evicted(void) { return evicted; }
 
-size_t lp_tw_capacity(void) { return sets * WAYS; }
-
 void lp_tw_reset(void) {
     if (table != NULL) memset(table, 0, sets * WAYS * sizeof *table);
     evicted = 0;

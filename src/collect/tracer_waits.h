@@ -38,8 +38,6 @@ LP_INTERNAL int lp_tw_take(const void *frame, const void *code, lp_tw_entry *out
 /* Suspensions evicted or not recorded since the last reset: each one's wait
  * is lost if its frame resumes (a dead frame's costs nothing). */
 LP_INTERNAL uint64_t lp_tw_evicted(void);
-/* Entries the table holds now (0 before the first suspension). */
-LP_INTERNAL size_t lp_tw_capacity(void);
 /* Forgets every suspension and the count (tests, and clear); keeps the size. */
 LP_INTERNAL void lp_tw_reset(void);
 

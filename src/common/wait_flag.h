@@ -12,6 +12,11 @@
 
 #include "common/clock.h"
 
+/* How long a starter waits for its thread: far more than a start takes;
+ * bounded for the own threads, which need the GIL and may never get it when
+ * started during finalisation. */
+#define LP_THREAD_START_WAIT_NS 2000000000ull
+
 /* Polls *flag until it is non-zero or timeout_ns passed; 1 when it was set. */
 static inline int lp_wait_for_flag(const int *flag, uint64_t timeout_ns) {
     uint64_t end = lp_clock_monotonic_ns() + timeout_ns;

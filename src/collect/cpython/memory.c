@@ -213,14 +213,10 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
         PyErr_SetString(PyExc_RuntimeError, "can't start lprof's thread");
         return NULL;
     }
-    /* Return once the thread holds its thread state: its start-up allocates
-     * without the GIL (the C runtime's and a sanitizer's thread set-up, the
-     * thread state), so a program that forks at once could otherwise fork
-     * while it is inside an allocator that takes no lock around fork
-     * (ASan's: the child hung at its first thread start). Bounded, since a
-     * thread started during finalisation may never get the GIL. */
+    /* Return once the thread holds its thread state, the last of its
+     * start-up allocations (why: common/wait_flag.h). */
     Py_BEGIN_ALLOW_THREADS
-    lp_wait_for_flag(&boot->running, 2000000000ull);
+    lp_wait_for_flag(&boot->running, LP_THREAD_START_WAIT_NS);
     Py_END_ALLOW_THREADS
     /* a thread ended inside PyGILState_Ensure (finalisation) never lets go of its block: one small
      * block, never touched again */

@@ -397,7 +397,7 @@ int lp_pyt_sweep_start(double period_s) {
     }
     /* its start-up allocates: over before the program can fork (common/wait_flag.h) */
     Py_BEGIN_ALLOW_THREADS
-    lp_wait_for_flag(&sweeper_started, 2000000000ull);
+    lp_wait_for_flag(&sweeper_started, LP_THREAD_START_WAIT_NS);
     Py_END_ALLOW_THREADS
     sweeper_running = 1;
     return 0;

@@ -342,7 +342,7 @@ static void start_flusher(void) {
     __atomic_store_n(&flusher_started, 0, __ATOMIC_RELEASE);
     flusher_running = pthread_create(&flusher, NULL, flusher_main, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (flusher_running) lp_wait_for_flag(&flusher_started, 2000000000ull);
+    if (flusher_running) lp_wait_for_flag(&flusher_started, LP_THREAD_START_WAIT_NS);
 }
 
 /* Runs fn_(NULL) on a helper thread, waiting at most timeout_ms; 1 when
