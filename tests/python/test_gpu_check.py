@@ -28,19 +28,33 @@ def test_every_compared_part_has_a_marker():
     assert len(set(markers.values())) == len(markers)  # one line each
 
 
-def test_device_time_is_charged_by_the_workloads_annotations():
+def test_device_time_is_charged_by_the_annotation_open_at_its_launch():
     markers = {"matmul": 40, "h2d": 42}
-    main = 7
-    chains = {1: (main, ["aten::mm", "aten::matmul", "gpu-check: matmul", "ProfilerStep"]),
-              2: (main, ["aten::copy_", "aten::to", "gpu-check: h2d"]),
-              3: (8, ["aten::mm", "autograd::engine::evaluate_function: MmBackward0"]),  # autograd's thread
-              4: (main, ["gpu-check: matmul"]),  # work launched by the annotation itself (a graph replay)
-              5: (main, ["aten::fill_"])}  # set-up outside the measured parts
-    device = [(1, 1500.0), (1, 500.0), (2, 100.0), (3, 250.0), (4, 10.0), (5, 3.0), (99, 1.0)]
-    per, how = gpu_check.torch_per_line(device, chains, markers, main)
-    assert per == {"40": pytest.approx(2.01e-3), "42": pytest.approx(1e-4), "other thread": pytest.approx(2.5e-4),
-                   "None": pytest.approx(4e-6)}
-    assert how == {"annotated": 4, "unannotated": 2, "no operator": 1}
+    main, autograd = 7, 8
+
+    def ann(name, ts, dur, tid=main):
+        return {"ph": "X", "cat": "user_annotation", "name": "gpu-check: " + name, "tid": tid, "ts": ts, "dur": dur}
+
+    def call(cat, corr, ts, tid=main):
+        return {"ph": "X", "cat": cat, "name": "cudaLaunchKernel", "tid": tid, "ts": ts, "dur": 1,
+                "args": {"correlation": corr}}
+
+    def work(cat, corr, dur):
+        return {"ph": "X", "cat": cat, "name": "k", "tid": "stream 7", "ts": 10_000, "dur": dur,
+                "args": {"correlation": corr}}
+    events = [ann("matmul", 100, 50), ann("h2d", 200, 50), ann("matmul", 300, 50),
+              {"ph": "X", "cat": "gpu_user_annotation", "name": "gpu-check: matmul", "tid": "stream 7", "ts": 1,
+               "dur": 5000, "args": {}},  # the annotation's GPU-side span: no work
+              call("cuda_runtime", 1, 110), work("kernel", 1, 1500.0),
+              call("cuda_driver", 2, 320), work("kernel", 2, 500.0),  # a Triton kernel: a driver launch
+              call("cuda_runtime", 3, 210), work("gpu_memcpy", 3, 100.0),
+              call("cuda_runtime", 4, 220, tid=autograd), work("kernel", 4, 250.0),  # backward's thread
+              call("cuda_runtime", 5, 20), work("gpu_memset", 5, 3.0),  # set-up before the parts
+              work("kernel", 6, 1.0)]  # no launch call recorded
+    per, how = gpu_check.torch_per_line(events, markers)
+    assert per == {"40": pytest.approx(2e-3), "42": pytest.approx(1e-4), "other thread": pytest.approx(2.5e-4),
+                   "None": pytest.approx(3e-6), "no launch": pytest.approx(1e-6)}
+    assert how == {"annotated": 3, "unannotated": 2, "no launch": 1}
     assert gpu_check.mark_of(["aten::add", "gpu-check: graph replay"]) == "graph replay"
     assert gpu_check.mark_of(["aten::add"]) is None
 
