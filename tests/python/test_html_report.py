@@ -284,6 +284,7 @@ def test_line_profile_report_in_chromium(tmp_path, run_lprof, write_script):
         assert (first[1], first[2]) in ((str(line_of(script, "loop")), "20000"),
                                         (str(line_of(script, "loop") - 1), "20001"))
         assert b.eval("document.querySelectorAll('#lines details tr.hotline').length") == 4
+        assert b.eval("document.querySelectorAll('#lhot td.wait, #lines details td.wait').length") == 0
 
 
 @needs_chromium
@@ -310,6 +311,13 @@ def test_line_profile_report_shows_waits(tmp_path, run_lprof, write_script):
         filled = b.eval("[...document.querySelectorAll('#lines details td.wait')]"
                         ".filter(td => td.textContent).map(td => td.parentNode.firstChild.textContent)")
         assert filled == [str(line_of(script, "await"))]
+        # the hot-lines table: a wait column, and sorting by it puts the await line first
+        hot = "[...document.querySelectorAll('#lhot thead th')]"
+        assert b.eval(hot + ".map(t => t.textContent.split(' ')[0])") == \
+            ["function", "line", "hits", "time", "per", "wait", "code"]
+        b.eval(hot + ".find(t => t.textContent.startsWith('wait')).click()")
+        first = b.eval("[...document.querySelectorAll('#lhot tbody tr')[0].children].map(td => td.textContent)")
+        assert first[1] == str(line_of(script, "await")) and first[5].endswith("s")
 
 
 def test_columns_come_from_the_profile(tmp_path):

@@ -378,11 +378,16 @@
   /* ---- lprof -l: traced functions ---- */
   function traced() {
     var sec = el("section", { id: "lines" }, [el("h2", { text: "Traced functions (exact, lprof -l)" })]);
-    var all = [];
-    D.functions.forEach(function (fn) { fn.lines.forEach(function (l) { all.push({ fn: fn, line: l[0], hits: l[1], time: l[2] }); }); });
+    var all = [], anyWait = false;
+    D.functions.forEach(function (fn) {
+      var waits = new Map(fn.wait || []);
+      anyWait = anyWait || waits.size > 0;
+      fn.lines.forEach(function (l) { all.push({ fn: fn, line: l[0], hits: l[1], time: l[2], wait: waits.get(l[0]) || 0 }); });
+    });
     var fnSorted = D.functions.slice().sort(function (a, b) { return b.total_s - a.total_s; });
     var hot = el("table", { class: "hot", id: "lhot" }), key = "time", desc = true;
     var cols = [["function", "fn"], ["line", "line"], ["hits", "hits"], ["time", "time"], ["per hit", "per"]];
+    if (anyWait) cols.push(["wait", "wait"]); /* suspended at a yield or await line: sortable like time */
     function fillHot() {
       hot.textContent = "";
       var head = el("tr");
@@ -401,7 +406,9 @@
           body.appendChild(el("tr", {}, [el("td", { text: a.fn.name }), el("td", { class: "num", text: String(a.line) }),
             el("td", { class: "num", text: String(a.hits) }),
             el("td", { class: "num" }, [el("span", { class: "cellbar", style: "width:" + (tsum ? 100 * a.time / tsum : 0) + "%" }), el("span", { text: fmt(a.time, "s") })]),
-            el("td", { class: "num", text: fmt(a.per, "s") }), el("td", { class: "code", text: (a.fn.source[String(a.line)] || "").trim() })]));
+            el("td", { class: "num", text: fmt(a.per, "s") })]
+            .concat(anyWait ? [el("td", { class: "num wait", text: a.wait ? fmt(a.wait, "s") : "" })] : [])
+            .concat([el("td", { class: "code", text: (a.fn.source[String(a.line)] || "").trim() })])));
         });
       hot.appendChild(body);
     }
