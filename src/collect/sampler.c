@@ -22,7 +22,7 @@
 #include "collect/ring.h"
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
-#include "common/wait_flag.h"
+#include "common/thread_start.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid /* glibc 2.36 lacks the macro */
@@ -175,15 +175,11 @@ int lp_sampler_default_signal(void) {
 }
 
 static int start_wall_thread(void) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the wall thread takes no signals */
     __atomic_store_n(&S.wall_running, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&S.wall_started, 0, __ATOMIC_RELEASE);
-    int rc = pthread_create(&S.wall_thread, NULL, wall_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = lp_thread_create_quiet(&S.wall_thread, wall_main, NULL); /* it takes no signals */
     if (rc != 0) S.wall_running = 0;
-    else lp_wait_for_flag(&S.wall_started, LP_THREAD_START_WAIT_NS); /* see common/wait_flag.h */
+    else lp_wait_for_flag(&S.wall_started, LP_THREAD_START_WAIT_NS); /* see common/thread_start.h */
     return rc;
 }
 

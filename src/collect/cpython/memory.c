@@ -9,7 +9,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/leak.h"
 #include "common/clock.h"
-#include "common/wait_flag.h"
+#include "common/thread_start.h"
 #include "collect/cpython/memhooks.h"
 
 static PyObject *py_start(PyObject *self, PyObject *args) {
@@ -214,7 +214,7 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
         return NULL;
     }
     /* Return once the thread holds its thread state, the last of its
-     * start-up allocations (why: common/wait_flag.h). */
+     * start-up allocations (why: common/thread_start.h). */
     Py_BEGIN_ALLOW_THREADS
     lp_wait_for_flag(&boot->running, LP_THREAD_START_WAIT_NS);
     Py_END_ALLOW_THREADS

@@ -24,7 +24,7 @@
 
 #include "collect/cpython/memhooks.h"
 #include "common/clock.h"
-#include "common/wait_flag.h"
+#include "common/thread_start.h"
 
 #define Py_BUILD_CORE 1
 #undef _PyGC_FINALIZED /* the internal headers define it again on 3.11 (-Werror) */
@@ -384,18 +384,13 @@ int lp_pyt_sweep_start(double period_s) {
     sweep_stop = 0;
     pthread_mutex_unlock(&sweep_mu);
     uint64_t seen = newest_thread_id(sweep_interp); /* enable gave those their tracer */
-    /* every signal blocked: the program's signals go to its own threads */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     __atomic_store_n(&sweeper_started, 0, __ATOMIC_RELEASE);
-    int rc = pthread_create(&sweeper, NULL, sweeper_main, (void *)(uintptr_t)seen);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = lp_thread_create_quiet(&sweeper, sweeper_main, (void *)(uintptr_t)seen);
     if (rc != 0) {
         PyErr_SetString(PyExc_RuntimeError, "cannot start the tracer's thread sweeper");
         return -1;
     }
-    /* its start-up allocates: over before the program can fork (common/wait_flag.h) */
+    /* its start-up allocates: over before the program can fork (common/thread_start.h) */
     Py_BEGIN_ALLOW_THREADS
     lp_wait_for_flag(&sweeper_started, LP_THREAD_START_WAIT_NS);
     Py_END_ALLOW_THREADS

@@ -31,7 +31,7 @@
 #include "aggregate/gpu_devmem.h"
 #include "aggregate/gpu_join.h"
 #include "collect/gpu/cupti_view.h"
-#include "common/wait_flag.h"
+#include "common/thread_start.h"
 
 /* per thread in CUDA 13: smaller buffers come back sooner and cost less
  * memory per launching thread (2,500+ kernel records each) */
@@ -309,7 +309,7 @@ static const char *newest_layout(void) {
 /* lprof's periodic flush (flag 0: complete buffers, full or not). It calls
  * CUPTI only once the program made a CUDA call lprof traces, so starting
  * lprof does not touch the driver before the program does. */
-static int flusher_started; /* its first write: start-up over (common/wait_flag.h) */
+static int flusher_started; /* its first write: start-up over (common/thread_start.h) */
 
 static void *flusher_main(void *arg) {
     (void)arg;
@@ -336,12 +336,8 @@ static void *flusher_main(void *arg) {
 
 static void start_flusher(void) {
     flusher_stop = 0;
-    sigset_t all, old;
-    sigfillset(&all); /* the profiler's signals belong to the program's threads */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     __atomic_store_n(&flusher_started, 0, __ATOMIC_RELEASE);
-    flusher_running = pthread_create(&flusher, NULL, flusher_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    flusher_running = lp_thread_create_quiet(&flusher, flusher_main, NULL) == 0;
     if (flusher_running) lp_wait_for_flag(&flusher_started, LP_THREAD_START_WAIT_NS);
 }
 
@@ -349,11 +345,7 @@ static void start_flusher(void) {
  * it did not return in time (the thread is left to finish on its own). */
 static int run_bounded(void *(*fn_)(void *), unsigned timeout_ms) {
     pthread_t t;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int made = pthread_create(&t, NULL, fn_, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int made = lp_thread_create_quiet(&t, fn_, NULL) == 0;
     if (!made) {
         fn_(NULL);
         return 0;
