@@ -1,7 +1,7 @@
 /* tracer: shadow stacks and per-code line arrays (see tracer_core.h). */
 #include "collect/tracer_core.h"
 
-#include "collect/tracer_waits.h"
+#include "collect/suspended.h"
 #include "common/own_alloc.h"
 
 #include <stdlib.h>
@@ -16,6 +16,7 @@ static size_t ncodes, codes_cap;
 static lp_tc_code **table;   /* power-of-two slots, NULL = empty */
 static size_t table_cap;
 static uint64_t next_serial = 1;
+static lp_suspended_table waits; /* suspended frames' open lines (Wait column) */
 
 static size_t slot_of(const void *id, size_t cap) {
     uint64_t h = (uint64_t)(uintptr_t)id;
@@ -84,7 +85,7 @@ void lp_tc_clear(void) {
         if (c->lines) memset(c->lines, 0, c->nlines * sizeof *c->lines);
         c->total_ticks = 0;
     }
-    lp_tw_reset();
+    lp_suspended_reset(&waits);
 }
 
 void lp_tc_new_epoch(void) {
@@ -106,7 +107,7 @@ void lp_tc_reset_registry(void) {
     table = NULL;
     ncodes = codes_cap = table_cap = 0;
     lp_tc_epoch++;
-    lp_tw_reset();
+    lp_suspended_reset(&waits);
 }
 
 lp_tc_thread *lp_tc_thread_new(void) {
@@ -254,8 +255,8 @@ static void stop(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t
     if (i == 0) return; /* not ours (started before tracing, no line yet) */
     const lp_tc_frame *f = &th->stack[i - 1];
     if (frame != NULL && f->line >= 0) {
-        lp_tw_entry e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line};
-        (void)lp_tw_put(&e);
+        lp_suspended e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line, 0};
+        (void)lp_suspended_put(&waits, &e);
     }
     /* Frames above it lost their exit event: close them at t too. */
     while (th->depth >= i) pop(th, t);
@@ -269,14 +270,14 @@ void lp_tc_suspend(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64
 
 void lp_tc_resume(lp_tc_thread *th, lp_tc_code *code, const void *frame, int resume_line, uint64_t t) {
     lp_tc_enter(th, code, resume_line, t);
-    lp_tw_entry e;
-    if (!lp_tw_take(frame, code, &e) || e.line < 0 || (uint32_t)e.line >= code->nlines) return;
+    lp_suspended e;
+    if (!lp_suspended_take(&waits, frame, code, &e) || e.line < 0 || (uint32_t)e.line >= code->nlines) return;
     uint64_t wait = e.serial == th->serial ? lp_tc_program_elapsed(e.p, lp_tc_program_clock(th, t))
                                            : (t > e.t ? t - e.t : 0);
     code->lines[e.line].wait_ticks += wait;
 }
 
-uint64_t lp_tc_waits_evicted(void) { return lp_tw_evicted(); }
+uint64_t lp_tc_waits_evicted(void) { return waits.evicted; }
 
 #define CALIBRATE_ROUNDS 7
 #define CALIBRATE_EVENTS 256

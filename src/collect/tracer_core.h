@@ -102,7 +102,7 @@ LP_INTERNAL void lp_tc_exit(lp_tc_thread *th, lp_tc_code *code, uint64_t t);
 LP_INTERNAL void lp_tc_suspend(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t t);
 LP_INTERNAL void lp_tc_resume(lp_tc_thread *th, lp_tc_code *code, const void *frame, int resume_line,
                               uint64_t t);
-/* Suspensions whose wait could not be kept (tracer_waits.h). */
+/* Suspensions whose wait could not be kept (suspended.h). */
 LP_INTERNAL uint64_t lp_tc_waits_evicted(void);
 
 /* Innermost frame's code if it is the live stack, else NULL (fast path for

@@ -105,6 +105,9 @@ open("ran.txt", "w").write("yes")
 @pytest.mark.parametrize("opts, says", [
     (["--stacks-metric", "alloc"], "needs --memory"),
     (["--stacks-metric", "wall"], "needs --wall"),
+    (["--stacks-metric", "wait"], "needs --wall"),
+    (["--wall", "--no-waits", "--stacks-metric", "wait"], "not --no-waits"),
+    (["--no-waits"], "goes with --wall"),
     (["-l", "--stacks", "x.folded"], "records no stacks"),
     (["-l", "--wall"], "sampling mode"),
     (["-o", "m.py"], "program's own source"),

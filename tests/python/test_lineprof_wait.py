@@ -118,13 +118,13 @@ def test_malformed_wait_rows_are_refused(tmp_path, bad):
 
 
 def test_diff_compares_waits():
-    """lprof diff ranks lines by the change of their wait (--metric wait_s)."""
+    """lprof diff ranks lines by the change of their wait (--metric line_wait_s)."""
     from lprof.model.compare import compare
     before = _prof(1, _fn([[5, 0.25]]))
     after = _prof(2, _fn([[5, 1.0], [6, 0.5]]))
-    result = compare(before, after, metric="wait_s", accept=lambda path: True)
-    assert ("wait_s", "s") in result["columns"]
+    result = compare(before, after, metric="line_wait_s", accept=lambda path: True)
+    assert ("line_wait_s", "s") in result["columns"]
     first = result["lines"][0]
     assert first["key"] == ("/app.py", 5)
-    assert (first["before"]["wait_s"], first["after"]["wait_s"]) == (0.25, 1.0)
-    assert result["totals"]["wait_s"] == (0.25, 1.5)
+    assert (first["before"]["line_wait_s"], first["after"]["line_wait_s"]) == (0.25, 1.0)
+    assert result["totals"]["line_wait_s"] == (0.25, 1.5)

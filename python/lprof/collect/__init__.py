@@ -5,7 +5,7 @@ process and every child process it follows build them here alike."""
 def make(opts, quiet=False):
     """(collectors, modes) for options with the run command's attribute
     names: line_by_line, sample, wall, rate, signal, native, memory,
-    memory_sample_bytes, gpu. quiet: no messages on stderr (children)."""
+    memory_sample_bytes, gpu, waits. quiet: no messages on stderr (children)."""
     collectors, modes = [], []
     if opts.line_by_line:
         from .linetrace import collector as line_collector
@@ -15,7 +15,8 @@ def make(opts, quiet=False):
         from . import sampling
         mode = "wall" if opts.wall else "cpu"
         collectors.append(sampling.SamplingCollector(mode=mode, rate_hz=opts.rate,
-                                                     signal=opts.signal, native=opts.native))
+                                                     signal=opts.signal, native=opts.native,
+                                                     waits=False if getattr(opts, "waits", None) is False else None))
         modes.append(mode)
     if opts.memory:
         from . import memory
@@ -32,7 +33,7 @@ def make(opts, quiet=False):
 
 
 OPTION_NAMES = ("line_by_line", "sample", "wall", "rate", "signal", "native", "memory",
-                "memory_sample_bytes", "gpu")
+                "memory_sample_bytes", "gpu", "waits")
 
 
 def options_of(args):

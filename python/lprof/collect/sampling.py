@@ -13,6 +13,7 @@ import time
 import types
 
 from .. import _lprof
+from . import awaits
 from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 
 _DRAIN_PERIOD_S = 0.1
@@ -132,12 +133,15 @@ class SamplingCollector:
 
     name = "sampling"
 
-    def __init__(self, mode="cpu", rate_hz=None, signal=None, native=None):
+    def __init__(self, mode="cpu", rate_hz=None, signal=None, native=None, waits=None):
         if mode not in ("cpu", "wall"):
             raise ValueError("mode must be 'cpu' or 'wall'")
         if native not in _NATIVE_MODES:
             raise ValueError("native must be None, 'on' or 'all'")
         self.native = native
+        # wall mode: the time coroutines wait at an await (collect/awaits.py)
+        self.waits = (mode == "wall" and sys.version_info >= (3, 12)) if waits is None else bool(waits)
+        self._waits_note = None
         if rate_hz is None:
             rate_hz = _lprof.SAMPLER_DEFAULT_RATE_HZ
         if not rate_hz or rate_hz <= 0:
@@ -174,6 +178,8 @@ class SamplingCollector:
             _stop_perf_trampoline()
         _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native])
         _active = self
+        if self.waits:
+            self._waits_note = awaits.start()
         self._running = True
         self._pid = os.getpid()
         self._t0 = time.perf_counter()
@@ -212,6 +218,8 @@ class SamplingCollector:
         self._stopped = True
         self._drainer = None
         _active = None
+        if self.waits:
+            awaits.after_fork_child()
 
     def stop(self):
         global _active
@@ -225,6 +233,8 @@ class SamplingCollector:
         if self._drainer is not None and not self._drainer.is_current():
             self._drainer.join(timeout=5)
         self._drainer = None
+        if self.waits:
+            awaits.stop()
         _lprof.sampler_stop()
         self._stats = _lprof.sampler_stats()
         if _active is self:
@@ -261,11 +271,21 @@ class SamplingCollector:
             "duration_s": duration,
             "cpu_total_s": cpu_s,
             "wall_total_s": totals[3],
+            **self._waits_section(totals[SAMPLING_METRICS.index("wait_s")]),
             "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
                               - self._cpu0) if self._cpu0 is not None else 0.0,
             "threads": {str(k): v for k, v in self._threads.items()},
             "lines": line_rows(stacks, per_line),
         }
+
+    def _waits_section(self, total):
+        """The await waits' total and counts, in wall mode (else nothing)."""
+        if not self.waits:
+            return {}
+        out = {"wait_total_s": total, "waits": awaits.stats() or {}}
+        if self._waits_note:
+            out["waits"]["note"] = self._waits_note
+        return out
 
     def snapshot(self):
         """{"sampling": ..., "stacks": ...} of this collector alone."""

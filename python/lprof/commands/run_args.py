@@ -116,6 +116,9 @@ def parser():
     g = p.add_argument_group("sampling")
     g.add_argument("--wall", action="store_true", help="sample wall-clock time, not CPU time")
     g.add_argument("--cpu", action="store_true", help="sample CPU time (default)")
+    g.add_argument("--no-waits", dest="waits", action="store_false",
+                   help="--wall: leave out the wait(s) column, the time coroutines wait at each "
+                        "await (kept on Python 3.12+ by default)")
     g.add_argument("--rate", type=int, default=None, metavar="HZ",
                    help=f"samples per second, 1 to {_max_rate()} (default 1000; CPU timers "
                         f"fire at most at the kernel tick, 250 Hz on Debian, each sample "
@@ -210,6 +213,11 @@ def _check(args):
                          "stacks; add --sample", 2)
     if args.stacks_metric == "wall" and not args.wall:
         raise LprofError("--stacks-metric wall needs --wall (CPU sampling records no wall time)", 2)
+    if args.stacks_metric == "wait" and not (args.wall and args.waits and sampling):
+        raise LprofError("--stacks-metric wait needs --wall (and not --no-waits): the await waits "
+                         "are measured in wall mode", 2)
+    if not args.waits and not args.wall:
+        raise LprofError("--no-waits goes with --wall (the only mode that measures await waits)", 2)
     if args.stacks_metric in ("gpu", "gpu-mem", "gpu-peak") and not args.gpu:
         raise LprofError(f"--stacks-metric {args.stacks_metric} needs --gpu", 2)
     if (args.stacks or args.flamegraph) and not (sampling or args.memory or args.gpu):

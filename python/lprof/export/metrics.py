@@ -5,6 +5,8 @@ command line's choices read it before anything else is loaded)."""
 METRICS = {
     "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
     "wall": (("wall_s",), "us"),
+    # time coroutines waited, under the await chain they waited in (--wall, 3.12+)
+    "wait": (("wait_s",), "us"),
     "alloc": (("alloc_bytes",), "bytes"),
     "peak": (("peak_bytes",), "bytes"),
     "leak": (("live_bytes",), "bytes"),

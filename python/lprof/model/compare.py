@@ -9,7 +9,9 @@ change in the chosen metric."""
 from .stacks import INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
 
 CPU_TOTAL = "cpu_s"
-TRACED = (("time_s", "s"), ("hits", "count"), ("wait_s", "s"))
+# the exact tracer's (lprof -l); its waits are line_wait_s: wait_s is the
+# stack column of --wall's await waits
+TRACED = (("time_s", "s"), ("hits", "count"), ("line_wait_s", "s"))
 
 
 def _units(profile):
@@ -52,7 +54,7 @@ def per_line(profile, accept=is_user_file):
             add(fn["file"], line, fn["name"], "time_s", t)
             add(fn["file"], line, fn["name"], "hits", hits)
         for line, w in fn.get("wait", []):  # time suspended at a yield or await
-            add(fn["file"], line, fn["name"], "wait_s", w)
+            add(fn["file"], line, fn["name"], "line_wait_s", w)
     if cpu_parts:
         units[CPU_TOTAL] = "s"
     units.update(dict(TRACED))

@@ -33,7 +33,8 @@ _MEMBER_KEYS = ("pid", "ppid", "hostname", "rank", "local_rank", "world_size", "
                 "duration_s", "exit_code")
 _SAMPLING_SUMS = ("samples", "signals", "dropped", "in_profiler", "truncated",
                   "stack_overflows", "native_mismatch", "threads_unsampled", "cpu_total_s", "wall_total_s",
-                  "process_cpu_s")
+                  "process_cpu_s", "wait_total_s")
+_WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling section's "waits"
 # exact line timing (lprof -l) joins the imbalance view under these names
 LINE_TIME, LINE_HITS = "line_time_s", "line_hits"
 # the CPU columns of a line (cpu_*_s: Python, native, system) summed
@@ -176,11 +177,17 @@ class Merger:
     def _add_sampling(self, samp):
         if self._sampling is None:
             self._sampling = {k: v for k, v in samp.items() if k not in ("lines", "threads")}
+            if "waits" in samp:
+                self._sampling["waits"] = dict(samp["waits"])
             return
         into = self._sampling
         for k in _SAMPLING_SUMS:
             if k in samp:
                 into[k] = into.get(k, 0) + samp[k]
+        if "waits" in samp:
+            waits = into.setdefault("waits", {})
+            for k in _WAITS_SUMS:
+                waits[k] = waits.get(k, 0) + samp["waits"].get(k, 0)
         into["duration_s"] = max(into.get("duration_s", 0.0), samp.get("duration_s", 0.0))
 
     def _add_memory(self, mem, meta):

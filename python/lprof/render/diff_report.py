@@ -22,7 +22,7 @@ def fmt(v, unit, signed=False):
 
 
 def _label(col):
-    return {"cpu_s": "CPU total", "time_s": "time (-l)", "wait_s": "wait (-l)"}.get(col, col)
+    return {"cpu_s": "CPU total", "time_s": "time (-l)", "line_wait_s": "wait (-l)", "wait_s": "await wait"}.get(col, col)
 
 
 def _change(b, a):

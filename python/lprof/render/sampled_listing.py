@@ -7,7 +7,9 @@ from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 
-_COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
+# the last: time coroutines waited at the line's await (wall mode, 3.12+)
+_COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "wait_s")
+_N = len(_COLS)
 
 
 def _make_filter(profile_only, profile_all):
@@ -45,8 +47,8 @@ def _charge(profile, accept, thread=None):
         if chosen is None or not accept(chosen[0]):
             continue
         key = (chosen[0], chosen[3])
-        row = lines.setdefault(key, [0.0] * 4)
-        frow = funcs.setdefault((chosen[0], chosen[1], chosen[2]), [0.0] * 4)
+        row = lines.setdefault(key, [0.0] * _N)
+        frow = funcs.setdefault((chosen[0], chosen[1], chosen[2]), [0.0] * _N)
         for i, v in enumerate(vals):
             row[i] += v
             frow[i] += v
@@ -65,6 +67,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     lines, funcs = _charge(profile, accept, thread)
     cpu_total = sum(sum(v[:3]) for v in lines.values())
     wall_total = sum(v[3] for v in lines.values())
+    wait_total = sum(v[4] for v in lines.values())
     main_total = wall_total if mode == "wall" else cpu_total
     memory = memory_lines(profile, accept) if thread is None else {}
     alloc_total = sum(m["alloc_bytes"] for m in memory.values())
@@ -78,14 +81,21 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     for (path, ln), v in lines.items():
         by_file.setdefault(path, {})[ln] = v
     for path, ln in list(memory) + list(gpu):
-        by_file.setdefault(path, {}).setdefault(ln, [0.0] * 4)
+        by_file.setdefault(path, {}).setdefault(ln, [0.0] * _N)
     show_wall = mode == "wall"  # CPU mode samples no wall time: no empty column
 
     def wall_cell(v):
         return f" {_fmt_pct(v, wall_total):>7}" if show_wall else ""
 
+    def wait_cell(v):  # a column only where a coroutine waited
+        return f" {(f'{v:.3f}' if v else ''):>9}" if wait_total else ""
+
+    def wait_share(v):
+        return 100.0 * v[4] / wait_total if wait_total else 0.0
+
     hdr = (f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
-           + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}")
+           + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}"
+           + (f" {'wait(s)':>9}" if wait_total else ""))
     if memory:
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
     if gpu:
@@ -128,7 +138,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         file_lines = by_file[path]
         ftime = sum(main_value(v) for v in file_lines.values())
         if reduced and not any(pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
-                               for ln, v in file_lines.items()):
+                               or wait_share(v) >= threshold_pct for ln, v in file_lines.items()):
             hidden.append(ftime)  # no line to show: no empty header (issue #14 defect 12)
             continue
         out.append("")
@@ -141,26 +151,28 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         if reduced:
             shown = sorted(ln for ln, v in file_lines.items()
                            if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
-                           or gpu_share(path, ln) >= threshold_pct or gpu_memory(path, ln))
+                           or gpu_share(path, ln) >= threshold_pct or gpu_memory(path, ln)
+                           or wait_share(v) >= threshold_pct)
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))
         for ln in shown:
-            v = file_lines.get(ln, [0.0] * 4)
+            v = file_lines.get(ln, [0.0] * _N)
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
             secs = main_value(v)
             out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                        f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}{mem_cells(path, ln)}{gpu_cells(path, ln)}  {text}")
+                       f"{(f'{secs:.3f}' if secs else ''):>9}{wait_cell(v[4])}{mem_cells(path, ln)}"
+                       f"{gpu_cells(path, ln)}  {text}")
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
             out.append("  function summary:")
             for (p, func, first), v in fl:
-                if reduced and pct_of_main(v) < threshold_pct:
+                if reduced and pct_of_main(v) < threshold_pct and wait_share(v) < threshold_pct:
                     continue
                 out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                            f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
-                           f"{main_value(v):>9.3f}  {func}")
+                           f"{main_value(v):>9.3f}{wait_cell(v[4])}  {func}")
     if hidden:
         out.append("")
         out.append(f"({len(hidden)} more file{'s' if len(hidden) > 1 else ''} with no line at or "
@@ -176,6 +188,9 @@ def legend(profile):
     if mode == "wall":
         text += "; wall% = share of wall-clock time"
     text += f"; time(s) = {mode} seconds"
+    if (profile.get("sampling") or {}).get("wait_total_s"):
+        text += ("; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
+                 "coroutines (several waiting at once add up)")
     if profile.get("memory"):
         text += ("; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
                  "process's peak, py% = share allocated by Python objects")
@@ -213,6 +228,13 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
         extra.append(f"{samp['truncated']} stacks truncated")
     if samp.get("threads_unsampled"):  # the thread table stayed full (128 threads at once)
         extra.append(f"{samp['threads_unsampled']} threads not sampled")
+    if samp.get("wait_total_s"):
+        extra.append(f"coroutines waited {samp['wait_total_s']:.3f} s at awaits")
+    if (samp.get("waits") or {}).get("evicted"):
+        extra.append(f"{samp['waits']['evicted']} await waits lost (more coroutines suspended at once "
+                     f"than the table holds)")
+    if (samp.get("waits") or {}).get("note"):
+        extra.append(samp["waits"]["note"])
     if samp.get("in_profiler"):  # the tracer's or --memory hooks' own time: on no line
         extra.append(f"{samp['in_profiler']} samples in lprof's own code, on no line")
     out = [head + (" [" + ", ".join(extra) + "]" if extra else ""), legend(profile)]
