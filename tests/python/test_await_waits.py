@@ -2,6 +2,7 @@
 the await chain (python/lprof/collect/awaits.py, src/collect/cpython/awaits.c;
 Python 3.12+, where sys.monitoring exists)."""
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -172,6 +173,17 @@ def test_profiles_merge_their_waits_and_bad_counts_are_refused(tmp_path, run_lpr
     profile_file.save(a, tmp_path / "bad.lprof")
     with pytest.raises(ProfileFileError):
         profile_file.load(tmp_path / "bad.lprof")
+
+
+def test_the_example(tmp_path, run_lprof, load_profile):
+    """examples/async_waits.py (examples/README.md): the "network" line waited
+    the fetches' latencies, 10 of 0.10-0.28 s and 5 of 0.1 s (2.4 s)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "async_waits.py"
+    r = run_lprof("--wall", "-o", "p.lprof", example)
+    assert r.returncode == 0 and "15 pages" in r.stdout, r.stderr
+    waits = waits_by_line(load_profile(str(tmp_path / "p.lprof")), example)
+    assert 2.35 <= waits.get(line_of(example, 'the "network"'), 0) <= 6.0, waits
+    assert "wait(s)" in r.stdout
 
 
 def test_no_waits_and_cpu_mode_have_no_column(tmp_path, run_lprof, write_script, load_profile):
