@@ -216,21 +216,27 @@ TEST(test_suspension_table_grows) {
 }
 
 /* Past the cap (262,144 frames) the oldest of a full set is evicted and
- * counted, its frame's resume gets no wait, the newest keeps its own. */
+ * counted: an evicted frame's resume gets no wait, every kept frame its own,
+ * and the newest suspension is always kept. (Which frames share a set
+ * depends on their addresses, so the test counts instead of naming them.) */
 TEST(test_suspension_table_evicts_oldest_at_cap) {
     lp_tc_reset_registry();
     lp_tc_code *g = reg(25, 1);
     lp_tc_thread *th = lp_tc_thread_new();
     enum { N = 300000 };
     static char frames[N];
-    suspend_many(th, g, frames, N);
-    CHECK(lp_tc_waits_evicted() >= N - 262144);
-    lp_tc_resume(th, g, &frames[N - 1], 2, 10 * (uint64_t)N);
-    lp_tc_exit(th, g, 10 * (uint64_t)N + 1);
-    CHECK_EQ_INT(waits(g, 2), 8);
-    lp_tc_resume(th, g, &frames[0], 2, 10 * (uint64_t)N + 5);
-    lp_tc_exit(th, g, 10 * (uint64_t)N + 6);
-    CHECK_EQ_INT(waits(g, 2), 8);
+    suspend_many(th, g, frames, N); /* frame i suspends at 10 i + 2 */
+    uint64_t evicted = lp_tc_waits_evicted();
+    CHECK(evicted >= N - 262144);
+    const uint64_t W = 20 * (uint64_t)N; /* every frame resumes W ticks after it suspended */
+    uint64_t before_newest = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == N - 1) before_newest = waits(g, 2);
+        lp_tc_resume(th, g, &frames[i], 2, 10 * (uint64_t)i + 2 + W);
+        lp_tc_exit(th, g, 10 * (uint64_t)i + 3 + W);
+    }
+    CHECK_EQ_INT(waits(g, 2) - before_newest, W);
+    CHECK_EQ_INT(waits(g, 2), (N - evicted) * W);
     lp_tc_clear();
     CHECK_EQ_INT(lp_tc_waits_evicted(), 0);
     lp_tc_thread_free(th);
