@@ -93,9 +93,10 @@ def test_multiprocessing_children_run_under_memory(run_lprof, write_script):
 
 def test_shim_reserves_no_address_space_under_ulimit(run_lprof, run_python, write_script):
     """Issue #14 defect 13: under `ulimit -v` (1 GiB), --memory leaves the
-    program all but 13 blocks of 25 MB of what plain python gets (measured:
-    29-30 of 40; lprof's own reserves: the sampler's rings and stack table,
-    the shim's live-block table, jemalloc's arenas). jemalloc's retained,
+    program all but 14 blocks of 25 MB of what plain python gets (measured:
+    27-28 of 40; lprof's own reserves: the sampler's rings and stack table,
+    the shim's live-block table, jemalloc's arenas, and the 16 MB kept back
+    to build the profile with, common/headroom.py). jemalloc's retained,
     geometrically grown extents took 23 of 40, then lprof crashed. (Sampling
     alone is no steady yardstick: glibc reserves an arena per thread at will.)"""
     write_script("as.py", """
@@ -112,4 +113,4 @@ def test_shim_reserves_no_address_space_under_ulimit(run_lprof, run_python, writ
     plain = run_python("as.py")
     r = run_lprof("-q", "--memory", "as.py")
     assert plain.returncode == 0 and r.returncode == 0, r.stderr
-    assert int(r.stdout) >= int(plain.stdout) - 13, (r.stdout, plain.stdout)
+    assert int(r.stdout) >= int(plain.stdout) - 14, (r.stdout, plain.stdout)

@@ -8,6 +8,8 @@ import sys
 import threading
 import time
 
+from ..common import headroom
+
 
 class Recording:
     def __init__(self, collectors, modes, argv=None, started=None):
@@ -22,14 +24,17 @@ class Recording:
     def start(self):
         if self.started is None:
             self.started = time.time()
+        headroom.take()  # for building the profile, should the program use up its address space
         for c in self.collectors:
             c.start()
 
     def stop(self):
-        """Stops the checkpoints and the collectors (each stop is idempotent)."""
+        """Stops the checkpoints and the collectors (each stop is idempotent),
+        and gives the headroom back for the build that follows."""
         self._stop.set()
         for c in reversed(self.collectors):
             c.stop()
+        headroom.release()
 
     def build(self, exit_code=None):
         """The profile of what the collectors hold now."""

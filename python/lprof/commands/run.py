@@ -10,6 +10,7 @@ import threading
 from ..process import faults, follow, runner
 from . import output_paths as outputs
 from ..collect import make as make_collectors, options_of
+from ..common import headroom
 from ..model import profile_file
 from ..common.errors import LprofError
 from ..collect.recording import Recording
@@ -360,6 +361,7 @@ def _save_and_print(run, args, outfile, exit_code, how, listing=True):
     """Saves the profile, writes --stacks/--flamegraph/--html, prints the
     listing; False when something could not be written. `how` says why the
     run ended early (None: the program ended)."""
+    headroom.release()  # a run killed before stop(): the build needs it too
     prof = run.build(exit_code=exit_code)
     written = True
     try:
