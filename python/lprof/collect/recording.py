@@ -29,12 +29,13 @@ class Recording:
             c.start()
 
     def stop(self):
-        """Stops the checkpoints and the collectors (each stop is idempotent),
-        and gives the headroom back for the build that follows."""
+        """Gives the headroom back first (a collector's stop takes its final
+        snapshot, and the build follows), then stops the checkpoints and the
+        collectors (each stop is idempotent)."""
+        headroom.release()
         self._stop.set()
         for c in reversed(self.collectors):
             c.stop()
-        headroom.release()
 
     def build(self, exit_code=None):
         """The profile of what the collectors hold now."""
