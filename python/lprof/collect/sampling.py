@@ -293,6 +293,13 @@ class SamplingCollector:
         return assemble.sections([self])
 
 
+def pause_at_program_end():
+    """The program is over: lprof's own end of run (stopping its threads,
+    building the profile) is not sampled. stop() follows."""
+    if _active is not None and _active._running:
+        _lprof.sampler_pause()
+
+
 def _effective_rate(mode, stats, span, threads):
     """Samples taken per second: per CPU second in CPU mode (timer signals),
     per thread and wall second in wall mode, where the wall thread reads

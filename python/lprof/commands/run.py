@@ -320,7 +320,10 @@ def main(args, raw_argv):
                            checkpoints=not args.output_interval, quiet=args.quiet)
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
-    headroom.release()  # the program is over: what follows is lprof's (common/headroom.py)
+    # the program is over: what follows is lprof's, unsampled, with the headroom
+    from ..collect import sampling
+    sampling.pause_at_program_end()
+    headroom.release()
     if session is not None and not session.is_parent():
         # a fork of the program came back through the runner: it is a
         # followed child, whose own profile is written at its exit
