@@ -1,6 +1,8 @@
 """A program that uses up its address space (ulimit -v) still gets its
 profile built, written and printed: the recording keeps 16 MB of address
 space back (python/lprof/common/headroom.py) and gives it back when it stops."""
+import os
+
 import pytest
 
 EXHAUST = """
@@ -17,6 +19,9 @@ print("blocks", n > 0)
 """
 
 
+# under ASan the program's malloc is ASan's, which aborts the process when the
+# address space runs out: nothing lprof could keep a profile through
+@pytest.mark.skipif(os.environ.get("LPROF_SANITIZED") == "1", reason="ASan aborts when the address space runs out")
 @pytest.mark.parametrize("mode", [[], ["--wall"], ["-l"], ["--memory"]])
 def test_a_program_that_uses_up_its_address_space_keeps_its_profile(tmp_path, run_lprof, write_script,
                                                                      load_profile, mode):
@@ -31,14 +36,14 @@ def test_a_program_that_uses_up_its_address_space_keeps_its_profile(tmp_path, ru
 def test_the_headroom_is_address_space_given_back_once():
     from lprof.common import headroom
 
-    def mapped():
+    def held():  # mappings nothing can touch, of the headroom's size
         with open("/proc/self/maps") as fh:
-            return sum(int(b, 16) - int(a, 16) for a, b in
-                       (line.split()[0].split("-") for line in fh if " ---p " in line))
-    before = mapped()
+            return sum(1 for line in fh if " ---p " in line and
+                       (lambda a, b: int(b, 16) - int(a, 16))(*line.split()[0].split("-")) == headroom.SIZE)
+    before = held()
     headroom.take()
     headroom.take()  # held once
-    assert mapped() - before == headroom.SIZE
+    assert held() == before + 1
     headroom.release()
     headroom.release()
-    assert mapped() == before
+    assert held() == before
