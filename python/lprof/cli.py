@@ -2,14 +2,14 @@
 
 The only place that turns an LprofError into `lprof: <message>` and an exit
 status. Verbs: run (default: `lprof [options] script.py args`; its parser is
-commands/run_args.py), view, export, diff, merge (each module's parser())."""
+commands/run_args.py), view, export, diff, merge, attach (each module's parser())."""
 import os
 import sys
 
 from .common.errors import LprofError
 
 # the verbs other than run: each module in commands/ owns its parser() and main(args)
-VERBS = ("view", "export", "diff", "merge")
+VERBS = ("view", "export", "diff", "merge", "attach")
 
 
 def main(argv=None):

@@ -293,6 +293,11 @@ class SamplingCollector:
         return assemble.sections([self])
 
 
+def running():
+    """True while a sampling collector runs in this process."""
+    return _active is not None
+
+
 def pause_at_program_end():
     """The program is over: lprof's own end of run (stopping its threads,
     building the profile) is not sampled. stop() follows."""

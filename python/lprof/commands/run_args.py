@@ -45,7 +45,8 @@ def parser():
               "       lprof view FILE.lprof [options]\n"
               "       lprof diff BEFORE.lprof AFTER.lprof [--html PATH]\n"
               "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]\n"
-              "       lprof merge FILE.lprof... -o OUT.lprof",
+              "       lprof merge FILE.lprof... -o OUT.lprof\n"
+              "       lprof attach PID [-d SECONDS] [--wall] [-o OUT.lprof]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",

@@ -1,0 +1,165 @@
+"""lprof inside a process that `lprof attach` joined (Python 3.14+).
+
+The attach command hands the process a small script through sys.remote_exec
+(commands/attach.py writes it); the process runs it on its main thread at the
+next Python instruction there, and it calls begin() here. begin() starts the
+sampler, which takes every thread already running and those started later,
+and an lprof thread (common/own_thread.py, unseen by the program) that ends
+the recording when one of these happens first:
+
+  - the command asks (a "stop" file in the control folder: its duration is
+    over, or Ctrl-C): the profile is saved there, the command prints it;
+  - the command is gone (killed) or its control folder is: sampling stops,
+    nothing is written, the program goes on as before;
+  - the program ends (atexit) or replaces itself (exec): the profile is
+    saved with what was sampled until then.
+
+What the command reads is the control folder's "status" file, a JSON object
+replaced whole: {"state": "started" | "saved" | "error", ...}.
+
+Nothing here may raise into the program: every failure becomes an "error"
+status, and the program runs on unprofiled."""
+import _thread
+import atexit
+import json
+import os
+import shutil
+import sys
+import time
+
+from .. import _lprof
+from ..collect import exec_guard, sampling
+from ..common.own_thread import OwnThread
+from ..model import assemble, profile_file
+
+POLL_S = 0.05  # how often the lprof thread looks at the control folder
+PROFILE_NAME = "profile.lprof"
+
+_current = None  # the attached recording, one per process
+_fork_hook = [False]
+
+
+def write_status(control, state, **fields):
+    """The status file, replaced whole (the command never reads half of one)."""
+    path = os.path.join(control, "status")
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(dict(fields, state=state, pid=os.getpid()), fh)
+    os.replace(tmp, path)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+class _Attached:
+    def __init__(self, control, options):
+        self.control = control
+        self.cli_pid = int(options["cli_pid"])
+        self.mode = options.get("mode", "cpu")
+        self.collector = sampling.SamplingCollector(mode=self.mode, rate_hz=options.get("rate_hz"),
+                                                    native=options.get("native"))
+        self.pid = os.getpid()
+        self.started = None
+        self.done = False
+        self._remove_exec_hook = None
+
+    def start(self):
+        if sampling.running():
+            raise RuntimeError("lprof is already sampling this process")
+        _lprof.stacks_reset()
+        self.started = time.time()
+        self.collector.start()
+        try:
+            OwnThread(self._watch).start()
+        except BaseException:
+            self.collector.stop()
+            raise
+        atexit.register(self._at_exit)
+        self._remove_exec_hook = exec_guard.before_exec(self._before_exec)
+
+    def _watch(self):
+        stop_file = os.path.join(self.control, "stop")
+        while not self.done:
+            time.sleep(POLL_S)
+            if os.path.exists(stop_file):
+                self.finish("stopped")
+            elif not os.path.isdir(self.control):
+                self.finish(None)  # nobody will read it: sampling just stops
+            elif not _alive(self.cli_pid):
+                self.finish(None)
+                shutil.rmtree(self.control, ignore_errors=True)  # the command cannot
+
+    def _at_exit(self):
+        if os.getpid() == self.pid:  # not in a forked child, which has no recording
+            self.finish("program exited")
+
+    def _before_exec(self):
+        if os.getpid() == self.pid:
+            self.finish("program exec'd")
+
+    def finish(self, reason):
+        """Stops sampling; saves the profile unless reason is None. Once:
+        the lprof thread, atexit and exec may all get here."""
+        global _current
+        with _finish_lock:
+            if self.done:
+                return
+            self.done = True
+        try:
+            self.collector.stop()
+            atexit.unregister(self._at_exit)
+            if self._remove_exec_hook is not None:
+                self._remove_exec_hook()
+            if reason is not None and os.path.isdir(self.control):
+                prof = assemble.profile([self.mode], [self.collector], argv=sys.argv,
+                                        started=self.started)
+                prof["meta"]["attached"] = {"ended_by": reason}
+                path = os.path.join(self.control, PROFILE_NAME)
+                profile_file.save(prof, path)
+                write_status(self.control, "saved", file=path, ended_by=reason)
+        except BaseException as exc:  # never into the program
+            _report(self.control, f"could not save the profile: {type(exc).__name__}: {exc}")
+        finally:
+            if _current is self:
+                _current = None
+
+
+_finish_lock = _thread.allocate_lock()
+
+
+def _forget_in_child():
+    """A forked child has no recording (the sampler reset itself there)."""
+    global _current
+    _current = None
+
+
+def _report(control, message):
+    try:
+        write_status(control, "error", message=message)
+    except OSError:
+        pass
+
+
+def begin(control, options):
+    """Called by the attach script on the program's main thread."""
+    global _current
+    try:
+        if _current is not None:
+            raise RuntimeError("another lprof attach is recording this process")
+        rec = _Attached(control, options)
+        rec.start()
+        _current = rec
+        if not _fork_hook[0]:
+            os.register_at_fork(after_in_child=_forget_in_child)
+            _fork_hook[0] = True
+        write_status(control, "started", python="%d.%d.%d" % sys.version_info[:3])
+    except BaseException as exc:
+        _report(control, f"{type(exc).__name__}: {exc}" if not isinstance(exc, RuntimeError)
+                else str(exc))

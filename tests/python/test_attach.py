@@ -1,0 +1,420 @@
+"""`lprof attach PID`: sampling a process that is already running.
+
+The attach itself needs sys.remote_exec (Python 3.14+) in the suite's
+interpreter, which starts the targets; the refusals run on every version."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from conftest import lprof_env
+
+needs_remote_exec = pytest.mark.skipif(not hasattr(sys, "remote_exec"),
+                                       reason="sys.remote_exec needs Python 3.14+")
+
+# A program that knows nothing of lprof: a worker thread and the main thread
+# compute in two functions; it reports what the profiler must leave alone.
+TARGET = """\
+import os, sys, threading, time
+
+def worker_spin(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+def main_spin(n):
+    s = 0
+    for i in range(n):
+        s ^= i
+    return s
+
+def worker():
+    while True:
+        worker_spin(20000)
+        time.sleep(0.001)
+
+path_before = list(sys.path)
+threading.Thread(target=worker, daemon=True).start()
+t0 = time.time()
+names_before = set(globals()) | {"names_before"}
+print("ready", flush=True)
+while time.time() - t0 < float(sys.argv[1]):
+    main_spin(50000)
+print("path kept", sys.path == path_before, flush=True)
+print("names kept", set(globals()) == names_before, flush=True)
+sys.exit(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+"""
+
+
+def _plain_env():
+    """The target's environment: lprof nowhere on its path."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture
+def target(tmp_path):
+    """target(source, *args) -> a running Popen that printed its first line."""
+    procs = []
+
+    def start(source, *args):
+        script = tmp_path / "target.py"
+        script.write_text(textwrap.dedent(source))
+        p = subprocess.Popen([sys.executable, str(script), *map(str, args)], cwd=tmp_path,
+                             env=_plain_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        procs.append(p)
+        assert p.stdout.readline().strip() == "ready"
+        return p
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+def _attach(tmp_path, *args, timeout=120, **kw):
+    return subprocess.run([sys.executable, "-m", "lprof", "attach", *map(str, args)],
+                          cwd=tmp_path, env=lprof_env(), capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def _start_attach(tmp_path, *args):
+    return subprocess.Popen([sys.executable, "-m", "lprof", "attach", *map(str, args)],
+                            cwd=tmp_path, env=lprof_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _load(path):
+    from lprof.model import profile_file
+    return profile_file.load(str(path))
+
+
+def _line_seconds(prof, text, source, wall=False):
+    """CPU (or wall) seconds the profile gives the source line holding text;
+    rows are [file, line, function, cpu python, native, system, wall, samples]."""
+    lineno = next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
+    return sum((row[6] if wall else row[3] + row[4] + row[5])
+               for row in prof["sampling"]["lines"]
+               if row[0].endswith("target.py") and row[1] == lineno)
+
+
+@needs_remote_exec
+def test_attach_samples_every_thread_and_leaves_the_program_as_it_was(tmp_path, target):
+    p = target(TARGET, 12)
+    r = _attach(tmp_path, p.pid, "-d", 1.5, "-o", tmp_path / "a.lprof")
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert f"attached to process {p.pid}" in r.stderr
+    # the listing names both threads' hot lines
+    assert "s += i * i" in r.stdout and "s ^= i" in r.stdout
+    prof = _load(tmp_path / "a.lprof")
+    assert prof["meta"]["pid"] == p.pid
+    assert prof["meta"]["attached"]["ended_by"] == "stopped"
+    assert prof["meta"]["argv"][0].endswith("target.py")
+    # both threads were sampled: the one started before the attach too
+    assert _line_seconds(prof, "s += i * i", TARGET) > 0.05
+    assert _line_seconds(prof, "s ^= i", TARGET) > 0.2
+    assert 0.8 < prof["sampling"]["duration_s"] < 10
+    assert not _control_folders(p.pid)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert err == ""  # nothing printed into the program's stderr
+    assert out.splitlines() == ["path kept True", "names kept True"]
+
+
+@needs_remote_exec
+def test_attach_twice_in_a_row(tmp_path, target):
+    p = target(TARGET, 20)
+    for name in ("one.lprof", "two.lprof"):
+        r = _attach(tmp_path, p.pid, "-d", 0.7, "-o", tmp_path / name, "-q")
+        assert r.returncode == 0, r.stderr
+        assert _line_seconds(_load(tmp_path / name), "s ^= i", TARGET) > 0.05
+    p.kill()
+
+
+@needs_remote_exec
+def test_program_that_ends_while_attached_keeps_its_profile_and_exit_status(tmp_path, target):
+    p = target(TARGET, 2.5, 3)
+    r = _attach(tmp_path, p.pid, "-o", tmp_path / "end.lprof")  # no duration: until it ends
+    assert r.returncode == 0, r.stderr
+    assert p.wait(timeout=60) == 3
+    prof = _load(tmp_path / "end.lprof")
+    assert prof["meta"]["attached"]["ended_by"] == "program exited"
+    assert _line_seconds(prof, "s ^= i", TARGET) > 0.3
+
+
+@needs_remote_exec
+def test_ctrl_c_stops_and_prints(tmp_path, target):
+    p = target(TARGET, 30)
+    a = _start_attach(tmp_path, p.pid, "-o", tmp_path / "c.lprof")
+    _wait_for(lambda: a.poll() is not None or _attached_said(a), 60)
+    time.sleep(1.0)
+    a.send_signal(signal.SIGINT)
+    out, err = a.communicate(timeout=90)
+    assert a.returncode == 0, err
+    assert "Traceback" not in err
+    assert "s ^= i" in out
+    assert _load(tmp_path / "c.lprof")["meta"]["attached"]["ended_by"] == "stopped"
+    assert p.poll() is None  # the program goes on
+    p.kill()
+
+
+_said = {}
+
+
+def _attached_said(proc):
+    """True once the attach command said it attached (reads stderr's first line)."""
+    if proc not in _said:
+        _said[proc] = proc.stderr.readline()
+    return "attached to process" in _said[proc]
+
+
+def _wait_for(cond, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+WATCHER = """\
+import sys, time
+print("ready", flush=True)
+seen = False
+end = time.time() + 60
+while time.time() < end:
+    mod = sys.modules.get("lprof.collect.sampling")
+    running = bool(mod and mod.running())
+    if running and not seen:
+        seen = True
+        print("sampling", flush=True)
+    if seen and not running:
+        print("stopped", flush=True)
+        break
+    time.sleep(0.02)
+print("ends", flush=True)
+"""
+
+
+@needs_remote_exec
+def test_killed_command_stops_sampling_in_the_program(tmp_path, target):
+    p = target(WATCHER)
+    a = _start_attach(tmp_path, p.pid, "-o", tmp_path / "k.lprof")
+    assert p.stdout.readline().strip() == "sampling"
+    a.kill()
+    a.wait()
+    t0 = time.monotonic()
+    assert p.stdout.readline().strip() == "stopped"
+    assert time.monotonic() - t0 < 10
+    assert p.wait(timeout=60) == 0
+    assert not (tmp_path / "k.lprof").exists()
+    _wait_for(lambda: not _control_folders(p.pid), 10)  # the program removed it
+
+
+def _control_folders(pid):
+    return glob.glob(os.path.join(tempfile.gettempdir(), f"lprof-attach-{pid}-*"))
+
+
+EXECS = """\
+import os, sys, time
+print("ready", flush=True)
+def busy(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+busy(2.0)
+os.execv(sys.executable, [sys.executable, "-c", "print('replaced')"])
+"""
+
+
+@needs_remote_exec
+def test_a_program_that_execs_keeps_its_profile(tmp_path, target):
+    p = target(EXECS)
+    r = _attach(tmp_path, p.pid, "-o", tmp_path / "x.lprof", "-q")
+    assert r.returncode == 0, r.stderr
+    out, _ = p.communicate(timeout=60)
+    assert out.strip() == "replaced" and p.returncode == 0
+    prof = _load(tmp_path / "x.lprof")
+    assert prof["meta"]["attached"]["ended_by"] == "program exec'd"
+    assert _line_seconds(prof, "while time.time() < end", EXECS) > 0.3
+
+
+FORKS = """\
+import os, subprocess, sys, time
+print("ready", flush=True)
+end = time.time() + 3
+while time.time() < end:
+    subprocess.run([sys.executable, "-c", "pass"])  # fork + exec in the child
+    pid = os.fork()
+    if pid == 0:
+        os.execv("/bin/true", ["true"])
+    os.waitpid(pid, 0)
+"""
+
+
+@needs_remote_exec
+def test_children_that_exec_do_not_end_the_recording(tmp_path, target):
+    p = target(FORKS)
+    r = _attach(tmp_path, p.pid, "-d", 1.5, "-o", tmp_path / "f.lprof", "-q")
+    assert r.returncode == 0, r.stderr
+    assert _load(tmp_path / "f.lprof")["meta"]["attached"]["ended_by"] == "stopped"
+    assert p.wait(timeout=60) == 0
+
+
+@needs_remote_exec
+def test_a_process_lprof_already_samples_is_refused(tmp_path):
+    script = tmp_path / "target.py"
+    script.write_text(TARGET)
+    p = subprocess.Popen([sys.executable, "-m", "lprof", "-q", "-o", tmp_path / "run.lprof",
+                          str(script), "8"], cwd=tmp_path, env=lprof_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = _attach(tmp_path, p.pid, "-d", 1)
+        assert r.returncode == 1
+        assert r.stderr == "lprof: attach: lprof is already sampling this process\n"
+        p.wait(timeout=60)
+        assert p.returncode == 0  # and its own run is whole
+        assert (tmp_path / "run.lprof").exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+
+
+BLOCKED = """\
+import sys, time
+print("ready", flush=True)
+time.sleep(4)   # the main thread runs no Python code meanwhile
+time.sleep(0.5)
+print("lprof imported", any(m == "lprof" or m.startswith("lprof.") for m in sys.modules),
+      flush=True)
+"""
+
+
+@needs_remote_exec
+def test_start_timeout_leaves_nothing_behind(tmp_path, target):
+    p = target(BLOCKED)
+    r = _attach(tmp_path, p.pid, "--start-timeout", 0.5, "-d", 1)
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and "ran no Python code on its main thread" in r.stderr
+    out, err = p.communicate(timeout=60)
+    # the script ran once the sleep was over, found the attach given up, did nothing
+    assert out.strip() == "lprof imported False", err
+    assert err == ""
+    assert not _control_folders(p.pid)
+
+
+@needs_remote_exec
+def test_wall_mode_sees_a_sleeping_program(tmp_path, target):
+    src = """\
+        import time
+        print("ready", flush=True)
+        def nap():
+            time.sleep(0.05)
+        for _ in range(400):
+            nap()
+        """
+    p = target(src)
+    r = _attach(tmp_path, p.pid, "--wall", "-d", 1.5, "-o", tmp_path / "w.lprof", "-q")
+    assert r.returncode == 0, r.stderr
+    prof = _load(tmp_path / "w.lprof")
+    assert prof["sampling"]["mode"] == "wall"
+    assert _line_seconds(prof, "time.sleep(0.05)", textwrap.dedent(src), wall=True) > 0.8
+    p.kill()
+
+
+@needs_remote_exec
+def test_a_process_with_remote_debugging_off_is_refused_in_one_line(tmp_path):
+    env = _plain_env()
+    env["PYTHON_DISABLE_REMOTE_DEBUG"] = "1"
+    p = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); "
+                          "time.sleep(60)"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = _attach(tmp_path, p.pid, "-d", 1)
+        assert r.returncode == 1
+        assert r.stderr.startswith(f"lprof: attach: process {p.pid}") and r.stderr.count("\n") == 1
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_the_script_reports_an_lprof_it_cannot_import(tmp_path):
+    """The script the process runs, on a package folder without lprof: an
+    error status, nothing raised, the program's sys.path as it was."""
+    from lprof.commands import attach
+    control = tmp_path / "control"
+    control.mkdir()
+    code = attach._SCRIPT + textwrap.dedent(f"""
+        import sys
+        before = list(sys.path)
+        _lprof_attach({str(control)!r}, {str(tmp_path / "nowhere")!r}, {{"cli_pid": 1}})
+        assert sys.path == before
+        """)
+    r = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    status = json.loads((control / "status").read_text())
+    assert status["state"] == "error"
+    assert "cannot import lprof in the process" in status["message"]
+    # a second run finds it claimed and does nothing
+    (control / "status").unlink()
+    subprocess.run([sys.executable, "-I", "-c", code], check=True, timeout=60)
+    assert not (control / "status").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["999999999"], "no process 999999999"),
+    (["0"], "0 is not a process id"),
+    (["{sleep}", "-d", "0"], "--duration 0.0: must be more than 0 seconds"),
+    (["{sleep}", "--rate", "0"], "--rate 0: must be between 1 and"),
+    (["{self}"], "that is lprof's own process"),
+    (["{sleep}"], "no Python executable"),
+])
+def test_refusals_are_one_line(tmp_path, args, says):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        # {self}: the attach command's own pid, known only inside it
+        args = [a.replace("{sleep}", str(sleeper.pid)) for a in args]
+        if "{self}" in args:
+            code = ("import os, sys; from lprof.cli import main; "
+                    "sys.exit(main(['attach', str(os.getpid())] + sys.argv[1:]))")
+            r = subprocess.run([sys.executable, "-c", code, *args[1:]], cwd=tmp_path,
+                               env=lprof_env(), capture_output=True, text=True, timeout=60)
+        else:
+            r = _attach(tmp_path, *args)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert r.returncode == 2
+    assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="needs a Python without remote_exec")
+def test_a_python_before_3_14_is_refused_with_its_version(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); "
+                          "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        r = _attach(tmp_path, p.pid, "-d", 1)
+    finally:
+        p.kill()
+        p.wait()
+    assert r.returncode == 2
+    v = "%d.%d" % sys.version_info[:2]
+    assert f"runs Python {v}; attaching needs Python 3.14 or later" in r.stderr
+    assert r.stderr.count("\n") == 1
