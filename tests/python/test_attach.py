@@ -251,6 +251,37 @@ def test_a_program_that_execs_keeps_its_profile(tmp_path, target):
     assert _line_seconds(prof, "while time.time() < end", EXECS) > 0.3
 
 
+ALLOCATES = """\
+import time
+print("ready", flush=True)
+keep = []
+end = time.time() + 5
+while time.time() < end:
+    keep.append([0] * 20000)      # about 160 kB a list, kept
+    if len(keep) > 50:
+        keep = []
+    time.sleep(0.002)
+print("done", len(keep) <= 51, flush=True)
+"""
+
+
+@needs_remote_exec
+def test_memory_columns_of_python_allocations(tmp_path, target):
+    p = target(ALLOCATES)
+    r = _attach(tmp_path, p.pid, "--memory", "-d", 1.5, "-o", tmp_path / "m.lprof")
+    assert r.returncode == 0, r.stderr
+    assert "Python objects' allocations (native ones are not covered" in r.stderr
+    prof = _load(tmp_path / "m.lprof")
+    assert "memory" in prof["meta"]["modes"]
+    lineno = next(i for i, line in enumerate(ALLOCATES.splitlines(), 1) if "[0] * 20000" in line)
+    rows = [row for row in prof["memory"]["lines"]
+            if row[0].endswith("target.py") and row[1] == lineno]
+    # about 1.5 s / 2.2 ms a list x 160 kB: ~100 MB; sampled, so a wide margin
+    assert rows and rows[0][3] > 20e6, prof["memory"]["lines"]
+    out, err = p.communicate(timeout=60)  # unhooked, it runs on to the end
+    assert p.returncode == 0 and out.strip() == "done True" and err == ""
+
+
 FORKS = """\
 import os, subprocess, sys, time
 print("ready", flush=True)

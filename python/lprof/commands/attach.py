@@ -83,6 +83,11 @@ def parser():
     p.add_argument("--rate", type=int, metavar="HZ", help="samples per second (default 1000)")
     p.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind")
+    p.add_argument("--memory", action="store_true",
+                   help="memory columns too: Python objects' allocations per line (native "
+                        "allocations need the program started under lprof --memory)")
+    p.add_argument("--memory-sample-bytes", type=int, default=16384, metavar="BYTES",
+                   help="mean bytes between sampled allocations (default 16384)")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     p.add_argument("--start-timeout", type=float, default=30, metavar="S",
                    help="how long to wait for the process's main thread to run Python code "
@@ -102,6 +107,8 @@ def _check(args):
         raise LprofError(f"--duration {args.duration}: must be more than 0 seconds", 2)
     if not args.start_timeout > 0:
         raise LprofError(f"--start-timeout {args.start_timeout}: must be more than 0 seconds", 2)
+    if args.memory_sample_bytes < 1:
+        raise LprofError(f"--memory-sample-bytes {args.memory_sample_bytes}: must be at least 1", 2)
     if args.rate is not None and not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
         raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} "
                          f"samples a second", 2)
@@ -204,7 +211,8 @@ def _record(control, args):
 
 def _options(args):
     return {"cli_pid": os.getpid(), "mode": "wall" if args.wall else "cpu",
-            "rate_hz": args.rate, "native": args.native}
+            "rate_hz": args.rate, "native": args.native, "memory": args.memory,
+            "memory_sample_bytes": args.memory_sample_bytes}
 
 
 def _private_folder(pid):
@@ -248,8 +256,13 @@ def main(args):
         if not args.quiet:
             what = "wall" if args.wall else "CPU"
             until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
+            also = ""
+            if args.memory:
+                also = (" and allocations" if st.get("native_memory") else
+                        " and Python objects' allocations (native ones are not covered: the "
+                        "allocator shim is preloaded only at a run's start)")
             sys.stderr.write(f"lprof: attached to process {args.pid} (Python {st['python']}): "
-                             f"sampling {what} time {until}\n")
+                             f"sampling {what} time{also} {until}\n")
         try:
             st = _record(control, args)
         except KeyboardInterrupt:  # a second Ctrl-C while the profile is saved

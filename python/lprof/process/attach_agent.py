@@ -28,7 +28,7 @@ import sys
 import time
 
 from .. import _lprof
-from ..collect import exec_guard, sampling
+from ..collect import exec_guard, memory, sampling
 from ..common.own_thread import OwnThread
 from ..model import assemble, profile_file
 
@@ -65,6 +65,11 @@ class _Attached:
         self.mode = options.get("mode", "cpu")
         self.collector = sampling.SamplingCollector(mode=self.mode, rate_hz=options.get("rate_hz"),
                                                     native=options.get("native"))
+        self.collectors = [self.collector]
+        if options.get("memory"):
+            # Python objects only: the allocator shim is preloaded at a run's start
+            self.collectors.append(memory.MemoryCollector(
+                sample_bytes=options.get("memory_sample_bytes") or 16384, quiet=True))
         self.pid = os.getpid()
         self.started = None
         self.done = False
@@ -75,11 +80,15 @@ class _Attached:
             raise RuntimeError("lprof is already sampling this process")
         _lprof.stacks_reset()
         self.started = time.time()
-        self.collector.start()
+        started = []
         try:
+            for c in self.collectors:
+                c.start()
+                started.append(c)
             OwnThread(self._watch).start()
         except BaseException:
-            self.collector.stop()
+            for c in reversed(started):
+                c.stop()
             raise
         atexit.register(self._at_exit)
         self._remove_exec_hook = exec_guard.before_exec(self._before_exec)
@@ -113,12 +122,14 @@ class _Attached:
                 return
             self.done = True
         try:
-            self.collector.stop()
+            for c in reversed(self.collectors):
+                c.stop()
             atexit.unregister(self._at_exit)
             if self._remove_exec_hook is not None:
                 self._remove_exec_hook()
             if reason is not None and os.path.isdir(self.control):
-                prof = assemble.profile([self.mode], [self.collector], argv=sys.argv,
+                modes = [self.mode] + (["memory"] if len(self.collectors) > 1 else [])
+                prof = assemble.profile(modes, self.collectors, argv=sys.argv,
                                         started=self.started)
                 prof["meta"]["attached"] = {"ended_by": reason}
                 path = os.path.join(self.control, PROFILE_NAME)
@@ -159,7 +170,8 @@ def begin(control, options):
         if not _fork_hook[0]:
             os.register_at_fork(after_in_child=_forget_in_child)
             _fork_hook[0] = True
-        write_status(control, "started", python="%d.%d.%d" % sys.version_info[:3])
+        write_status(control, "started", python="%d.%d.%d" % sys.version_info[:3],
+                     native_memory=memory.native_covered())
     except BaseException as exc:
         _report(control, f"{type(exc).__name__}: {exc}" if not isinstance(exc, RuntimeError)
                 else str(exc))
