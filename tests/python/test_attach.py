@@ -134,6 +134,41 @@ def test_attach_samples_every_thread_and_leaves_the_program_as_it_was(tmp_path, 
 
 
 @needs_remote_exec
+def test_top_prints_frames_of_the_hottest_lines(tmp_path, target):
+    p = target(TARGET, 20)
+    r = _attach(tmp_path, p.pid, "--top", "--interval", 0.5, "--top-lines", 3, "-d", 2.6, "-q",
+                "-o", tmp_path / "t.lprof")
+    assert r.returncode == 0, r.stderr
+    frames = [f for f in r.stdout.split("\n\n") if f.strip()]
+    assert 2 <= len(frames) <= 6, r.stdout  # one each 0.5 s, while the process runs Python
+    for f in frames:
+        lines = f.splitlines()
+        assert lines[0].startswith(f"lprof attach {p.pid}: CPU time by line")
+        assert len(lines) <= 2 + 3  # header, column names, --top-lines rows
+    last = frames[-1].splitlines()
+    # the main thread's loop leads; "now" and "total" are shares of what was sampled
+    assert any("s ^= i" in row or "for i in range(n)" in row for row in last[2:])
+    assert "\x1b[" not in r.stdout  # no terminal codes into a pipe
+    p.kill()
+
+
+def test_top_frame_now_is_the_last_interval():
+    """render() on two snapshots built by hand: "now" is the growth between
+    them, "total" the whole."""
+    from lprof.render import top
+    here = os.path.abspath(__file__)
+
+    def prof(a, b):
+        return {"sampling": {"mode": "cpu", "duration_s": 1.0},
+                "stacks": {"frames": [[here, "f", 1, 10], [here, "g", 1, 20]],
+                           "stacks": [[[0], 1, {"cpu_python_s": a}], [[1], 1, {"cpu_python_s": b}]]}}
+    text = top.render(prof(1.0, 1.0), prof(1.0, 3.0), 42)
+    rows = text.splitlines()[2:]
+    assert rows[0].split()[:3] == ["100.0%", "75.0%", "3.000"]  # g grew by 2 s of the 2 s
+    assert rows[1].split()[:3] == ["0.0%", "25.0%", "1.000"]
+
+
+@needs_remote_exec
 def test_attach_twice_in_a_row(tmp_path, target):
     p = target(TARGET, 20)
     for name in ("one.lprof", "two.lprof"):

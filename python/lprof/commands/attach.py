@@ -22,7 +22,7 @@ import time
 from ..common import files
 from ..common.errors import LprofError
 from ..model import profile_file
-from ..process import remote
+from ..process import attach_agent, remote
 from . import output_paths
 from .options import add_sampled_listing_options
 
@@ -88,6 +88,13 @@ def parser():
                         "allocations need the program started under lprof --memory)")
     p.add_argument("--memory-sample-bytes", type=int, default=16384, metavar="BYTES",
                    help="mean bytes between sampled allocations (default 16384)")
+    p.add_argument("--top", action="store_true",
+                   help="while attached, show the hottest lines live (redrawn every --interval "
+                        "seconds; on a terminal the screen is redrawn, else frames are printed)")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="--top: seconds between frames (default 1)")
+    p.add_argument("--top-lines", type=int, default=20, metavar="N",
+                   help="--top: lines per frame (default 20)")
     p.add_argument("--html", metavar="FILE", help="also write the HTML report")
     p.add_argument("--start-timeout", type=float, default=30, metavar="S",
                    help="how long to wait for the process's main thread to run Python code "
@@ -105,6 +112,10 @@ def _check(args):
         raise LprofError("attach: that is lprof's own process", 2)
     if args.duration is not None and not args.duration > 0:
         raise LprofError(f"--duration {args.duration}: must be more than 0 seconds", 2)
+    if args.top and not 0.1 <= args.interval <= 3600:
+        raise LprofError(f"--interval {args.interval}: must be between 0.1 and 3600 seconds", 2)
+    if args.top_lines < 1:
+        raise LprofError(f"--top-lines {args.top_lines}: must be at least 1", 2)
     if not args.start_timeout > 0:
         raise LprofError(f"--start-timeout {args.start_timeout}: must be more than 0 seconds", 2)
     if args.memory_sample_bytes < 1:
@@ -175,9 +186,42 @@ def _on_term(signo, frame):
     raise _Stop()
 
 
+class _LiveView:
+    """--top: draws a frame whenever the process has written a newer live
+    snapshot (process/attach_agent.py)."""
+
+    def __init__(self, control, args):
+        self.path = os.path.join(control, attach_agent.LIVE_NAME)
+        self.args = args
+        self.previous = None
+        self.mtime = None
+        self.cache = {}
+        self.tty = sys.stdout.isatty()
+
+    def tick(self):
+        try:
+            mtime = os.stat(self.path).st_mtime_ns
+        except OSError:
+            return
+        if mtime == self.mtime:
+            return
+        self.mtime = mtime
+        try:
+            prof = profile_file.load(self.path)
+        except LprofError:  # replaced while read: the next tick has it
+            return
+        from ..render import top
+        frame = top.render(self.previous, prof, self.args.pid, limit=self.args.top_lines,
+                           cache=self.cache)
+        self.previous = prof
+        sys.stdout.write(("\x1b[H\x1b[2J" + frame) if self.tty else frame + "\n")
+        sys.stdout.flush()
+
+
 def _record(control, args):
     """Waits for the end of the recording; returns the final status."""
     end = time.monotonic() + args.duration if args.duration else None
+    view = _LiveView(control, args) if args.top else None
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         while end is None or time.monotonic() < end:
@@ -186,6 +230,8 @@ def _record(control, args):
                 return st  # the program ended (or exec'd): the agent saved it
             if _gone(args.pid):
                 break
+            if view is not None:
+                view.tick()
             time.sleep(POLL_S)
     except (KeyboardInterrupt, _Stop):
         pass
@@ -212,7 +258,8 @@ def _record(control, args):
 def _options(args):
     return {"cli_pid": os.getpid(), "mode": "wall" if args.wall else "cpu",
             "rate_hz": args.rate, "native": args.native, "memory": args.memory,
-            "memory_sample_bytes": args.memory_sample_bytes}
+            "memory_sample_bytes": args.memory_sample_bytes,
+            "live_s": args.interval if args.top else None}
 
 
 def _private_folder(pid):

@@ -34,6 +34,7 @@ from ..model import assemble, profile_file
 
 POLL_S = 0.05  # how often the lprof thread looks at the control folder
 PROFILE_NAME = "profile.lprof"
+LIVE_NAME = "live.lprof"  # the profile so far, rewritten every live_s seconds (--top)
 
 _current = None  # the attached recording, one per process
 _fork_hook = [False]
@@ -70,6 +71,7 @@ class _Attached:
             # Python objects only: the allocator shim is preloaded at a run's start
             self.collectors.append(memory.MemoryCollector(
                 sample_bytes=options.get("memory_sample_bytes") or 16384, quiet=True))
+        self.live_s = options.get("live_s")
         self.pid = os.getpid()
         self.started = None
         self.done = False
@@ -95,8 +97,12 @@ class _Attached:
 
     def _watch(self):
         stop_file = os.path.join(self.control, "stop")
+        next_live = time.monotonic() + self.live_s if self.live_s else None
         while not self.done:
             time.sleep(POLL_S)
+            if next_live is not None and time.monotonic() >= next_live:
+                self._write_live()
+                next_live = time.monotonic() + self.live_s
             if os.path.exists(stop_file):
                 self.finish("stopped")
             elif not os.path.isdir(self.control):
@@ -104,6 +110,22 @@ class _Attached:
             elif not _alive(self.cli_pid):
                 self.finish(None)
                 shutil.rmtree(self.control, ignore_errors=True)  # the command cannot
+
+    def _profile(self, reason):
+        modes = [self.mode] + (["memory"] if len(self.collectors) > 1 else [])
+        prof = assemble.profile(modes, self.collectors, argv=sys.argv, started=self.started)
+        prof["meta"]["attached"] = {"ended_by": reason}
+        return prof
+
+    def _write_live(self):
+        """The profile so far, for the command's live view (--top)."""
+        with _finish_lock:
+            if self.done:
+                return
+            try:
+                profile_file.save(self._profile("running"), os.path.join(self.control, LIVE_NAME))
+            except Exception:  # a missed frame of the view; the recording goes on
+                pass
 
     def _at_exit(self):
         if os.getpid() == self.pid:  # not in a forked child, which has no recording
@@ -128,10 +150,7 @@ class _Attached:
             if self._remove_exec_hook is not None:
                 self._remove_exec_hook()
             if reason is not None and os.path.isdir(self.control):
-                modes = [self.mode] + (["memory"] if len(self.collectors) > 1 else [])
-                prof = assemble.profile(modes, self.collectors, argv=sys.argv,
-                                        started=self.started)
-                prof["meta"]["attached"] = {"ended_by": reason}
+                prof = self._profile(reason)
                 path = os.path.join(self.control, PROFILE_NAME)
                 profile_file.save(prof, path)
                 write_status(self.control, "saved", file=path, ended_by=reason)

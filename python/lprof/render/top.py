@@ -1,0 +1,71 @@
+"""The live view of `lprof attach --top`: the hottest lines of a running
+process, from two successive snapshots of its profile: the share of the
+last interval ("now") beside the share and seconds since the attach.
+
+Lines are charged by the one attribution rule (lprof.model.stacks.charge),
+as in the listing: time in library code goes to the line of the program's
+own code that called it."""
+import os
+
+from ..model.frames import table as frame_table
+from ..model.stacks import charge, is_user_file
+from .source import read_lines
+
+# the seconds a line is ranked by, per sampling mode
+_METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
+
+
+def line_seconds(profile):
+    """{(path, line): (function, seconds)} of a sampled profile, in its mode's
+    metric (CPU or wall)."""
+    names = _METRICS["wall" if (profile.get("sampling") or {}).get("mode") == "wall" else "cpu"]
+    st = profile.get("stacks") or {}
+    frames = frame_table(st.get("frames", []))
+    out = {}
+    for ids, _thread, m in st.get("stacks", []):
+        value = sum(m.get(n, 0.0) for n in names)
+        if not value or not ids:
+            continue
+        chosen = charge(frames, ids, is_user_file)
+        if chosen is None or not is_user_file(chosen[0]):
+            continue
+        key = (chosen[0], chosen[3])
+        func, total = out.get(key, (chosen[1], 0.0))
+        out[key] = (func, total + value)
+    return out
+
+
+def _source(cache, path, line):
+    if path not in cache:
+        cache[path] = read_lines(path)
+    lines = cache[path]
+    return lines[line - 1].strip() if lines and 0 < line <= len(lines) else ""
+
+
+def render(previous, current, pid, limit=20, cache=None):
+    """One frame of the view, as text. previous: the last frame's profile
+    (None for the first: "now" is then the whole run so far)."""
+    cache = {} if cache is None else cache
+    now_total = line_seconds(current)
+    before = line_seconds(previous) if previous is not None else {}
+    delta = {k: v[1] - before.get(k, (None, 0.0))[1] for k, v in now_total.items()}
+    sum_delta = sum(max(v, 0.0) for v in delta.values())
+    sum_total = sum(v[1] for v in now_total.values())
+    sampling = current.get("sampling") or {}
+    mode = sampling.get("mode", "cpu")
+    span = sampling.get("duration_s", 0.0)
+    head = (f"lprof attach {pid}: {mode.upper() if mode == 'cpu' else mode} time by line, "
+            f"{span:.1f} s attached, {sum_total:.2f} s sampled on the program's lines")
+    rows = sorted(now_total, key=lambda k: (-max(delta[k], 0.0), -now_total[k][1]))[:limit]
+    out = [head, f"{'now%':>6} {'total%':>7} {'total(s)':>9}  {'line':<28} {'function':<20} source"]
+    for key in rows:
+        func, total = now_total[key]
+        path, line = key
+        now_pct = 100.0 * max(delta[key], 0.0) / sum_delta if sum_delta else 0.0
+        tot_pct = 100.0 * total / sum_total if sum_total else 0.0
+        where = f"{os.path.basename(path)}:{line}"
+        out.append(f"{now_pct:5.1f}% {tot_pct:6.1f}% {total:9.3f}  {where:<28.28} "
+                   f"{func:<20.20} {_source(cache, path, line)}")
+    if not rows:
+        out.append("  (no samples on the program's lines yet)")
+    return "\n".join(out) + "\n"
