@@ -11,37 +11,7 @@ import sys
 import types
 
 from .collect.linetrace import code_key, collector
-
-
-def _code_objects(obj, seen):
-    """Code objects behind a decoratable object (functions, methods, classes...)."""
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, types.CodeType):
-        yield obj
-    elif isinstance(obj, (types.FunctionType, types.LambdaType)):
-        yield obj.__code__
-        wrapped = getattr(obj, "__wrapped__", None)  # functools.wraps chains
-        if wrapped is not None:
-            yield from _code_objects(wrapped, seen)
-    elif isinstance(obj, (classmethod, staticmethod, types.MethodType)):
-        yield from _code_objects(obj.__func__, seen)
-    elif isinstance(obj, property):
-        for part in (obj.fget, obj.fset, obj.fdel):
-            if part is not None:
-                yield from _code_objects(part, seen)
-    elif isinstance(obj, functools.partial):
-        yield from _code_objects(obj.func, seen)
-    elif isinstance(obj, functools.cached_property):
-        yield from _code_objects(obj.func, seen)
-    elif isinstance(obj, type):
-        for value in vars(obj).values():
-            yield from _code_objects(value, seen)
-    elif isinstance(obj, types.ModuleType):
-        for value in vars(obj).values():
-            if getattr(value, "__module__", None) == obj.__name__:
-                yield from _code_objects(value, seen)
+from .collect.trace_targets import code_objects
 
 
 class LineStats:
@@ -101,7 +71,7 @@ class LineProfiler:
     def add(self, obj):
         """Registers obj's code; returns how many code objects were found."""
         count = 0
-        for code in _code_objects(obj, set()):
+        for code in code_objects(obj):
             collector.add_code(code)
             self._keys.add(code_key(code))
             count += 1

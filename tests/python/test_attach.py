@@ -317,6 +317,82 @@ def test_memory_columns_of_python_allocations(tmp_path, target):
     assert p.returncode == 0 and out.strip() == "done True" and err == ""
 
 
+LINES = """\
+import sys, time
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    time.sleep(0.001)
+    return s
+
+class Server:
+    def handle(self):
+        return work(3000)
+
+def main(seconds):
+    t0 = time.time()
+    calls = 0
+    while time.time() - t0 < seconds:
+        Server().handle()
+        calls += 1
+    return calls
+
+print("ready", flush=True)
+main(float(sys.argv[1]))
+print("tools free", all(sys.monitoring.get_tool(i) is None for i in range(6)), flush=True)
+"""
+
+
+@needs_remote_exec
+def test_line_by_line_times_the_named_code(tmp_path, target):
+    p = target(LINES, 4)
+    r = _attach(tmp_path, p.pid, "-l", "-p", "__main__:work", "-p", "__main__:Server.handle,"
+                "__main__.main", "-d", 1.5)
+    assert r.returncode == 0, r.stderr
+    assert "timing the lines of 3 function(s) for 1.5 s" in r.stderr
+    prof = _load(tmp_path / f"attach-{p.pid}.lprof")
+    assert prof["meta"]["modes"] == ["lines"]
+    funcs = {f["name"]: {ln: (hits, t) for ln, hits, t in f["lines"]} for f in prof["functions"]}
+    assert set(funcs) == {"work", "Server.handle", "main"}
+    body = LINES.splitlines()
+    at = {text.strip(): i for i, text in enumerate(body, 1)}
+    calls = funcs["work"][at["s = 0"]][0]
+    assert calls > 50  # a call every ~2 ms for 1.5 s
+    assert funcs["work"][at["s += i * i"]][0] > 2900 * calls  # 3000 a call, a call cut at each end
+    sleep_s = funcs["work"][at["time.sleep(0.001)"]][1]
+    assert 0.001 * calls * 0.9 < sleep_s < 1.5
+    # main was running when the attach came: its loop's lines are timed all the same
+    assert funcs["main"][at["Server().handle()"]][0] >= calls - 2
+    assert "Function: work" in r.stdout and "Line #" in r.stdout
+    out, err = p.communicate(timeout=60)
+    assert out.strip() == "tools free True" and err == ""  # sys.monitoring given back
+
+
+@needs_remote_exec
+@pytest.mark.parametrize("args, says", [
+    (["-l"], "-l: name the code to time with -p"),
+    (["-p", "x"], "-p names the code -l times: add -l"),
+    (["-l", "-p", "x", "--wall"], "--wall is for sampling"),
+])
+def test_line_by_line_refusals(tmp_path, target, args, says):
+    p = target(LINES, 30)
+    r = _attach(tmp_path, p.pid, *args, "-d", 1)
+    assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    p.kill()
+
+
+@needs_remote_exec
+def test_line_by_line_target_not_in_the_process(tmp_path, target):
+    p = target(LINES, 30)
+    r = _attach(tmp_path, p.pid, "-l", "-p", "__main__:nowhere", "-d", 1)
+    assert r.returncode == 1
+    assert r.stderr == ("lprof: attach: -p __main__:nowhere: not found in the process (only "
+                        "what it has imported can be traced)\n")
+    p.kill()
+
+
 FORKS = """\
 import os, subprocess, sys, time
 print("ready", flush=True)

@@ -79,6 +79,15 @@ def parser():
                    help="stop after S seconds (default: at Ctrl-C, or when the process ends)")
     p.add_argument("-o", "--outfile", metavar="FILE",
                    help="profile file (default: attach-PID.sample.lprof)")
+    p.add_argument("-l", "--line-by-line", action="store_true",
+                   help="exact timing of every line of the code named by -p, instead of "
+                        "sampling (as lprof -l; what the process has imported)")
+    p.add_argument("-p", "--prof-mod", action="append", default=[], metavar="TARGET",
+                   help="-l: a function, class or module to time (pkg.mod.func, "
+                        "pkg.mod:Class.method, pkg.mod, or a source file); repeat or separate "
+                        "with commas")
+    p.add_argument("-z", "--skip-zero", action="store_true",
+                   help="-l: hide functions that did not run while attached")
     p.add_argument("--wall", action="store_true", help="sample wall time instead of CPU time")
     p.add_argument("--rate", type=int, metavar="HZ", help="samples per second (default 1000)")
     p.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
@@ -123,7 +132,19 @@ def _check(args):
     if args.rate is not None and not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
         raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} "
                          f"samples a second", 2)
-    args.outfile = args.outfile or f"attach-{args.pid}.sample.lprof"
+    args.targets = [t.strip() for v in args.prof_mod for t in v.split(",") if t.strip()]
+    if args.line_by_line:
+        if not args.targets:
+            raise LprofError("-l: name the code to time with -p (pkg.mod.func, "
+                             "pkg.mod:Class.method, pkg.mod or a file)", 2)
+        for flag, given in (("--wall", args.wall), ("--native", args.native),
+                            ("--rate", args.rate is not None), ("--top", args.top)):
+            if given:
+                raise LprofError(f"{flag} is for sampling; -l times every line of the -p code", 2)
+    elif args.targets:
+        raise LprofError("-p names the code -l times: add -l", 2)
+    args.outfile = args.outfile or (f"attach-{args.pid}.lprof" if args.line_by_line
+                                    else f"attach-{args.pid}.sample.lprof")
     output_paths.check([("--outfile", args.outfile), ("--html", args.html)])
 
 
@@ -256,7 +277,8 @@ def _record(control, args):
 
 
 def _options(args):
-    return {"cli_pid": os.getpid(), "mode": "wall" if args.wall else "cpu",
+    return {"cli_pid": os.getpid(), "targets": args.targets,
+            "mode": "lines" if args.line_by_line else "wall" if args.wall else "cpu",
             "rate_hz": args.rate, "native": args.native, "memory": args.memory,
             "memory_sample_bytes": args.memory_sample_bytes,
             "live_s": args.interval if args.top else None}
@@ -301,15 +323,18 @@ def main(args):
         if st["state"] == "error":
             raise LprofError(f"attach: {st['message']}", 1)
         if not args.quiet:
-            what = "wall" if args.wall else "CPU"
+            what = ("wall" if args.wall else "CPU") + " time"
+            if args.line_by_line:
+                what = f"the lines of {st['functions']} function(s)"
             until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
             also = ""
             if args.memory:
                 also = (" and allocations" if st.get("native_memory") else
                         " and Python objects' allocations (native ones are not covered: the "
                         "allocator shim is preloaded only at a run's start)")
+            verb = "timing" if args.line_by_line else "sampling"
             sys.stderr.write(f"lprof: attached to process {args.pid} (Python {st['python']}): "
-                             f"sampling {what} time{also} {until}\n")
+                             f"{verb} {what}{also} {until}\n")
         try:
             st = _record(control, args)
         except KeyboardInterrupt:  # a second Ctrl-C while the profile is saved
@@ -331,12 +356,16 @@ def _show(prof, args):
     if args.html:
         from .. import export as exports
         exports.write(prof, "html", args.html, fold_imports=True)
-    if not args.quiet:
+    if not args.quiet and "lines" in prof["meta"]["modes"]:
+        from ..render.listing import render_lines
+        sys.stdout.write(render_lines(prof, skip_zero=args.skip_zero))
+    elif not args.quiet:
         from ..render.sampled_listing import render
         sys.stdout.write(render(prof, reduced=args.reduced,
                                 profile_only=args.profile_only or None,
                                 profile_all=args.profile_all, threshold_pct=args.threshold,
                                 per_thread=args.per_thread))
+    if not args.quiet:
         ended = (prof["meta"].get("attached") or {}).get("ended_by")
         sys.stderr.write(f"lprof: profile of process {args.pid} ({ended}) written to "
                          f"{args.outfile}\n")

@@ -18,6 +18,7 @@ import sys
 from ..decorator import profile
 from ..common.errors import LprofError
 from ..collect.linetrace import collector
+from ..collect.trace_targets import resolve_loaded
 
 
 def split_targets(values):
@@ -72,31 +73,6 @@ def _resolve_name(target):
     raise LprofError(f"-p {target}: no module named '{parts[0]}'", 2)
 
 
-def _module_of(target):
-    """(module path parts, attribute parts) of `pkg.mod.name` / `pkg.mod:Cls.m`;
-    which prefix is the module is only known once it is imported."""
-    modname, _, attr = target.partition(":")
-    return modname.split("."), (attr.split(".") if attr else [])
-
-
-def _resolve_loaded(target):
-    """The target's object if its module is already imported, else None;
-    never imports."""
-    parts, attrs = _module_of(target)
-    for i in range(len(parts), 0, -1):
-        module = sys.modules.get(".".join(parts[:i]))
-        if module is None:
-            continue
-        obj = module
-        try:
-            for name in parts[i:] + attrs:
-                obj = getattr(obj, name)
-        except AttributeError:
-            return None  # perhaps a submodule not imported yet
-        return obj
-    return None
-
-
 class _NameTargets(importlib.abc.MetaPathFinder):
     """Registers named targets right after the program imports their module
     (the module's code has run, its functions exist, none has been called
@@ -127,7 +103,7 @@ class _NameTargets(importlib.abc.MetaPathFinder):
         self._busy = True  # a module's __getattr__ may import: no re-entry
         try:
             for target in list(self.pending):
-                obj = _resolve_loaded(target)
+                obj = resolve_loaded(target)
                 if obj is not None:
                     profile.add(obj)
                     self.pending.remove(target)
@@ -174,7 +150,7 @@ def register(targets, script_path, script_code, preimport=False):
             count += profile.add(_resolve_name(target))
         else:
             _check_importable(target)  # only finds the top-level package: imports nothing
-            obj = _resolve_loaded(target)
+            obj = resolve_loaded(target)
             if obj is not None:
                 count += profile.add(obj)
             else:

@@ -28,7 +28,7 @@ import sys
 import time
 
 from .. import _lprof
-from ..collect import exec_guard, memory, sampling
+from ..collect import exec_guard, memory, sampling, trace_targets
 from ..common.own_thread import OwnThread
 from ..model import assemble, profile_file
 
@@ -64,9 +64,13 @@ class _Attached:
         self.control = control
         self.cli_pid = int(options["cli_pid"])
         self.mode = options.get("mode", "cpu")
-        self.collector = sampling.SamplingCollector(mode=self.mode, rate_hz=options.get("rate_hz"),
-                                                    native=options.get("native"))
-        self.collectors = [self.collector]
+        if self.mode == "lines":  # -l: the exact line tracer on the named code, alone
+            self.collectors = [trace_targets.NamedCodeCollector(options["targets"])]
+            self.functions = len(self.collectors[0].codes)
+        else:
+            self.collectors = [sampling.SamplingCollector(
+                mode=self.mode, rate_hz=options.get("rate_hz"), native=options.get("native"))]
+            self.functions = None
         if options.get("memory"):
             # Python objects only: the allocator shim is preloaded at a run's start
             self.collectors.append(memory.MemoryCollector(
@@ -78,7 +82,7 @@ class _Attached:
         self._remove_exec_hook = None
 
     def start(self):
-        if sampling.running():
+        if self.mode != "lines" and sampling.running():
             raise RuntimeError("lprof is already sampling this process")
         _lprof.stacks_reset()
         self.started = time.time()
@@ -190,7 +194,7 @@ def begin(control, options):
             os.register_at_fork(after_in_child=_forget_in_child)
             _fork_hook[0] = True
         write_status(control, "started", python="%d.%d.%d" % sys.version_info[:3],
-                     native_memory=memory.native_covered())
+                     native_memory=memory.native_covered(), functions=rec.functions)
     except BaseException as exc:
-        _report(control, f"{type(exc).__name__}: {exc}" if not isinstance(exc, RuntimeError)
-                else str(exc))
+        _report(control, str(exc) if isinstance(exc, (RuntimeError, LookupError))
+                else f"{type(exc).__name__}: {exc}")
