@@ -3,9 +3,10 @@
 The attach command hands the process a small script through sys.remote_exec
 (commands/attach.py writes it); the process runs it on its main thread at the
 next Python instruction there, and it calls begin() here. begin() starts the
-sampler, which takes every thread already running and those started later,
-and an lprof thread (common/own_thread.py, unseen by the program) that ends
-the recording when one of these happens first:
+collectors (the sampler, which takes every thread already running and those
+started later; or, for -l, the line tracer on the named code; memory hooks
+with --memory) and an lprof thread (common/own_thread.py, unseen by the
+program) that ends the recording when one of these happens first:
 
   - the command asks (a "stop" file in the control folder: its duration is
     over, or Ctrl-C): the profile is saved there, the command prints it;
@@ -148,8 +149,14 @@ class _Attached:
                 return
             self.done = True
         try:
+            failed = None
             for c in reversed(self.collectors):
-                c.stop()
+                try:
+                    c.stop()
+                except Exception as exc:  # the others still stop
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
             atexit.unregister(self._at_exit)
             if self._remove_exec_hook is not None:
                 self._remove_exec_hook()
