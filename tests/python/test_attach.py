@@ -100,13 +100,13 @@ def _load(path):
     return profile_file.load(str(path))
 
 
-def _line_seconds(prof, text, source, wall=False):
+def _line_seconds(prof, text, source, wall=False, path="target.py"):
     """CPU (or wall) seconds the profile gives the source line holding text;
     rows are [file, line, function, cpu python, native, system, wall, samples]."""
     lineno = next(i for i, line in enumerate(source.splitlines(), 1) if text in line)
     return sum((row[6] if wall else row[3] + row[4] + row[5])
                for row in prof["sampling"]["lines"]
-               if row[0].endswith("target.py") and row[1] == lineno)
+               if row[0].endswith(path) and row[1] == lineno)
 
 
 @needs_remote_exec
@@ -166,6 +166,30 @@ def test_top_frame_now_is_the_last_interval():
     rows = text.splitlines()[2:]
     assert rows[0].split()[:3] == ["100.0%", "75.0%", "3.000"]  # g grew by 2 s of the 2 s
     assert rows[1].split()[:3] == ["0.0%", "25.0%", "1.000"]
+
+
+@needs_remote_exec
+def test_the_example_service(tmp_path):
+    """examples/busy_service.py (examples/README.md): the slow path's loop
+    is where its time goes."""
+    example = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "examples", "busy_service.py")
+    p = subprocess.Popen([sys.executable, example, "30"], env=_plain_env(),
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().startswith(f"busy_service: pid {p.pid}")
+        r = _attach(tmp_path, p.pid, "-d", 1.5, "-o", tmp_path / "s.lprof", "-q")
+        assert r.returncode == 0, r.stderr
+        source = open(example).read()
+        prof = _load(tmp_path / "s.lprof")
+        hot = _line_seconds(prof, 'total += (i * payload["n"]) % 7', source, path=example)
+        assert hot > 0.2
+        for row in prof["sampling"]["lines"]:
+            if row[0] == example:
+                assert row[3] + row[4] + row[5] <= hot
+    finally:
+        p.kill()
+        p.wait()
 
 
 @needs_remote_exec
