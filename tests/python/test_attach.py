@@ -542,6 +542,23 @@ def test_the_script_reports_an_lprof_it_cannot_import(tmp_path):
     assert not (control / "status").exists()
 
 
+def test_the_script_says_when_the_c_extension_is_missing(tmp_path):
+    """lprof's package without its C extension for the process's Python."""
+    import shutil
+    from lprof.commands import attach
+    parent = tmp_path / "pkg"
+    shutil.copytree(os.path.join(attach.PACKAGE_PARENT, "lprof"),
+                    parent / "lprof", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    control = tmp_path / "control"
+    control.mkdir()
+    code = attach._SCRIPT + f"\n_lprof_attach({str(control)!r}, {str(parent)!r}, {{'cli_pid': 1}})\n"
+    r = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    message = json.loads((control / "status").read_text())["message"]
+    assert "lprof's C extension is not built for that Python version" in message
+
+
 @pytest.mark.parametrize("args, says", [
     (["999999999"], "no process 999999999"),
     (["0"], "0 is not a process id"),

@@ -54,6 +54,9 @@ def _lprof_attach(control, parent, options):
     except BaseException as exc:
         message = "cannot import lprof in the process (Python %d.%d, from %s): %s: %s" % (
             sys.version_info[0], sys.version_info[1], parent, type(exc).__name__, exc)
+        if "_lprof" in str(exc):
+            message += " (lprof's C extension is not built for that Python version: install " \
+                       "lprof with it, or build it there with that python's setup.py build_ext)"
         try:
             with open(os.path.join(control, "status.tmp"), "w") as fh:
                 json.dump({"state": "error", "message": message, "pid": os.getpid()}, fh)
