@@ -169,6 +169,22 @@ def test_top_frame_now_is_the_last_interval():
 
 
 @needs_remote_exec
+def test_native_frames(tmp_path, target):
+    from lprof import _lprof
+    p = target(TARGET, 20)
+    r = _attach(tmp_path, p.pid, "--native", "-d", 1, "-o", tmp_path / "n.lprof", "-q")
+    p.kill()
+    why = _lprof.native_unwind_check()
+    if why:  # no libunwind here: refused in one line, nothing started
+        assert r.returncode == 1 and r.stderr == f"lprof: attach: --native: {why}\n"
+        return
+    assert r.returncode == 0, r.stderr
+    prof = _load(tmp_path / "n.lprof")
+    assert prof["sampling"]["native"] == "on"
+    assert _line_seconds(prof, "s ^= i", TARGET) > 0.1
+
+
+@needs_remote_exec
 def test_the_example_service(tmp_path):
     """examples/busy_service.py (examples/README.md): the slow path's loop
     is where its time goes."""

@@ -74,9 +74,10 @@ def _lprof_attach(control, parent, options):
 def parser():
     p = argparse.ArgumentParser(
         prog="lprof attach", allow_abbrev=False,
-        description="Sample a running Python process (Python 3.14+ in the process, through "
-                    "sys.remote_exec): every thread, until the duration is over, Ctrl-C, or "
-                    "the process ends; then save and print its profile.")
+        description="Profile a running Python process (Python 3.14+ in the process, through "
+                    "sys.remote_exec): sample every thread, or with -l time every line of the "
+                    "code -p names, until the duration is over, Ctrl-C, or the process ends; "
+                    "then save and print its profile.")
     p.add_argument("pid", type=int, help="the process to attach to")
     p.add_argument("-d", "--duration", type=float, metavar="S",
                    help="stop after S seconds (default: at Ctrl-C, or when the process ends)")

@@ -69,6 +69,9 @@ class _Attached:
             self.collectors = [trace_targets.NamedCodeCollector(options["targets"])]
             self.functions = len(self.collectors[0].codes)
         else:
+            why = options.get("native") and _lprof.native_unwind_check()
+            if why:
+                raise RuntimeError(f"--native: {why}")
             self.collectors = [sampling.SamplingCollector(
                 mode=self.mode, rate_hz=options.get("rate_hz"), native=options.get("native"))]
             self.functions = None
