@@ -456,17 +456,21 @@ def test_children_that_exec_do_not_end_the_recording(tmp_path, target):
 
 
 @needs_remote_exec
-def test_a_process_lprof_already_samples_is_refused(tmp_path):
+@pytest.mark.parametrize("run, says", [
+    ([], "lprof is already sampling this process"),
+    (["-l", "--memory"], "lprof is already recording this process's memory"),
+])
+def test_a_process_lprof_already_profiles_is_refused(tmp_path, run, says):
     script = tmp_path / "target.py"
     script.write_text(TARGET)
-    p = subprocess.Popen([sys.executable, "-m", "lprof", "-q", "-o", tmp_path / "run.lprof",
-                          str(script), "8"], cwd=tmp_path, env=lprof_env(),
+    p = subprocess.Popen([sys.executable, "-m", "lprof", *run, "-q", "-o", tmp_path / "run.lprof",
+                          str(script), "4"], cwd=tmp_path, env=lprof_env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
         r = _attach(tmp_path, p.pid, "-d", 1)
         assert r.returncode == 1
-        assert r.stderr == "lprof: attach: lprof is already sampling this process\n"
+        assert r.stderr == f"lprof: attach: {says}\n"
         p.wait(timeout=60)
         assert p.returncode == 0  # and its own run is whole
         assert (tmp_path / "run.lprof").exists()

@@ -88,6 +88,8 @@ class _Attached:
     def start(self):
         if self.mode != "lines" and sampling.running():
             raise RuntimeError("lprof is already sampling this process")
+        if _lprof.memory_running():  # its stacks share the table reset below
+            raise RuntimeError("lprof is already recording this process's memory")
         _lprof.stacks_reset()
         self.started = time.time()
         started = []
