@@ -433,6 +433,71 @@ def test_line_by_line_target_not_in_the_process(tmp_path, target):
     p.kill()
 
 
+PARENT = """\
+import subprocess, sys, time
+CHILD = '''
+import sys, time
+def child_spin():
+    s = 0
+    end = time.time() + 20
+    while time.time() < end:
+        for i in range(10000):
+            s += i
+print("child up", flush=True)
+child_spin()
+'''
+kids = [subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)]
+for k in kids:
+    k.stdout.readline()
+# a child that is no Python: skipped without a word
+sleeper = subprocess.Popen(["sleep", "30"])
+print("ready", flush=True)
+def parent_wait():
+    time.sleep(0.01)
+end = time.time() + 20
+while time.time() < end:
+    parent_wait()
+"""
+
+
+@needs_remote_exec
+def test_children_are_attached_and_merged(tmp_path, target):
+    p = target(PARENT)
+    try:
+        r = _attach(tmp_path, p.pid, "--children", "-d", 1.5, "-o", tmp_path / "c.lprof")
+        assert r.returncode == 0, r.stderr
+        assert f"attached to process {p.pid} and 2 child process(es)" in r.stderr
+        assert "left out" not in r.stderr
+        assert "and 2 child process(es), merged" in r.stderr
+        prof = _load(tmp_path / "c.lprof")
+        assert prof["meta"]["attached"]["processes"] == 3
+        # the children's loop holds the CPU time
+        spin = sum(row[3] + row[4] + row[5] for row in prof["sampling"]["lines"]
+                   if row[2] == "child_spin")
+        assert spin > 1.0  # two children, ~1.5 s each, on 2 cores shared
+        assert len(prof["ranks"]["members"]) == 3
+    finally:
+        for child in _children_of(p.pid):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _children_of(pid):
+    from lprof.commands.attach import descendants
+    return descendants(pid)
+
+
+@needs_remote_exec
+def test_top_and_children_refused(tmp_path, target):
+    p = target(TARGET, 20)
+    r = _attach(tmp_path, p.pid, "--children", "--top")
+    assert r.returncode == 2 and "--top follows one process" in r.stderr
+    p.kill()
+
+
 FORKS = """\
 import os, subprocess, sys, time
 print("ready", flush=True)
@@ -541,7 +606,7 @@ def test_a_process_with_remote_debugging_off_is_refused_in_one_line(tmp_path):
 def test_the_script_reports_an_lprof_it_cannot_import(tmp_path):
     """The script the process runs, on a package folder without lprof: an
     error status, nothing raised, the program's sys.path as it was."""
-    from lprof.commands import attach
+    from lprof.process import attach_session as attach
     control = tmp_path / "control"
     control.mkdir()
     code = attach._SCRIPT + textwrap.dedent(f"""
@@ -565,7 +630,7 @@ def test_the_script_reports_an_lprof_it_cannot_import(tmp_path):
 def test_the_script_says_when_the_c_extension_is_missing(tmp_path):
     """lprof's package without its C extension for the process's Python."""
     import shutil
-    from lprof.commands import attach
+    from lprof.process import attach_session as attach
     parent = tmp_path / "pkg"
     shutil.copytree(os.path.join(attach.PACKAGE_PARENT, "lprof"),
                     parent / "lprof", ignore=shutil.ignore_patterns("*.so", "__pycache__"))

@@ -1,74 +1,25 @@
-"""`lprof attach PID`: sample a Python process that is already running
-(Python 3.14+ in the process), until a duration is over, Ctrl-C, or the
-process ends; then save and print its profile as a run's.
+"""`lprof attach PID`: profile a Python process that is already running
+(Python 3.14+ in the process), and with --children the Python processes it
+started, until a duration is over, Ctrl-C, or the process ends; then save and
+print the profile as a run's (merged across processes with --children).
 
-The command and the process share a private control folder. The command
-writes the attach script there and has the process run it
-(process/remote.py: sys.remote_exec); the script imports lprof in the
-process and starts the agent (process/attach_agent.py), which answers in the
-folder's status file and saves the profile there. Either side may go away
-first: the script does nothing if the command gave up on it (whoever creates
-"claimed" first wins), the agent stops sampling if the command is gone, and
-the command reports a process that ended without saving."""
+The protocol with each process is process/attach_session.py's; this module
+drives the sessions: start them all, wait, stop them all, gather."""
 import argparse
-import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 from ..common import files
 from ..common.errors import LprofError
 from ..model import profile_file
-from ..process import attach_agent, remote
+from ..process import remote
+from ..process.attach_session import SAVE_TIMEOUT_S, GaveUp, Session, gone
 from . import output_paths
 from .options import add_sampled_listing_options
 
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POLL_S = 0.05
-SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
-
-# Run by the process, in a namespace of its own (sys.remote_exec): it must
-# leave the program's sys.path as it was and never raise into it.
-_SCRIPT = r'''
-def _lprof_attach(control, parent, options):
-    import json, os, sys
-    try:
-        os.close(os.open(os.path.join(control, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:
-        # the lprof command gave up waiting and left its folder to this script
-        try:
-            for name in os.listdir(control):
-                os.remove(os.path.join(control, name))
-            os.rmdir(control)
-        except OSError:
-            pass
-        return
-    added = parent not in sys.path
-    if added:
-        sys.path.insert(0, parent)
-    try:
-        from lprof.process import attach_agent
-    except BaseException as exc:
-        message = "cannot import lprof in the process (Python %d.%d, from %s): %s: %s" % (
-            sys.version_info[0], sys.version_info[1], parent, type(exc).__name__, exc)
-        if "_lprof" in str(exc):
-            message += " (lprof's C extension is not built for that Python version: install " \
-                       "lprof with it, or build it there with that python's setup.py build_ext)"
-        try:
-            with open(os.path.join(control, "status.tmp"), "w") as fh:
-                json.dump({"state": "error", "message": message, "pid": os.getpid()}, fh)
-            os.replace(os.path.join(control, "status.tmp"), os.path.join(control, "status"))
-        except OSError:
-            pass
-        return
-    finally:
-        if added and parent in sys.path:
-            sys.path.remove(parent)
-    attach_agent.begin(control, options)
-'''
 
 
 def parser():
@@ -83,6 +34,9 @@ def parser():
                    help="stop after S seconds (default: at Ctrl-C, or when the process ends)")
     p.add_argument("-o", "--outfile", metavar="FILE",
                    help="profile file (default: attach-PID.sample.lprof)")
+    p.add_argument("--children", action="store_true",
+                   help="also the Python processes PID started (and theirs), as they are at "
+                        "the attach: one merged profile (lprof view FILE --ranks: per process)")
     p.add_argument("-l", "--line-by-line", action="store_true",
                    help="exact timing of every line of the code named by -p, instead of "
                         "sampling (as lprof -l; what the process has imported)")
@@ -125,6 +79,8 @@ def _check(args):
         raise LprofError("attach: that is lprof's own process", 2)
     if args.duration is not None and not args.duration > 0:
         raise LprofError(f"--duration {args.duration}: must be more than 0 seconds", 2)
+    if args.top and args.children:
+        raise LprofError("--top follows one process: use it without --children", 2)
     if args.top and not 0.1 <= args.interval <= 3600:
         raise LprofError(f"--interval {args.interval}: must be between 0.1 and 3600 seconds", 2)
     if args.top_lines < 1:
@@ -152,57 +108,6 @@ def _check(args):
     output_paths.check([("--outfile", args.outfile), ("--html", args.html)])
 
 
-def _status(control):
-    try:
-        with open(os.path.join(control, "status")) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-def _gone(pid):
-    """True when the process has ended (a zombie has, too)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
-
-
-def _claim(control):
-    """Takes the script's place: True when it had not started (it will now
-    do nothing)."""
-    try:
-        os.close(os.open(os.path.join(control, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        return True
-    except FileExistsError:
-        return False
-
-
-class _GaveUp(LprofError):
-    """The script never ran, and will do nothing when it does."""
-
-
-def _wait_started(control, args):
-    deadline = time.monotonic() + args.start_timeout
-    while True:
-        st = _status(control)
-        if st is not None:
-            return st
-        if _gone(args.pid):
-            _claim(control)
-            raise LprofError(f"attach: process {args.pid} ended before sampling started", 1)
-        if time.monotonic() > deadline and _claim(control):
-            raise _GaveUp(
-                f"attach: process {args.pid} ran no Python code on its main thread within "
-                f"{args.start_timeout:g} s (blocked in a long call: a sleep, a lock, I/O?); "
-                f"nothing was started (--start-timeout S waits longer)", 1)
-        if time.monotonic() > deadline + SAVE_TIMEOUT_S:  # the script began but never answered
-            raise LprofError(f"attach: process {args.pid} began attaching but did not start "
-                             f"sampling within {SAVE_TIMEOUT_S} s", 1)
-        time.sleep(POLL_S)
-
-
 class _Stop(Exception):
     pass
 
@@ -215,8 +120,8 @@ class _LiveView:
     """--top: draws a frame whenever the process has written a newer live
     snapshot (process/attach_agent.py)."""
 
-    def __init__(self, control, args):
-        self.path = os.path.join(control, attach_agent.LIVE_NAME)
+    def __init__(self, session, args):
+        self.path = session.live_path
         self.args = args
         self.previous = None
         self.mtime = None
@@ -243,43 +148,6 @@ class _LiveView:
         sys.stdout.flush()
 
 
-def _record(control, args):
-    """Waits for the end of the recording; returns the final status."""
-    end = time.monotonic() + args.duration if args.duration else None
-    view = _LiveView(control, args) if args.top else None
-    old_term = signal.signal(signal.SIGTERM, _on_term)
-    try:
-        while end is None or time.monotonic() < end:
-            st = _status(control)
-            if st and st["state"] != "started":
-                return st  # the program ended (or exec'd): the agent saved it
-            if _gone(args.pid):
-                break
-            if view is not None:
-                view.tick()
-            time.sleep(POLL_S)
-    except (KeyboardInterrupt, _Stop):
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
-    # from here on Ctrl-C stops the command; the agent then just stops sampling
-    open(os.path.join(control, "stop"), "w").close()
-    deadline = time.monotonic() + SAVE_TIMEOUT_S
-    while time.monotonic() < deadline:
-        st = _status(control)
-        if st and st["state"] != "started":
-            return st
-        if _gone(args.pid):
-            st = _status(control)
-            if st and st["state"] != "started":
-                return st
-            raise LprofError(f"attach: process {args.pid} ended before its profile was saved "
-                             f"(killed, or os._exit)", 1)
-        time.sleep(POLL_S)
-    raise LprofError(f"attach: process {args.pid} did not save its profile within "
-                     f"{SAVE_TIMEOUT_S} s", 1)
-
-
 def _options(args):
     return {"cli_pid": os.getpid(), "targets": args.targets,
             "mode": "lines" if args.line_by_line else "wall" if args.wall else "cpu",
@@ -288,71 +156,203 @@ def _options(args):
             "live_s": args.interval if args.top else None}
 
 
-def _private_folder(pid):
-    """The control folder: this user's alone, handed to the process's user
-    when lprof runs as root and the process does not."""
-    control = tempfile.mkdtemp(prefix=f"lprof-attach-{pid}-")
+def descendants(pid):
+    """Every process below `pid` (children, theirs, ...), from /proc."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for child in sorted(children.get(todo.pop(0), [])):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _pythons_below(pid):
+    """The descendants that run a Python executable (a shell or a compiler
+    in between is no Python to attach to)."""
+    out = []
+    for child in descendants(pid):
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{child}/exe"))
+        except OSError:
+            continue
+        if exe.startswith("python"):
+            out.append(child)
+    return out
+
+
+def _left_out(exc):
+    """A child process that could not be profiled: said, then left out."""
+    sys.stderr.write(f"lprof: {exc.message}; left out\n")
+
+
+def _start(sessions, args):
+    """Asks every process and waits until each has started; returns the
+    sessions that did, with their first status. The first process's
+    failure ends the command; a child's only leaves it out."""
+    first = sessions[0]
+    asked = []
+    for s in sessions:
+        try:
+            s.request()
+            asked.append(s)
+        except LprofError as exc:
+            if s is first:
+                raise
+            _left_out(exc)
+    deadline = time.monotonic() + args.start_timeout
+    waiting, started = list(asked), []
+    while waiting:
+        for s in list(waiting):
+            try:
+                st = s.poll_start(deadline, args.start_timeout)
+            except LprofError as exc:
+                if s is first:
+                    raise
+                _left_out(exc)
+                waiting.remove(s)
+                continue
+            if st is None:
+                continue
+            waiting.remove(s)
+            if st["state"] == "error":
+                if s is first:
+                    raise LprofError(f"attach: {st['message']}", 1)
+                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
+            else:
+                started.append((s, st))
+        if waiting:
+            time.sleep(POLL_S)
+    return started
+
+
+def _announce(args, started):
+    st = started[0][1]
+    what = ("wall" if args.wall else "CPU") + " time"
+    if args.line_by_line:
+        what = f"the lines of {st['functions']} function(s)"
+    until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
+    also = ""
+    if args.memory:
+        also = (" and allocations" if st.get("native_memory") else
+                " and Python objects' allocations (native ones are not covered: the "
+                "allocator shim is preloaded only at a run's start)")
+    verb = "timing" if args.line_by_line else "sampling"
+    more = f" and {len(started) - 1} child process(es)" if len(started) > 1 else ""
+    sys.stderr.write(f"lprof: attached to process {args.pid}{more} (Python {st['python']}): "
+                     f"{verb} {what}{also} {until}\n")
+
+
+def _record(sessions, args):
+    """Waits for the end of the recording (the duration, Ctrl-C, SIGTERM, or
+    every process over), stops every process; returns [(session, final
+    status)] of those that saved."""
+    end = time.monotonic() + args.duration if args.duration else None
+    view = _LiveView(sessions[0], args) if args.top else None
+    old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
-        owner = os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        owner = os.getuid()
-    if owner != os.getuid() and os.getuid() == 0:
-        os.chown(control, owner, -1)
-    return control
+        while end is None or time.monotonic() < end:
+            if all(s.ended() is not None or gone(s.pid) for s in sessions):
+                break  # every program ended (or exec'd): the agents saved
+            if view is not None:
+                view.tick()
+            time.sleep(POLL_S)
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    # from here on Ctrl-C stops the command; the agents then just stop
+    for s in sessions:
+        s.ask_stop()
+    deadline = time.monotonic() + SAVE_TIMEOUT_S
+    waiting, done = list(sessions), []
+    while waiting and time.monotonic() < deadline:
+        for s in list(waiting):
+            try:
+                st = s.poll_end()
+            except LprofError as exc:
+                if s is sessions[0]:
+                    raise
+                _left_out(exc)
+                waiting.remove(s)
+                continue
+            if st is None:
+                continue
+            waiting.remove(s)
+            if st["state"] == "error":
+                if s is sessions[0]:
+                    raise LprofError(f"attach: {st['message']}", 1)
+                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
+            else:
+                done.append((s, st))
+        if waiting:
+            time.sleep(POLL_S)
+    if any(s is sessions[0] for s in waiting):
+        raise LprofError(f"attach: process {args.pid} did not save its profile within "
+                         f"{SAVE_TIMEOUT_S} s", 1)
+    for s in waiting:
+        _left_out(LprofError(f"attach: process {s.pid} did not save its profile within "
+                             f"{SAVE_TIMEOUT_S} s"))
+    return done
+
+
+def _gather(done, args):
+    """The profile to save and print: the one process's, or all merged."""
+    loaded = []
+    for s, st in done:
+        with open(st["file"], "rb") as fh:
+            data = fh.read()
+        loaded.append((s, st, data, profile_file.decode(data, name=st["file"])))
+    if len(loaded) == 1:
+        _s, _st, data, prof = loaded[0]
+        files.save_bytes(data, args.outfile)
+        return prof
+    from ..model.merge import merge_profiles
+    ended_by = loaded[0][3]["meta"].get("attached")
+    prof = merge_profiles((p, f"process {s.pid}") for s, _st, _d, p in loaded)
+    prof["meta"]["attached"] = dict(ended_by or {}, processes=len(loaded))
+    profile_file.save(prof, args.outfile)
+    return prof
 
 
 def main(args):
     _check(args)
     remote.executable_of(args.pid)  # no such process: said before anything is made
-    control = _private_folder(args.pid)
-    # the folder stays when the process was asked to run the script and has
-    # not yet: it reads the script later (a missing file would be an error
-    # printed in the program), finds it given up and removes the folder
-    pending = False
+    pids = [args.pid] + (_pythons_below(args.pid) if args.children else [])
+    sessions = []
     try:
-        script = os.path.join(control, "attach.py")
-        with open(script, "w") as fh:
-            fh.write(_SCRIPT + f"\n_lprof_attach({control!r}, {PACKAGE_PARENT!r}, "
-                               f"{_options(args)!r})\n")
-        os.chmod(script, 0o644)
+        for pid in pids:
+            sessions.append(Session(pid, _options(args)))
         try:
-            remote.run_file(args.pid, script)
-            st = _wait_started(control, args)
+            started = _start(sessions, args)
         except KeyboardInterrupt:
-            pending = _claim(control)  # the script, if it runs later, does nothing
+            for s in sessions:
+                s.give_up_start()
             raise LprofError("attach: interrupted before sampling started", 130) from None
-        except _GaveUp:
-            pending = True
+        except GaveUp:
+            for s in sessions[1:]:
+                s.give_up_start()
             raise
-        if st["state"] == "error":
-            raise LprofError(f"attach: {st['message']}", 1)
         if not args.quiet:
-            what = ("wall" if args.wall else "CPU") + " time"
-            if args.line_by_line:
-                what = f"the lines of {st['functions']} function(s)"
-            until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
-            also = ""
-            if args.memory:
-                also = (" and allocations" if st.get("native_memory") else
-                        " and Python objects' allocations (native ones are not covered: the "
-                        "allocator shim is preloaded only at a run's start)")
-            verb = "timing" if args.line_by_line else "sampling"
-            sys.stderr.write(f"lprof: attached to process {args.pid} (Python {st['python']}): "
-                             f"{verb} {what}{also} {until}\n")
+            _announce(args, started)
         try:
-            st = _record(control, args)
-        except KeyboardInterrupt:  # a second Ctrl-C while the profile is saved
+            done = _record([s for s, _st in started], args)
+        except KeyboardInterrupt:  # a second Ctrl-C while the profiles are saved
             raise LprofError("attach: interrupted; no profile saved (the process goes on, "
                              "unprofiled)", 130) from None
-        if st["state"] == "error":
-            raise LprofError(f"attach: {st['message']}", 1)
-        with open(st["file"], "rb") as fh:
-            data = fh.read()
-        prof = profile_file.decode(data, name=st["file"])
-        files.save_bytes(data, args.outfile)
+        prof = _gather(done, args)
     finally:
-        if not pending:
-            shutil.rmtree(control, ignore_errors=True)
+        for s in sessions:
+            s.close()
     return _show(prof, args)
 
 
@@ -370,7 +370,9 @@ def _show(prof, args):
                                 profile_all=args.profile_all, threshold_pct=args.threshold,
                                 per_thread=args.per_thread))
     if not args.quiet:
-        ended = (prof["meta"].get("attached") or {}).get("ended_by")
-        sys.stderr.write(f"lprof: profile of process {args.pid} ({ended}) written to "
+        attached = prof["meta"].get("attached") or {}
+        more = attached.get("processes", 1) - 1
+        who = f"process {args.pid}" + (f" and {more} child process(es), merged" if more else "")
+        sys.stderr.write(f"lprof: profile of {who} ({attached.get('ended_by')}) written to "
                          f"{args.outfile}\n")
     return 0

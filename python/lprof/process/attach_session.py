@@ -1,0 +1,179 @@
+"""The command's side of attaching to one process (`lprof attach`).
+
+The command and the process share a private control folder. The command
+writes the attach script there and has the process run it (remote.py:
+sys.remote_exec); the script imports lprof in the process and starts the
+agent (attach_agent.py), which answers in the folder's status file and saves
+the profile there. Either side may go away first: the script does nothing if
+the command gave up on it (whoever creates "claimed" first wins), the agent
+stops if the command is gone, and the command reports a process that ended
+without saving. A Session is one process's folder and what is known of it;
+commands/attach.py drives one per process."""
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from ..common.errors import LprofError
+from . import attach_agent, remote
+
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
+
+# Run by the process, in a namespace of its own (sys.remote_exec): it must
+# leave the program's sys.path as it was and never raise into it.
+_SCRIPT = r'''
+def _lprof_attach(control, parent, options):
+    import json, os, sys
+    try:
+        os.close(os.open(os.path.join(control, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        # the lprof command gave up waiting and left its folder to this script
+        try:
+            for name in os.listdir(control):
+                os.remove(os.path.join(control, name))
+            os.rmdir(control)
+        except OSError:
+            pass
+        return
+    added = parent not in sys.path
+    if added:
+        sys.path.insert(0, parent)
+    try:
+        from lprof.process import attach_agent
+    except BaseException as exc:
+        message = "cannot import lprof in the process (Python %d.%d, from %s): %s: %s" % (
+            sys.version_info[0], sys.version_info[1], parent, type(exc).__name__, exc)
+        if "_lprof" in str(exc):
+            message += " (lprof's C extension is not built for that Python version: install " \
+                       "lprof with it, or build it there with that python's setup.py build_ext)"
+        try:
+            with open(os.path.join(control, "status.tmp"), "w") as fh:
+                json.dump({"state": "error", "message": message, "pid": os.getpid()}, fh)
+            os.replace(os.path.join(control, "status.tmp"), os.path.join(control, "status"))
+        except OSError:
+            pass
+        return
+    finally:
+        if added and parent in sys.path:
+            sys.path.remove(parent)
+    attach_agent.begin(control, options)
+'''
+
+
+class GaveUp(LprofError):
+    """The script never ran, and will do nothing when it does."""
+
+
+def gone(pid):
+    """True when the process has ended (a zombie has, too)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def _private_folder(pid):
+    """The control folder: this user's alone, handed to the process's user
+    when lprof runs as root and the process does not."""
+    control = tempfile.mkdtemp(prefix=f"lprof-attach-{pid}-")
+    try:
+        owner = os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        owner = os.getuid()
+    if owner != os.getuid() and os.getuid() == 0:
+        os.chown(control, owner, -1)
+    return control
+
+
+class Session:
+    def __init__(self, pid, options):
+        self.pid = pid
+        self.control = _private_folder(pid)
+        # the folder stays when the process was asked to run the script and
+        # has not yet: it reads the script later (a missing file would be an
+        # error printed in the program), finds it given up, removes the folder
+        self.pending = False
+        self.script = os.path.join(self.control, "attach.py")
+        with open(self.script, "w") as fh:
+            fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, "
+                               f"{options!r})\n")
+        os.chmod(self.script, 0o644)
+        self.live_path = os.path.join(self.control, attach_agent.LIVE_NAME)
+
+    def request(self):
+        """Asks the process to run the script (raises LprofError)."""
+        remote.run_file(self.pid, self.script)
+
+    def status(self):
+        try:
+            with open(os.path.join(self.control, "status")) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    def _claim(self):
+        """Takes the script's place: True when it had not started (it will
+        now do nothing)."""
+        try:
+            os.close(os.open(os.path.join(self.control, "claimed"),
+                             os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return True
+        except FileExistsError:
+            return False
+
+    def poll_start(self, deadline, timeout_s):
+        """The process's first status, or None while there is none yet;
+        raises LprofError when it ended or never answered by the deadline."""
+        st = self.status()
+        if st is not None:
+            return st
+        if gone(self.pid):
+            self._claim()
+            raise LprofError(f"attach: process {self.pid} ended before sampling started", 1)
+        now = time.monotonic()
+        if now > deadline and self._claim():
+            self.pending = True
+            raise GaveUp(
+                f"attach: process {self.pid} ran no Python code on its main thread within "
+                f"{timeout_s:g} s (blocked in a long call: a sleep, a lock, I/O?); "
+                f"nothing was started (--start-timeout S waits longer)", 1)
+        if now > deadline + SAVE_TIMEOUT_S:  # the script began but never answered
+            raise LprofError(f"attach: process {self.pid} began attaching but did not start "
+                             f"sampling within {SAVE_TIMEOUT_S} s", 1)
+        return None
+
+    def give_up_start(self):
+        """Ctrl-C before the start: the script, if it runs later, does nothing."""
+        self.pending = self._claim()
+
+    def ended(self):
+        """The final status when the process has saved (or failed to), else None."""
+        st = self.status()
+        return st if st is not None and st["state"] != "started" else None
+
+    def ask_stop(self):
+        try:
+            open(os.path.join(self.control, "stop"), "w").close()
+        except OSError:
+            pass
+
+    def poll_end(self):
+        """The final status, or None while the process is still saving;
+        raises LprofError when it ended without saving."""
+        st = self.ended()
+        if st is not None:
+            return st
+        if gone(self.pid):
+            st = self.ended()  # saved just before it ended
+            if st is not None:
+                return st
+            raise LprofError(f"attach: process {self.pid} ended before its profile was saved "
+                             f"(killed, or os._exit)", 1)
+        return None
+
+    def close(self):
+        if not self.pending:
+            shutil.rmtree(self.control, ignore_errors=True)
