@@ -446,8 +446,12 @@ def child_spin():
 print("child up", flush=True)
 child_spin()
 '''
-kids = [subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
-        for _ in range(2)]
+import os
+env = dict(os.environ)
+if sys.argv[1:] == ["one-off"]:  # the second child refuses remote debugging
+    env["PYTHON_DISABLE_REMOTE_DEBUG"] = "1"
+kids = [subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
+                         env=env if n else None) for n in range(2)]
 for k in kids:
     k.stdout.readline()
 # a child that is no Python: skipped without a word
@@ -477,6 +481,25 @@ def test_children_are_attached_and_merged(tmp_path, target):
                    if row[2] == "child_spin")
         assert spin > 1.0  # two children, ~1.5 s each, on 2 cores shared
         assert len(prof["ranks"]["members"]) == 3
+    finally:
+        for child in _children_of(p.pid):
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@needs_remote_exec
+def test_a_child_that_refuses_is_left_out_in_one_line(tmp_path, target):
+    p = target(PARENT, "one-off")
+    try:
+        kids = [c for c in _children_of(p.pid)
+                if os.readlink(f"/proc/{c}/exe").split("/")[-1].startswith("python")]
+        r = _attach(tmp_path, p.pid, "--children", "-d", 1, "-o", tmp_path / "o.lprof", "-q")
+        assert r.returncode == 0, r.stderr
+        left = [line for line in r.stderr.splitlines() if line.endswith("; left out")]
+        assert len(left) == 1 and f"process {kids[1]}" in left[0], r.stderr
+        assert _load(tmp_path / "o.lprof")["meta"]["attached"]["processes"] == 2
     finally:
         for child in _children_of(p.pid):
             try:
