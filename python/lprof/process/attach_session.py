@@ -96,6 +96,7 @@ class Session:
         # has not yet: it reads the script later (a missing file would be an
         # error printed in the program), finds it given up, removes the folder
         self.pending = False
+        self.requested = False
         self.script = os.path.join(self.control, "attach.py")
         with open(self.script, "w") as fh:
             fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, "
@@ -105,7 +106,12 @@ class Session:
 
     def request(self):
         """Asks the process to run the script (raises LprofError)."""
-        remote.run_file(self.pid, self.script)
+        self.requested = True  # a Ctrl-C inside the call may come after the request
+        try:
+            remote.run_file(self.pid, self.script)
+        except LprofError:  # refused: nothing will read the script
+            self.requested = False
+            raise
 
     def status(self):
         try:
@@ -146,8 +152,9 @@ class Session:
         return None
 
     def give_up_start(self):
-        """Ctrl-C before the start: the script, if it runs later, does nothing."""
-        self.pending = self._claim()
+        """Ctrl-C before the start: the script, if it runs later, does nothing
+        (and a process never asked has no script to run)."""
+        self.pending = self.requested and self._claim()
 
     def ended(self):
         """The final status when the process has saved (or failed to), else None."""
