@@ -149,13 +149,16 @@ def test_report_of_line_profile(tmp_path, run_lprof, write_script, load_profile)
 @needs_chromium
 def test_report_in_chromium(hot_report, tmp_path):
     script, html_path, _prof = hot_report
-    hot_line = f"{os.path.basename(script)}:{line_of(script, 'hot')}"
+    # the hot loop's two lines (its body and its for line) share its samples; which
+    # gets more varies from run to run (the for line led once in ~12 suite runs)
+    loop = (line_of(script, "hot") - 1, line_of(script, "hot"))
+    hot_lines = {f"{os.path.basename(script)}:{ln}" for ln in loop}
     with Browser(1400, 900) as b:
         b.load(html_path.as_uri())
         assert b.errors() == []
         # the hot lines table, sorted by CPU, starts with the hot loop
         first = b.eval("document.querySelector('#hotlines tbody tr td').textContent")
-        assert first == hot_line
+        assert first in hot_lines
         assert b.eval("document.querySelectorAll('#source tr.hotline').length") >= 2
         # a real click on the frame of hot() zooms the flame graph to it
         box = b.eval("""(() => {
