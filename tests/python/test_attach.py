@@ -482,11 +482,7 @@ def test_children_are_attached_and_merged(tmp_path, target):
         assert spin > 1.0  # two children, ~1.5 s each, on 2 cores shared
         assert len(prof["ranks"]["members"]) == 3
     finally:
-        for child in _children_of(p.pid):
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_children(p.pid)
 
 
 @needs_remote_exec
@@ -501,11 +497,15 @@ def test_a_child_that_refuses_is_left_out_in_one_line(tmp_path, target):
         assert len(left) == 1 and f"process {kids[1]}" in left[0], r.stderr
         assert _load(tmp_path / "o.lprof")["meta"]["attached"]["processes"] == 2
     finally:
-        for child in _children_of(p.pid):
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_children(p.pid)
+
+
+def _kill_children(pid):
+    for child in _children_of(pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _children_of(pid):

@@ -122,11 +122,22 @@ def _start(sessions, args):
                 raise
             _left_out(exc)
     deadline = time.monotonic() + args.start_timeout
-    waiting, started = list(asked), []
-    while waiting:
+    started, _waiting = _poll_all(asked, first,
+                                  lambda s: s.poll_start(deadline, args.start_timeout))
+    return started
+
+
+def _poll_all(sessions, first, poll, until=None):
+    """Polls each session until it answers (poll(s) -> status, None while
+    waiting, LprofError when it cannot) or `until` (monotonic) passes;
+    returns ([(session, status)] of those that answered without error, the
+    sessions still waiting). `first`'s failure raises; another's is said
+    and left out."""
+    waiting, answered = list(sessions), []
+    while waiting and (until is None or time.monotonic() < until):
         for s in list(waiting):
             try:
-                st = s.poll_start(deadline, args.start_timeout)
+                st = poll(s)
             except LprofError as exc:
                 if s is first:
                     raise
@@ -136,15 +147,15 @@ def _start(sessions, args):
             if st is None:
                 continue
             waiting.remove(s)
-            if st["state"] == "error":
-                if s is first:
-                    raise LprofError(f"attach: {st['message']}", 1)
-                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
+            if st["state"] != "error":
+                answered.append((s, st))
+            elif s is first:
+                raise LprofError(f"attach: {st['message']}", 1)
             else:
-                started.append((s, st))
+                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
         if waiting:
             time.sleep(POLL_S)
-    return started
+    return answered, waiting
 
 
 def _announce(args, started):
@@ -185,29 +196,8 @@ def _record(sessions, args):
     # from here on Ctrl-C stops the command; the agents then just stop
     for s in sessions:
         s.ask_stop()
-    deadline = time.monotonic() + SAVE_TIMEOUT_S
-    waiting, done = list(sessions), []
-    while waiting and time.monotonic() < deadline:
-        for s in list(waiting):
-            try:
-                st = s.poll_end()
-            except LprofError as exc:
-                if s is sessions[0]:
-                    raise
-                _left_out(exc)
-                waiting.remove(s)
-                continue
-            if st is None:
-                continue
-            waiting.remove(s)
-            if st["state"] == "error":
-                if s is sessions[0]:
-                    raise LprofError(f"attach: {st['message']}", 1)
-                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
-            else:
-                done.append((s, st))
-        if waiting:
-            time.sleep(POLL_S)
+    done, waiting = _poll_all(sessions, sessions[0], lambda s: s.poll_end(),
+                              until=time.monotonic() + SAVE_TIMEOUT_S)
     if any(s is sessions[0] for s in waiting):
         raise LprofError(f"attach: process {args.pid} did not save its profile within "
                          f"{SAVE_TIMEOUT_S} s", 1)
