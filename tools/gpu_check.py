@@ -301,8 +301,11 @@ def generated_code_check(doc):
             f"({len(bad)} files: {bad[:2]})", not bad)
 
 
-def report(meta, rows, checks, overhead, listing):
-    """docs/gpu-check.md's text."""
+def report(meta, rows, checks, runs, listing):
+    """docs/gpu-check.md's text. runs: {tool: [seconds of each overhead run]}."""
+    runs = {k: v for k, v in runs.items() if v}
+    overhead = {k: statistics.median(v) for k, v in runs.items()}
+    rounds = min((len(v) for v in runs.values()), default=0)
     lines = ["# make gpu-check", "",
              f"Measured by tools/gpu_check.py on {meta['date']}: {meta['device']}, driver {meta['driver']}, "
              f"PyTorch {meta['torch']} (CUDA {meta['cuda']}, git {meta['git']}), CUPTI API {meta['cupti']} "
@@ -313,14 +316,17 @@ def report(meta, rows, checks, overhead, listing):
         lines.append(f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |")
     lines += ["", "| check | result |", "|---|---|"]
     lines += [f"| {text} | {'pass' if good else 'FAIL'} |" for text, good in checks]
-    lines += ["", "Whole-program wall time, median of alternating runs (ratio to the plain run):", "",
-              "| run | seconds | ratio |", "|---|---|---|"]
+    lines += ["", f"Whole-program wall time, median of {rounds} alternating round{'s' * (rounds != 1)} "
+              "(ratio to the plain run):", "", "| run | seconds | ratio |", "|---|---|---|"]
     plain = overhead.get("plain")
     if not overhead:
         lines.append("| (not measured: the check ran out of time) | | |")
     for tool, secs in overhead.items():
         ratio = f"{secs / plain:.3f}" if plain and secs == secs else "n/a"
         lines.append(f"| {tool} | {secs:.2f} | {ratio} |")
+    if runs:  # a reader can tell a real difference from the spread between runs
+        lines += ["", "Each run, in order (seconds): " + "; ".join(
+            f"{tool} {', '.join(f'{t:.1f}' for t in times)}" for tool, times in runs.items()) + "."]
     lines += ["", "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
     return "\n".join(lines)
 
@@ -499,8 +505,8 @@ def main():
             "git": getattr(torch.version, "git_version", "?")[:12], "steps": STEPS,
             "cupti": cupti.get("version"), "library": cupti.get("library")}
 
-    def write(overhead):
-        text = report(meta, rows, checks, overhead, listing)
+    def write(runs):
+        text = report(meta, rows, checks, runs, listing)
         with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
             fh.write(text)
         save("gpu-check.md", text)
@@ -519,8 +525,7 @@ def main():
             runs["plain"].append(tp)
             runs["lprof --gpu"].append(tl)
             runs["torch.profiler"].append(tt)
-    overhead = {k: statistics.median(v) for k, v in runs.items() if v}
-    print(write(overhead))
+    print(write(runs))
     return 0 if all(good for _t, good in checks) else 1
 
 

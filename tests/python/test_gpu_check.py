@@ -102,9 +102,12 @@ def test_leaves_inner_profiler_and_report():
     meta = {"date": "2026-11-25", "device": "NVIDIA H100", "driver": "580.1 (CUDA 13.0)", "torch": "2.9.0+cu130",
             "cuda": "13.0", "git": "abc", "steps": 10, "cupti": 130001, "library": "/x/libcupti.so.13"}
     text = gpu_check.report(meta, [(4, "matmul", 1.0, 1.0, 1.0, 5, 5)], [("c", True), ("d", False)],
-                            {"plain": 2.0, "lprof --gpu": 2.2, "torch.profiler": 3.0}, "listing")
+                            {"plain": [2.0, 1.5, 2.5], "lprof --gpu": [2.2, 2.3, 1.9],
+                             "torch.profiler": [3.0, 3.1, 2.9]}, "listing")
     assert "NVIDIA H100" in text and "580.1" in text and "2.9.0+cu130" in text
     assert "| c | pass |" in text and "| d | FAIL |" in text and "| lprof --gpu | 2.20 | 1.100 |" in text
+    assert "median of 3 alternating rounds" in text
+    assert "plain 2.0, 1.5, 2.5; lprof --gpu 2.2, 2.3, 1.9; torch.profiler 3.0, 3.1, 2.9." in text
     assert "not measured" in gpu_check.report(meta, [], [], {}, "")
     measured, rows = gpu_check.read_overhead(text)
     assert measured.startswith("Measured by tools/gpu_check.py on 2026-11-25: NVIDIA H100")
