@@ -1,11 +1,14 @@
 """`lprof attach PID`: profile a Python process that is already running
-(Python 3.14+ in the process), and with --children the Python processes it
-started, until a duration is over, Ctrl-C, or the process ends; then save and
-print the profile as a run's (merged across processes with --children).
+(Python 3.14+ in the process), and with --children the Python processes
+below it, those there at the start and those started while attached, until
+a duration is over, Ctrl-C, or the process ends; then save and print the
+profile as a run's (merged across processes with --children).
 
 The protocol with each process is process/attach_session.py's; this module
-drives the sessions: start them all, wait, stop them all, gather."""
+drives the sessions: start PID's, let children join as they answer, wait,
+stop them all, gather."""
 import os
+import re
 import signal
 import sys
 import time
@@ -14,10 +17,14 @@ from ..common import files
 from ..common.errors import LprofError
 from ..model import profile_file
 from ..process import remote
-from ..process.attach_session import SAVE_TIMEOUT_S, GaveUp, Session, gone
+from ..process.attach_session import SAVE_TIMEOUT_S, Session, gone
+from ..process.attach_agent import FORKED_PREFIX
+from ..process.follow import multiprocessing_helper
 from .attach_args import check, parser  # noqa: F401 (cli.py calls parser())
 
 POLL_S = 0.05
+FOLLOW_S = 0.25  # --children: how often the processes below PID are listed
+SETTLE_S = 5.0  # --children: how long the start waits for those there at the start
 
 
 class _Stop(Exception):
@@ -29,33 +36,53 @@ def _on_term(signo, frame):
 
 
 class _LiveView:
-    """--top: draws a frame whenever the process has written a newer live
-    snapshot (process/attach_agent.py)."""
+    """--top: draws a frame when the processes have written newer live
+    snapshots (process/attach_agent.py): at once when every one has, else
+    once most of an interval has passed since the last frame (processes
+    write on their own clocks; one that ended writes no more)."""
 
-    def __init__(self, session, args):
-        self.path = session.live_path
+    def __init__(self, sessions, args):
+        self.sessions = sessions  # grows as children join
         self.args = args
-        self.previous = None
-        self.mtime = None
+        self.mtimes = {}
+        self.latest = {}  # path -> the newest snapshot read
+        self.shown = {}  # path -> the snapshot the last frame used
+        self.changed = set()
+        self.drawn_at = time.monotonic()
         self.cache = {}
         self.tty = sys.stdout.isatty()
 
+    def _read_new(self, paths):
+        for path in paths:
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            if mtime == self.mtimes.get(path):
+                continue
+            try:
+                self.latest[path] = profile_file.load(path)
+            except LprofError:  # replaced while read: the next tick has it
+                continue
+            self.mtimes[path] = mtime
+            self.changed.add(path)
+
     def tick(self):
-        try:
-            mtime = os.stat(self.path).st_mtime_ns
-        except OSError:
+        paths = [s.live_path for s in self.sessions]
+        self._read_new(paths)
+        if not self.changed:
             return
-        if mtime == self.mtime:
-            return
-        self.mtime = mtime
-        try:
-            prof = profile_file.load(self.path)
-        except LprofError:  # replaced while read: the next tick has it
+        waited = time.monotonic() - self.drawn_at
+        if len(self.changed) < len(paths) and waited < 0.8 * self.args.interval:
             return
         from ..render import top
-        frame = top.render(self.previous, prof, self.args.pid, limit=self.args.top_lines,
-                           cache=self.cache)
-        self.previous = prof
+        order = [p for p in paths if p in self.latest]
+        frame = top.render([self.shown[p] for p in order if p in self.shown],
+                           [self.latest[p] for p in order], self.args.pid,
+                           limit=self.args.top_lines, cache=self.cache)
+        self.shown = dict(self.latest)
+        self.changed.clear()
+        self.drawn_at = time.monotonic()
         sys.stdout.write(("\x1b[H\x1b[2J" + frame) if self.tty else frame + "\n")
         sys.stdout.flush()
 
@@ -64,7 +91,7 @@ def _options(args):
     return {"cli_pid": os.getpid(), "targets": args.targets,
             "mode": "lines" if args.line_by_line else "wall" if args.wall else "cpu",
             "rate_hz": args.rate, "native": args.native, "memory": args.memory,
-            "memory_sample_bytes": args.memory_sample_bytes,
+            "memory_sample_bytes": args.memory_sample_bytes, "children": args.children,
             "live_s": args.interval if args.top else None}
 
 
@@ -88,43 +115,156 @@ def descendants(pid):
     return out
 
 
+def _parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _pythons_below(pid):
     """The descendants that run a Python executable (a shell or a compiler
-    in between is no Python to attach to)."""
+    in between is no Python to attach to), but multiprocessing's forkserver
+    and resource tracker: they run none of the program's code and wait in
+    one long call, which would keep an attach from starting there. (The
+    workers the forkserver forks share its command line: they are kept.)"""
     out = []
     for child in descendants(pid):
         try:
             exe = os.path.basename(os.readlink(f"/proc/{child}/exe"))
         except OSError:
             continue
-        if exe.startswith("python"):
+        helper = multiprocessing_helper(child)
+        if exe.startswith("python") and (
+                helper is None or multiprocessing_helper(_parent_of(child)) == helper):
             out.append(child)
     return out
 
 
+_left = {}  # a reason to leave a child out (its pid blanked) -> [first pid, how many more]
+
+
 def _left_out(exc):
-    """A child process that could not be profiled: said, then left out."""
+    """A child process that could not be profiled: said, then left out. A
+    reason said once is not repeated (a pool can start dozens of workers):
+    left_out_summary() counts the others."""
+    pid = re.search(r"process (\d+)", exc.message)
+    key = re.sub(r"process \d+", "process N", exc.message)
+    if key in _left:
+        _left[key][1] += 1
+        return
+    _left[key] = [pid.group(1) if pid else "?", 0]
     sys.stderr.write(f"lprof: {exc.message}; left out\n")
 
 
-def _start(sessions, args):
-    """Asks every process and waits until each has started; returns the
-    sessions that did, with their first status. The first process's
-    failure ends the command; a child's only leaves it out."""
-    first = sessions[0]
-    asked = []
-    for s in sessions:
+def _left_out_summary():
+    for first, more in _left.values():
+        if more:
+            sys.stderr.write(f"lprof: {more} more child process(es) left out as process "
+                             f"{first} was\n")
+
+
+def _start(session, args):
+    """Asks PID's process and waits until it has started; returns its first
+    status. Its failure ends the command."""
+    session.request()
+    deadline = time.monotonic() + args.start_timeout
+    started, _waiting = _poll_all([session], session,
+                                  lambda s: s.poll_start(deadline, args.start_timeout))
+    return started[0][1]
+
+
+class _Children:
+    """--children: the Python processes below PID join the recording as they
+    answer, those there at the start and those started later (a pool's new
+    worker, a server's replacement), each seen in two listings in a row (a
+    process just started may not answer remote_exec yet). One that cannot
+    be profiled is named in one line and left out; one that ended before it
+    started had nothing to profile and is left out without a word."""
+
+    def __init__(self, args, sessions, recording):
+        self.args = args
+        self.sessions = sessions  # every Session made, closed by main()
+        self.recording = recording  # the sessions sampling now: joined here
+        self.seen = {args.pid}
+        self.candidates = set(_pythons_below(args.pid))  # there at the start: no wait
+        self.joining = []  # [(session, deadline)]
+        self.next_look = 0.0
+
+    def _adopt_forked(self):
+        """Children forked by a recording process started their own recording
+        in a folder inside its folder (process/attach_agent.py): join them."""
+        for parent in list(self.recording) + [s for s, _d in self.joining]:
+            try:
+                names = os.listdir(parent.control)
+            except OSError:
+                continue
+            for name in names:
+                pid = name[len(FORKED_PREFIX):]
+                if not (name.startswith(FORKED_PREFIX) and pid.isdigit()) or int(pid) in self.seen:
+                    continue
+                self.seen.add(int(pid))
+                s = Session.adopt(int(pid), os.path.join(parent.control, name))
+                self.sessions.append(s)
+                self.joining.append((s, time.monotonic() + self.args.start_timeout))
+
+    def tick(self):
+        now = time.monotonic()
+        self._adopt_forked()
+        if now >= self.next_look:
+            self.next_look = now + FOLLOW_S
+            below = set(_pythons_below(self.args.pid)) - self.seen
+            for pid in sorted(below & self.candidates):
+                self.seen.add(pid)
+                self._ask(pid)
+            self.candidates = below
+        for entry in list(self.joining):
+            s, deadline = entry
+            try:
+                st = s.poll_start(deadline, self.args.start_timeout)
+            except LprofError as exc:
+                self.joining.remove(entry)
+                if not gone(s.pid):
+                    _left_out(exc)
+                continue
+            if st is None:
+                continue
+            self.joining.remove(entry)
+            if st["state"] != "error":
+                self.recording.append(s)
+            elif not gone(s.pid):
+                _left_out(LprofError(f"attach: process {s.pid}: {st['message']}"))
+
+    def _ask(self, pid):
+        try:
+            s = Session(pid, _options(self.args))
+        except OSError:
+            return
+        self.sessions.append(s)
         try:
             s.request()
-            asked.append(s)
         except LprofError as exc:
-            if s is first:
-                raise
-            _left_out(exc)
-    deadline = time.monotonic() + args.start_timeout
-    started, _waiting = _poll_all(asked, first,
-                                  lambda s: s.poll_start(deadline, args.start_timeout))
-    return started
+            if not gone(pid):
+                _left_out(exc)
+            return
+        self.joining.append((s, time.monotonic() + self.args.start_timeout))
+
+    def settle(self, grace_s):
+        """At the start: waits until the processes there at the start have
+        joined or been left out (at most grace_s: a blocked one joins later),
+        so that a short recording covers them from its start."""
+        until = time.monotonic() + grace_s
+        self.tick()
+        while self.joining and time.monotonic() < until:
+            time.sleep(POLL_S)
+            self.tick()
+
+    def give_up(self):
+        """The recording is over: those still joining will do nothing."""
+        for s, _deadline in self.joining:
+            s.give_up_start()
+        self.joining = []
 
 
 def _poll_all(sessions, first, poll, until=None):
@@ -158,8 +298,7 @@ def _poll_all(sessions, first, poll, until=None):
     return answered, waiting
 
 
-def _announce(args, started):
-    st = started[0][1]
+def _announce(args, st, children):
     what = ("wall" if args.wall else "CPU") + " time"
     if args.line_by_line:
         what = f"the lines of {st['functions']} function(s)"
@@ -170,21 +309,23 @@ def _announce(args, started):
                 " and Python objects' allocations (native ones are not covered: the "
                 "allocator shim is preloaded only at a run's start)")
     verb = "timing" if args.line_by_line else "sampling"
-    more = f" and {len(started) - 1} child process(es)" if len(started) > 1 else ""
+    more = f" and {children} child process(es)" if args.children else ""
     sys.stderr.write(f"lprof: attached to process {args.pid}{more} (Python {st['python']}): "
                      f"{verb} {what}{also} {until}\n")
 
 
-def _record(sessions, args):
+def _record(recording, children, args, stop_now=False):
     """Waits for the end of the recording (the duration, Ctrl-C, SIGTERM, or
-    every process over), stops every process; returns [(session, final
-    status)] of those that saved."""
+    every process over), letting children join (--children), stops every
+    process; returns [(session, final status)] of those that saved."""
     end = time.monotonic() + args.duration if args.duration else None
-    view = _LiveView(sessions[0], args) if args.top else None
+    view = _LiveView(recording, args) if args.top else None
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
-        while end is None or time.monotonic() < end:
-            if all(s.ended() is not None or gone(s.pid) for s in sessions):
+        while not stop_now and (end is None or time.monotonic() < end):
+            if children is not None:
+                children.tick()
+            if all(s.ended() is not None or gone(s.pid) for s in recording):
                 break  # every program ended (or exec'd): the agents saved
             if view is not None:
                 view.tick()
@@ -193,12 +334,14 @@ def _record(sessions, args):
         pass
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if children is not None:
+            children.give_up()
     # from here on Ctrl-C stops the command; the agents then just stop
-    for s in sessions:
+    for s in recording:
         s.ask_stop()
-    done, waiting = _poll_all(sessions, sessions[0], lambda s: s.poll_end(),
+    done, waiting = _poll_all(recording, recording[0], lambda s: s.poll_end(),
                               until=time.monotonic() + SAVE_TIMEOUT_S)
-    if any(s is sessions[0] for s in waiting):
+    if any(s is recording[0] for s in waiting):
         raise LprofError(f"attach: process {args.pid} did not save its profile within "
                          f"{SAVE_TIMEOUT_S} s", 1)
     for s in waiting:
@@ -229,29 +372,33 @@ def _gather(done, args):
 def main(args):
     check(args)
     remote.executable_of(args.pid)  # no such process: said before anything is made
-    pids = [args.pid] + (_pythons_below(args.pid) if args.children else [])
-    sessions = []
+    _left.clear()
+    sessions = []  # every one made, closed at the end
     try:
-        for pid in pids:
-            sessions.append(Session(pid, _options(args)))
+        first = Session(args.pid, _options(args))
+        sessions.append(first)
         try:
-            started = _start(sessions, args)
+            st = _start(first, args)
         except KeyboardInterrupt:
-            for s in sessions:
-                s.give_up_start()
+            first.give_up_start()
             raise LprofError("attach: interrupted before sampling started", 130) from None
-        except GaveUp:
-            for s in sessions[1:]:
-                s.give_up_start()
-            raise
+        recording = [first]
+        children = _Children(args, sessions, recording) if args.children else None
+        stop_now = False
+        if children is not None:
+            try:
+                children.settle(min(args.start_timeout, SETTLE_S))
+            except KeyboardInterrupt:  # PID is sampling: stop and save as at any Ctrl-C
+                stop_now = True
         if not args.quiet:
-            _announce(args, started)
+            _announce(args, st, len(recording) - 1)
         try:
-            done = _record([s for s, _st in started], args)
+            done = _record(recording, children, args, stop_now)
         except KeyboardInterrupt:  # a second Ctrl-C while the profiles are saved
             raise LprofError("attach: interrupted; no profile saved (the process goes on, "
                              "unprofiled)", 130) from None
         prof = _gather(done, args)
+        _left_out_summary()
     finally:
         for s in sessions:
             s.close()

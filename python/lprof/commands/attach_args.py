@@ -65,8 +65,6 @@ def check(args):
         raise LprofError("attach: that is lprof's own process", 2)
     if args.duration is not None and not args.duration > 0:
         raise LprofError(f"--duration {args.duration}: must be more than 0 seconds", 2)
-    if args.top and args.children:
-        raise LprofError("--top follows one process: use it without --children", 2)
     if args.top and not 0.1 <= args.interval <= 3600:
         raise LprofError(f"--interval {args.interval}: must be between 0.1 and 3600 seconds", 2)
     if args.top_lines < 1:

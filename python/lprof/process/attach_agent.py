@@ -12,8 +12,9 @@ program) that ends the recording when one of these happens first:
     over, or Ctrl-C): the profile is saved there, the command prints it;
   - the command is gone (killed) or its control folder is: sampling stops,
     nothing is written, the program goes on as before;
-  - the program ends (atexit) or replaces itself (exec): the profile is
-    saved with what was sampled until then.
+  - the program ends (atexit, or os._exit: multiprocessing's workers end
+    that way) or replaces itself (exec): the profile is saved with what was
+    sampled until then.
 
 What the command reads is the control folder's "status" file, a JSON object
 replaced whole: {"state": "started" | "saved" | "error", ...}.
@@ -22,6 +23,7 @@ Nothing here may raise into the program: every failure becomes an "error"
 status, and the program runs on unprofiled."""
 import _thread
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -80,10 +82,16 @@ class _Attached:
             self.collectors.append(memory.MemoryCollector(
                 sample_bytes=options.get("memory_sample_bytes") or 16384, quiet=True))
         self.live_s = options.get("live_s")
+        self.options = options
+        # the memory hooks and the line tracer come into a forked child
+        # installed: only sampling starts afresh there
+        self.follow_forks = (bool(options.get("children")) and self.mode != "lines"
+                             and not options.get("memory"))
         self.pid = os.getpid()
         self.started = None
         self.done = False
         self._remove_exec_hook = None
+        self._remove_exit_hook = None
 
     def start(self):
         if self.mode != "lines" and sampling.running():
@@ -104,6 +112,7 @@ class _Attached:
             raise
         atexit.register(self._at_exit)
         self._remove_exec_hook = exec_guard.before_exec(self._before_exec)
+        self._remove_exit_hook = _before_os_exit(self._at_exit)
 
     def _watch(self):
         stop_file = os.path.join(self.control, "stop")
@@ -147,12 +156,18 @@ class _Attached:
 
     def finish(self, reason):
         """Stops sampling; saves the profile unless reason is None. Once:
-        the lprof thread, atexit and exec may all get here."""
-        global _current
+        the lprof thread, atexit, os._exit and exec may all get here, and
+        the lock is held to the end, so that the program's exit waits for a
+        save the lprof thread has begun (else the process ended in the middle
+        of it: a pool worker's os._exit during the command's stop)."""
         with _finish_lock:
-            if self.done:
+            if self.done:  # done, or begun by this very thread (a signal handler)
                 return
             self.done = True
+            self._finish(reason)
+
+    def _finish(self, reason):
+        global _current
         try:
             failed = None
             for c in reversed(self.collectors):
@@ -162,9 +177,6 @@ class _Attached:
                     failed = failed or exc
             if failed is not None:
                 raise failed
-            atexit.unregister(self._at_exit)
-            if self._remove_exec_hook is not None:
-                self._remove_exec_hook()
             if reason is not None and os.path.isdir(self.control):
                 prof = self._profile(reason)
                 path = os.path.join(self.control, PROFILE_NAME)
@@ -173,17 +185,62 @@ class _Attached:
         except BaseException as exc:  # never into the program
             _report(self.control, f"could not save the profile: {type(exc).__name__}: {exc}")
         finally:
+            # the exit hooks go only now: an exit meanwhile waits in finish()
+            atexit.unregister(self._at_exit)
+            if self._remove_exec_hook is not None:
+                self._remove_exec_hook()
+            if self._remove_exit_hook is not None:
+                self._remove_exit_hook()
             if _current is self:
                 _current = None
 
 
-_finish_lock = _thread.allocate_lock()
+_finish_lock = _thread.RLock()
+
+
+def _before_os_exit(fn):
+    """Runs fn() before os._exit, which skips atexit (a multiprocessing
+    worker ends by it); returns the function that undoes it. A wrapper put
+    over this one later stays: fn() then finds its recording done."""
+    real = os._exit
+
+    @functools.wraps(real)
+    def _exit(*args, **kwargs):
+        try:
+            fn()
+        except BaseException:  # the exit happens whatever the save did
+            pass
+        return real(*args, **kwargs)
+    os._exit = _exit
+
+    def undo():
+        if os._exit is _exit:
+            os._exit = real
+    return undo
+
+
+FORKED_PREFIX = "forked-"  # a forked child's control folder, inside its parent's
 
 
 def _forget_in_child():
-    """A forked child has no recording (the sampler reset itself there)."""
-    global _current
-    _current = None
+    """A forked child has no recording of its own (the sampler reset itself
+    there), unless the attach follows children (--children, sampling without
+    --memory): then the child starts one at once, in a control folder inside
+    its parent's that the command finds. sys.remote_exec could not reach a
+    child forked from a thread other than the main one (a fork-method pool's
+    replacement workers), and one reached later would miss its first
+    moments. Not in the child subprocess forks to exec."""
+    global _current, _finish_lock
+    _finish_lock = _thread.RLock()  # another thread of the parent may have held it
+    parent, _current = _current, None
+    if parent is None or not parent.follow_forks or exec_guard.forked_for_exec():
+        return
+    control = os.path.join(parent.control, f"{FORKED_PREFIX}{os.getpid()}")
+    try:
+        os.mkdir(control, 0o700)
+    except OSError:
+        return  # the command is gone, or will attach to it by remote_exec
+    begin(control, parent.options)
 
 
 def _report(control, message):

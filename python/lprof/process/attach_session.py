@@ -104,6 +104,17 @@ class Session:
         os.chmod(self.script, 0o644)
         self.live_path = os.path.join(self.control, attach_agent.LIVE_NAME)
 
+    @classmethod
+    def adopt(cls, pid, control):
+        """A process that started its own recording in `control` (a child
+        forked by an attached process): nothing to ask, only to read."""
+        s = cls.__new__(cls)
+        s.pid, s.control = pid, control
+        s.pending = s.requested = False
+        s.script = None
+        s.live_path = os.path.join(control, attach_agent.LIVE_NAME)
+        return s
+
     def request(self):
         """Asks the process to run the script (raises LprofError)."""
         self.requested = True  # a Ctrl-C inside the call may come after the request

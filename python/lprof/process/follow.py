@@ -329,7 +329,7 @@ def start_from_env():
     if not spec or _child is not None:
         return
     config = json.loads(spec)
-    helper = _multiprocessing_helper()
+    helper = multiprocessing_helper()
     if helper == "resource_tracker":  # multiprocessing's machinery, alive until the parent ends
         return
     global _config
@@ -340,11 +340,12 @@ def start_from_env():
     _start_child(config, forked=False)
 
 
-def _multiprocessing_helper():
-    """The helper processes multiprocessing starts with a fresh interpreter
-    (they live until the parent ends, doing none of the program's work)."""
+def multiprocessing_helper(pid="self"):
+    """Which helper process multiprocessing started with a fresh interpreter
+    this is, if one ("resource_tracker", "forkserver"; they live until the
+    parent ends, doing none of the program's work); else None."""
     try:
-        with open("/proc/self/cmdline", "rb") as fh:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
             cmdline = fh.read()
     except OSError:
         return None

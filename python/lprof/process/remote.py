@@ -71,6 +71,10 @@ def run_file(pid, path, timeout=30):
             raise LprofError(f"attach: not permitted to attach to process {pid} ({said}); "
                              f"run lprof as root, or as its user with "
                              f"/proc/sys/kernel/yama/ptrace_scope at 0", 1)
+        if "find the main thread" in said:
+            said += (" (it was forked from a thread other than its main one, as a "
+                     "multiprocessing pool with the fork method starts its replacement "
+                     "workers: sys.remote_exec cannot reach such a process)")
         raise LprofError(f"attach: process {pid} refused: {said}", 1)
     # an embedding program: only this interpreter's own version can reach it
     embedded = (f"attach: process {pid} runs {exe}, no Python executable (for a Python 3.14+ "

@@ -1,6 +1,7 @@
 """The live view of `lprof attach --top`: the hottest lines of a running
-process, from two successive snapshots of its profile: the share of the
-last interval ("now") beside the share and seconds since the attach.
+process (and, with --children, of the processes below it, summed), from two
+successive snapshots of each one's profile: the share of the last interval
+("now") beside the share and seconds since the attach.
 
 Lines are charged by the one attribution rule (lprof.model.stacks.charge),
 as in the listing: time in library code goes to the line of the program's
@@ -35,6 +36,16 @@ def line_seconds(profile):
     return out
 
 
+def _sum_lines(profiles):
+    """line_seconds() of several processes' profiles, added line by line."""
+    out = {}
+    for prof in profiles:
+        for key, (func, secs) in line_seconds(prof).items():
+            func, total = out.get(key, (func, 0.0))
+            out[key] = (func, total + secs)
+    return out
+
+
 def _source(cache, path, line):
     if path not in cache:
         cache[path] = read_lines(path)
@@ -43,18 +54,21 @@ def _source(cache, path, line):
 
 
 def render(previous, current, pid, limit=20, cache=None):
-    """One frame of the view, as text. previous: the last frame's profile
-    (None for the first: "now" is then the whole run so far)."""
+    """One frame of the view, as text. current: the profile so far of each
+    process followed (the first is PID's); previous: each one's profile at
+    the last frame (empty for the first frame, or a process new since:
+    "now" is then the whole run so far)."""
     cache = {} if cache is None else cache
-    now_total = line_seconds(current)
-    before = line_seconds(previous) if previous is not None else {}
+    now_total = _sum_lines(current)
+    before = _sum_lines(previous)
     delta = {k: v[1] - before.get(k, (None, 0.0))[1] for k, v in now_total.items()}
     sum_delta = sum(max(v, 0.0) for v in delta.values())
     sum_total = sum(v[1] for v in now_total.values())
-    sampling = current.get("sampling") or {}
-    mode = sampling.get("mode", "cpu")
-    span = sampling.get("duration_s", 0.0)
-    head = (f"lprof attach {pid}: {mode.upper() if mode == 'cpu' else mode} time by line, "
+    sampling = [p.get("sampling") or {} for p in current]
+    mode = sampling[0].get("mode", "cpu") if sampling else "cpu"
+    span = max((s.get("duration_s", 0.0) for s in sampling), default=0.0)
+    more = f" and {len(current) - 1} child process(es)" if len(current) > 1 else ""
+    head = (f"lprof attach {pid}{more}: {mode.upper() if mode == 'cpu' else mode} time by line, "
             f"{span:.1f} s attached, {sum_total:.2f} s sampled on the program's lines")
     rows = sorted(now_total, key=lambda k: (-max(delta[k], 0.0), -now_total[k][1]))[:limit]
     out = [head, f"{'now%':>6} {'total%':>7} {'total(s)':>9}  {'line':<28} {'function':<20} source"]
