@@ -753,6 +753,19 @@ def test_start_timeout_leaves_nothing_behind(tmp_path, target):
 
 
 @needs_remote_exec
+def test_a_long_wait_for_the_main_thread_is_said(tmp_path, target):
+    p = target(BLOCKED)
+    r = _attach(tmp_path, p.pid, "-d", 0.3, "-o", tmp_path / "b.lprof")
+    assert r.returncode == 0, r.stderr
+    said = r.stderr.splitlines()
+    assert said[0].startswith(f"lprof: waiting for process {p.pid}'s main thread to run Python "
+                              f"code"), said
+    assert said[1].startswith(f"lprof: attached to process {p.pid}"), said
+    out, err = p.communicate(timeout=60)
+    assert out.strip() == "lprof imported True" and err == ""
+
+
+@needs_remote_exec
 def test_wall_mode_sees_a_sleeping_program(tmp_path, target):
     src = """\
         import time

@@ -24,6 +24,7 @@ from .attach_args import check, parser  # noqa: F401 (cli.py calls parser())
 
 POLL_S = 0.05
 FOLLOW_S = 0.25  # --children: how often the processes below PID are listed
+WAIT_NOTE_S = 2.0  # a start that takes longer is said
 SETTLE_S = 5.0  # --children: how long the start waits for those there at the start
 
 
@@ -167,11 +168,22 @@ def _left_out_summary():
 
 def _start(session, args):
     """Asks PID's process and waits until it has started; returns its first
-    status. Its failure ends the command."""
+    status. Its failure ends the command. A wait past WAIT_NOTE_S is said
+    (a main thread blocked in one long call runs the script only after it)."""
     session.request()
-    deadline = time.monotonic() + args.start_timeout
-    started, _waiting = _poll_all([session], session,
-                                  lambda s: s.poll_start(deadline, args.start_timeout))
+    t0 = time.monotonic()
+    deadline = t0 + args.start_timeout
+    said = []
+
+    def poll(s):
+        st = s.poll_start(deadline, args.start_timeout)
+        if st is None and not said and not args.quiet and time.monotonic() - t0 > WAIT_NOTE_S:
+            said.append(True)
+            sys.stderr.write(f"lprof: waiting for process {args.pid}'s main thread to run Python "
+                             f"code (blocked in a long call?); up to {args.start_timeout:g} s "
+                             f"(--start-timeout)\n")
+        return st
+    started, _waiting = _poll_all([session], session, poll)
     return started[0][1]
 
 
