@@ -96,32 +96,28 @@ def _options(args):
             "live_s": args.interval if args.top else None}
 
 
+def _parent_of(pid):
+    """The parent's pid, from /proc (None when gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def descendants(pid):
     """Every process below `pid` (children, theirs, ...), from /proc."""
     children = {}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
+        ppid = _parent_of(name) if name.isdigit() else None
+        if ppid is not None:
+            children.setdefault(ppid, []).append(int(name))
     out, todo = [], [pid]
     while todo:
         for child in sorted(children.get(todo.pop(0), [])):
             out.append(child)
             todo.append(child)
     return out
-
-
-def _parent_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _pythons_below(pid):
