@@ -63,6 +63,12 @@ WARMUP = 5
 COPY_BYTES = 2048 * 2048 * 4
 BATCH_BYTES = 64 * 1024 * 4
 TOLERANCE = 0.05
+# A copy's device time differs more from run to run than a kernel's (the
+# host link's bandwidth): measured on an H100 on 2026-11-27, the pinned H2D
+# line took 32.26, 33.69 and 34.63 ms in three runs (-l, torch.profiler,
+# sampled) and the loader line 0.80-0.86 ms. The -l check compares two of
+# lprof's own runs, bytes and counts exactly, a copy line's time within this.
+COPY_TIME_TOLERANCE = 0.10
 COMPARED = ("matmul", "elementwise", "h2d", "compiled", "graph replay", "loader", "train")
 # bytes each copying line moves per step
 COPIES = {"h2d": COPY_BYTES, "loader": BATCH_BYTES}
@@ -258,21 +264,24 @@ def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
     return out
 
 
-def line_mode_checks(line_cols, lprof_lines, markers, names=LINE_MODE, tolerance=TOLERANCE):
+def line_mode_checks(line_cols, lprof_lines, markers, names=LINE_MODE, tolerance=TOLERANCE,
+                     copy_tolerance=COPY_TIME_TOLERANCE):
     """lprof -l --gpu: each calling line of step() has the kernels, bytes
-    and (within the tolerance: another run) the device time that the
-    sampled run charged to the called part's line."""
+    and (within the tolerance: another run; a line of copies alone within
+    copy_tolerance) the device time that the sampled run charged to the
+    called part's line."""
     out = []
     for name in names:
         ours = line_cols.get(markers["call " + name], {})
         theirs = lprof_lines.get(markers[name], {})
+        allowed = copy_tolerance if theirs.get("copy_s") and not theirs.get("kernels") else tolerance
         ours_s, theirs_s = ours.get("gpu_s", 0.0), theirs.get("kernel_s", 0.0) + theirs.get("copy_s", 0.0)
         same = all(ours.get(k, 0) == theirs.get(k, 0) for k in ("kernels", "launches", "h2d_bytes"))
         ratio = ours_s / theirs_s if theirs_s else float("nan")
         out.append((f"lprof -l --gpu, step()'s line calling {name}: {ours.get('kernels', 0):.0f} kernels, "
                     f"{ours.get('h2d_bytes', 0):.0f} B to the device, {ours_s * 1e3:.2f} ms (sampled run: "
                     f"{theirs.get('kernels', 0):.0f}, {theirs.get('h2d_bytes', 0):.0f} B, {theirs_s * 1e3:.2f} ms)",
-                    same and bool(theirs_s) and abs(ratio - 1) <= tolerance))
+                    same and bool(theirs_s) and abs(ratio - 1) <= allowed))
     return out
 
 
