@@ -10,7 +10,7 @@
 #define FIRST_SETS 2048 /* powers of two */
 #define MAX_SETS 32768
 
-static uint64_t hash_of(const void *frame) {
+uint64_t lp_suspended_hash(const void *frame) {
     uint64_t h = (uint64_t)(uintptr_t)frame;
     h ^= h >> 31;
     h *= 0x9e3779b97f4a7c15ull;
@@ -18,7 +18,7 @@ static uint64_t hash_of(const void *frame) {
 }
 
 static lp_suspended *set_of(lp_suspended_table *tab, const void *frame) {
-    return &tab->entries[(hash_of(frame) & (tab->sets - 1)) * WAYS];
+    return &tab->entries[(lp_suspended_hash(frame) & (tab->sets - 1)) * WAYS];
 }
 
 /* A free way of frame's set, or NULL when all eight are taken. */
@@ -56,7 +56,9 @@ int lp_suspended_put(lp_suspended_table *tab, const lp_suspended *e) {
     for (int i = 0; i < WAYS && slot == NULL; i++)
         if (set[i].frame == e->frame) slot = &set[i];
     if (slot == NULL) slot = free_way(tab, e->frame);
-    if (slot == NULL && grow(tab) == 0) slot = free_way(tab, e->frame);
+    /* One doubling may leave the set full (its eight and this one all share
+     * the next hash bit: 1 in 256), so double until there is room or the cap. */
+    while (slot == NULL && grow(tab) == 0) slot = free_way(tab, e->frame);
     if (slot == NULL) { /* at the cap: the one suspended longest ago makes room */
         set = set_of(tab, e->frame);
         slot = &set[0];

@@ -7,8 +7,8 @@
  * locking rule (one thread at a time: the GIL).
  *
  * A table of sets of 8 entries, allocated at the first suspension (2048
- * sets, 768 KiB) and doubled when a suspension finds its set full, up to
- * 32768 sets (262,144 frames, 12 MiB). A suspension replaces the entry of
+ * sets, 768 KiB) and doubled when a suspension finds its set full, as often
+ * as it takes to make room there, up to 32768 sets (262,144 frames, 12 MiB). A suspension replaces the entry of
  * the same frame; at the cap, in a full set, it evicts the one suspended
  * longest ago, whose wait is then lost and counted, never charged to
  * another frame. An entry left by a frame that died suspended without
@@ -45,6 +45,8 @@ LP_INTERNAL int lp_suspended_put(lp_suspended_table *tab, const lp_suspended *e)
 /* Takes the suspension of `frame` out of the table: 1 and *out when there
  * is one for that frame and code, else 0. */
 LP_INTERNAL int lp_suspended_take(lp_suspended_table *tab, const void *frame, const void *code, lp_suspended *out);
+/* The frame's hash: its set is the low bits (as many as the sets need). */
+LP_INTERNAL uint64_t lp_suspended_hash(const void *frame);
 /* Forgets every suspension and the evicted count; keeps the size. */
 LP_INTERNAL void lp_suspended_reset(lp_suspended_table *tab);
 
