@@ -109,3 +109,51 @@ def test_failed_exec_keeps_sampling(run_lprof, write_script, load_profile, tmp_p
             per_func[func] = per_func.get(func, 0) + n
     assert per_func.get("before", 0) > 20, per_func
     assert per_func.get("after", 0) > 0.5 * per_func["before"], per_func
+
+
+OS_EXIT_HOOKS = r"""
+import os, sys
+from lprof.collect import exec_guard
+real = os._exit
+seen = []
+remove_a = exec_guard.before_os_exit(lambda status: seen.append(("a", status)))
+def raising(status):
+    raise RuntimeError("a hook that fails")
+remove_b = exec_guard.before_os_exit(raising)
+remove_c = exec_guard.before_os_exit(lambda status: print("hooks ran", seen + [("c", status)], flush=True))
+wrapped = os._exit is not real
+remove_a(); remove_b(); remove_c()
+print("wrapped while registered", wrapped, "given back", os._exit is real, flush=True)
+exec_guard.before_os_exit(lambda status: seen.append(("a", status)))
+exec_guard.before_os_exit(raising)
+exec_guard.before_os_exit(lambda status: print("hooks ran", seen + [("c", status)], flush=True))
+if os.fork() == 0:
+    os._exit(5)  # the child inherits the hooks
+_, st = os.wait()
+print("child status", os.waitstatus_to_exitcode(st), flush=True)
+seen.clear()
+os._exit(3)
+"""
+
+
+def test_before_os_exit_runs_every_hook_in_order_and_gives_os_exit_back(tmp_path):
+    """collect/exec_guard.before_os_exit, the one wrapper of os._exit (the
+    run's save, a followed child's and an attached process's register
+    there): hooks run in order with the status, one that raises stops
+    neither the others nor the exit, os._exit is the original again once
+    none is registered, and a forked child inherits them."""
+    import os
+    import subprocess
+    import sys
+    if not hasattr(os, "waitstatus_to_exitcode"):
+        pytest.skip("os.waitstatus_to_exitcode is 3.9+")
+    script = tmp_path / "hooks.py"
+    script.write_text(OS_EXIT_HOOKS)
+    from conftest import lprof_env
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=lprof_env(), timeout=60)
+    assert r.returncode == 3, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "wrapped while registered True given back True", r.stdout
+    assert "hooks ran [('a', 5), ('c', 5)]" in lines[1:3], r.stdout  # the child
+    assert "child status 5" in lines[1:3], r.stdout
+    assert lines[3:] == ["hooks ran [('a', 3), ('c', 3)]"], r.stdout

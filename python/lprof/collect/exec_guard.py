@@ -1,4 +1,8 @@
-"""The sampling signal must not reach a program that replaced this one.
+"""The two ways a process leaves without atexit: exec and os._exit. This
+module is the only one that wraps them; the others register what must run
+first (before_exec, before_os_exit).
+
+The sampling signal must not reach a program that replaced this one.
 
 exec resets every caught signal to its default action, and the default of
 lprof's sampling signal (a real-time signal) ends the process. A signal
@@ -15,6 +19,11 @@ Two guards:
   delivered to the handler first) and resumes if the exec fails. The one
   wrapper also runs what before_exec() registered (the run's save,
   lprof.process.faults), so this module is the only one that wraps exec.
+- before_os_exit() registers what runs before os._exit, which skips atexit
+  (multiprocessing's forked workers end by it): the run's save
+  (lprof.process.faults), a followed child's (lprof.process.follow), an
+  attached process's (lprof.process.attach_agent). os._exit is wrapped while
+  anything is registered and given back when the last one is removed.
 - forked_for_exec() tells the fork hooks that this child is subprocess's
   fork for a `preexec_fn`, which runs that function and then execs in C:
   nothing is started there (no timers, no threads), and the program it
@@ -62,6 +71,44 @@ def before_exec(fn):
     def remove():
         if fn in _before:
             _before.remove(fn)
+    return remove
+
+
+_before_exit = []  # run before os._exit, in the order registered
+_real_exit = None  # os._exit as it was when wrapped
+
+
+def _exit_guarded(real):
+    @functools.wraps(real)
+    def exit_guarded(*args, **kwargs):
+        status = args[0] if len(args) == 1 and not kwargs else None
+        for fn in list(_before_exit):
+            try:
+                fn(status)
+            except BaseException:  # the exit happens whatever a hook did
+                pass
+        return real(*args, **kwargs)
+    exit_guarded._lprof_exit_guard = True
+    return exit_guarded
+
+
+def before_os_exit(fn):
+    """Runs fn(status) before os._exit(status) from now on (status is None
+    when os._exit was called wrongly: the real one then raises); returns the
+    function that stops that. A forked child inherits what is registered."""
+    global _real_exit
+    if not getattr(os._exit, "_lprof_exit_guard", False):
+        _real_exit = os._exit
+        os._exit = _exit_guarded(_real_exit)
+    _before_exit.append(fn)
+
+    def remove():
+        if fn in _before_exit:
+            _before_exit.remove(fn)
+        # the last one gone: os._exit as it was, unless the program has put
+        # its own wrapper over lprof's since (that one keeps calling ours)
+        if not _before_exit and getattr(os._exit, "_lprof_exit_guard", False) and _real_exit is not None:
+            os._exit = _real_exit
     return remove
 
 

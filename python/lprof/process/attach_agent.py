@@ -23,7 +23,6 @@ Nothing here may raise into the program: every failure becomes an "error"
 status, and the program runs on unprofiled."""
 import _thread
 import atexit
-import functools
 import json
 import os
 import shutil
@@ -112,7 +111,7 @@ class _Attached:
             raise
         atexit.register(self._at_exit)
         self._remove_exec_hook = exec_guard.before_exec(self._before_exec)
-        self._remove_exit_hook = _before_os_exit(self._at_exit)
+        self._remove_exit_hook = exec_guard.before_os_exit(lambda _status: self._at_exit())
 
     def _watch(self):
         stop_file = os.path.join(self.control, "stop")
@@ -196,27 +195,6 @@ class _Attached:
 
 
 _finish_lock = _thread.RLock()
-
-
-def _before_os_exit(fn):
-    """Runs fn() before os._exit, which skips atexit (a multiprocessing
-    worker ends by it); returns the function that undoes it. A wrapper put
-    over this one later stays: fn() then finds its recording done."""
-    real = os._exit
-
-    @functools.wraps(real)
-    def _exit(*args, **kwargs):
-        try:
-            fn()
-        except BaseException:  # the exit happens whatever the save did
-            pass
-        return real(*args, **kwargs)
-    os._exit = _exit
-
-    def undo():
-        if os._exit is _exit:
-            os._exit = real
-    return undo
 
 
 FORKED_PREFIX = "forked-"  # a forked child's control folder, inside its parent's

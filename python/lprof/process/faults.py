@@ -18,7 +18,6 @@
 `arm()` is called once, before the program starts; `Guard.end()` at the end
 of the run, around the normal save."""
 import _thread
-import functools
 import os
 import signal
 import sys
@@ -49,7 +48,8 @@ class Guard:
         self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
         _lprof.emergency_arm(True, quiet, path, tmp, 0o666 & ~_umask())
-        self._wrapped = _wrap_exit(self) if wrap_os else {}
+        self._exit_hook = (exec_guard.before_os_exit(lambda _status: self.before_leaving("os._exit"))
+                           if wrap_os else None)
         self._exec_hook = (exec_guard.before_exec(lambda: self.before_leaving("exec"))
                            if wrap_os else None)
         self._thread = OwnThread(self._watch)
@@ -105,9 +105,9 @@ class Guard:
         by it (die())."""
         self._lock.acquire()
         _lprof.emergency_disarm()
-        _unwrap_os(self._wrapped)
-        if self._exec_hook is not None:
-            self._exec_hook()
+        for remove in (self._exit_hook, self._exec_hook):
+            if remove is not None:
+                remove()
         _lprof.emergency_release()  # the watcher wakes and returns
         self._thread.join(timeout=5)
         return _lprof.emergency_pending()
@@ -134,19 +134,3 @@ def _umask():
     from ..common.files import umask as read
     return read()
 
-
-def _wrap_exit(guard):
-    """os._exit, saving the profile first; returns {name: original}."""
-    real = os._exit
-
-    @functools.wraps(real)
-    def _exit(*args, **kwargs):
-        guard.before_leaving("os._exit")
-        return real(*args, **kwargs)
-    os._exit = _exit
-    return {"_exit": real}
-
-
-def _unwrap_os(originals):
-    for name, real in originals.items():
-        setattr(os, name, real)

@@ -40,7 +40,6 @@ WAIT_S = 5.0  # longest wait for children still writing at the parent's end
 _config = None   # {"dir", "options"} while following in this process
 _child = None    # this process's _Child, when it is a followed child
 _hooks_done = False
-_real_exit = os._exit
 
 
 def _bootstrap_path(env):
@@ -197,7 +196,7 @@ class _Child(Recording):
     def _arm_sigterm(self):
         """SIGTERM left at its default: saved by a watcher thread, then the
         child dies by it (faults.Guard, without checkpoints or os wrappers:
-        os._exit is wrapped below)."""
+        os._exit has its own hook below)."""
         from .. import _lprof
         from . import faults
         try:
@@ -395,16 +394,15 @@ def _save_at_exit():
         _child.save()
 
 
-def _exit_saving(code):
-    """os._exit that first writes a followed child's profile."""
+def _save_before_os_exit(status):
+    """Before os._exit: a followed child's profile, with its exit status."""
     if _child is not None:
-        _child.save(exit_code=code)
-    _real_exit(code)
+        _child.save(exit_code=status)
 
 
 def _install_exit_hooks():
     global _exit_hooks_done
-    if not _exit_hooks_done:  # inherited across fork with the atexit list itself
+    if not _exit_hooks_done:  # inherited across fork with the atexit list and exec_guard's
         atexit.register(_save_at_exit)
-        os._exit = _exit_saving
+        exec_guard.before_os_exit(_save_before_os_exit)
         _exit_hooks_done = True
