@@ -10,6 +10,9 @@ import threading
 from ..process import faults, follow, runner
 from . import output_paths as outputs
 from ..collect import make as make_collectors, options_of
+# imported here, not where it pauses: an import there ran importlib's Python
+# code (_handle_fromlist) while the sampler still ran, a stack of its own
+from ..collect import sampling
 from ..common import headroom
 from ..model import profile_file
 from ..common.errors import LprofError
@@ -320,8 +323,9 @@ def main(args, raw_argv):
                            checkpoints=not args.output_interval, quiet=args.quiet)
     outcome = runner.run(target, args.args, kind=kind, code=code,
                          setup=args.setup, on_start=on_start)
-    # the program is over: what follows is lprof's, unsampled, with the headroom
-    from ..collect import sampling
+    # the program is over: what follows is lprof's, unsampled, with the headroom;
+    # no code outside lprof's files may run before the pause (its stack would
+    # begin at that code once lprof's frames are cut from it)
     sampling.pause_at_program_end()
     headroom.release()
     if session is not None and not session.is_parent():
