@@ -6,6 +6,7 @@ commands/run_args.py), view, export, diff, merge, attach (each module's parser()
 import os
 import sys
 
+from .common import libdirs
 from .common.errors import LprofError
 
 # the verbs other than run: each module in commands/ owns its parser() and main(args)
@@ -45,4 +46,5 @@ def main(argv=None):
 
 
 def entry():
+    libdirs.note_command_callers()  # the console script
     sys.exit(main())

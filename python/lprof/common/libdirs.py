@@ -3,6 +3,7 @@ itself. Listings hide these files by default, and memory is charged to the
 innermost frame outside them."""
 import functools
 import os
+import sys
 
 # lprof's own package folder (ends with os.sep): its frames are the launcher's
 LPROF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # lprof/
@@ -17,6 +18,32 @@ def is_launcher_file(path):
 
 
 _RUNPY_FILE = __import__("runpy").__file__
+
+# The frames a sampled stack may hold around lprof's own (snapshot.c cuts
+# by them): the files of the frames that called lprof's command (the console
+# script, or runpy for `python -m lprof`), and lprof's functions that run the
+# program's code. Below lprof's command, code outside lprof that no program
+# entry called is lprof's own work (an import of its start or end).
+COMMAND_CALLERS = set()
+PROGRAM_ENTRIES = set()  # {(co_filename, qualified name)}
+
+
+def note_command_callers():
+    """Called by lprof's command where it starts as a process's program:
+    every file on the stack below the caller that is not lprof's."""
+    f = sys._getframe(1)
+    while f is not None:
+        if not f.f_code.co_filename.startswith(LPROF_DIR):
+            COMMAND_CALLERS.add(f.f_code.co_filename)
+        f = f.f_back
+
+
+def program_entry(fn):
+    """Marks one of lprof's functions as running the program's code: what it
+    calls is the program's, not lprof's."""
+    code = fn.__code__
+    PROGRAM_ENTRIES.add((code.co_filename, getattr(code, "co_qualname", code.co_name)))
+    return fn
 
 
 @functools.lru_cache(maxsize=1)

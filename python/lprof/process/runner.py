@@ -166,6 +166,7 @@ def _make_main_module(path):
     return main
 
 
+@libdirs.program_entry
 def _wait_for_threads():
     # What Py_Finalize does first: join non-daemon threads, so their work is profiled.
     shutdown = getattr(threading, "_shutdown", None)
@@ -201,12 +202,7 @@ def run(target, args, kind="script", code=None, setup=None, on_start=None):
     if on_start:
         on_start()
     try:
-        if kind == "module":
-            runpy._run_module_as_main(target, alter_argv=True)
-        elif namespace is None:
-            runpy._run_module_as_main("__main__", alter_argv=False)
-        else:
-            exec(code, namespace)
+        _run_program(kind, target, code, namespace)
         _wait_for_threads()
         return Outcome(0)
     except SystemExit as exc:
@@ -220,6 +216,19 @@ def run(target, args, kind="script", code=None, setup=None, on_start=None):
         return Outcome(1, exc)
 
 
+@libdirs.program_entry
+def _run_program(kind, target, code, namespace):
+    """The program's code: what this calls is the program's, in its stacks
+    (the rest of run() is lprof's, left out of them: snapshot.c)."""
+    if kind == "module":
+        runpy._run_module_as_main(target, alter_argv=True)
+    elif namespace is None:
+        runpy._run_module_as_main("__main__", alter_argv=False)
+    else:
+        exec(code, namespace)
+
+
+@libdirs.program_entry
 def _run_setup(setup, namespace):
     namespace = namespace if namespace is not None else {"__name__": "__lprof_setup__"}
     try:

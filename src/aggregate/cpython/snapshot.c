@@ -18,7 +18,12 @@
  * line, or the same stack on two threads, share nodes. lprof's own launcher
  * frames (files under the launcher folder) are cut here and only here: the
  * innermost one and everything rootward of it; a stack made only of them is
- * lprof's own work and is left out. Rows that land on the same (node,
+ * lprof's own work and is left out. So is a stack where lprof's command
+ * (its frames from the root, after the frames that called it: the console
+ * script, runpy) calls code outside lprof other than through a program
+ * entry (the runner's functions that run the program): an import or a
+ * threading call of lprof's own start or end, sampled, would otherwise
+ * begin a stack of its own once lprof's frames were cut. Rows that land on the same (node,
  * thread) combine by their columns' merge kinds. GIL held throughout. */
 #include "cpython/module.h"
 
@@ -30,10 +35,18 @@
 #include "aggregate/timeline.h"
 
 #define ROOT -1       /* the trie's root: no frame yet */
-#define CUT -2        /* only launcher frames so far */
+#define CUT -2        /* launcher frames cut: what follows starts at the root */
 #define UNSET -3
+#define CALLER -4     /* only the frames that called lprof's command so far */
+#define COMMAND -5    /* lprof's command from the root, no program entry yet */
+#define OWN -6        /* code lprof's command called for itself: left out */
 
-static char *launcher_dir; /* UTF-8 prefix, malloc'd; NULL = cut nothing */
+static char *launcher_dir;  /* UTF-8 prefix, malloc'd; NULL = cut nothing */
+static PyObject *callers;   /* frozenset of files that called lprof's command, or NULL */
+static PyObject *entries;   /* frozenset of (file, function): the runner's program entries */
+
+/* What a resolved frame is to the cut (snap.kind) */
+enum { KIND_UNKNOWN, KIND_OTHER, KIND_LAUNCHER, KIND_ENTRY, KIND_CALLER };
 
 static uint64_t mix(uint64_t x) {
     x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
@@ -113,7 +126,7 @@ typedef struct {
     PyObject *rframes;   /* resolve.c's frame tuples */
     PyObject *frames;    /* output frames (only those used) */
     int32_t *fmap;       /* resolve frame id -> output frame id, -1 unknown */
-    uint8_t *launcher;   /* resolve frame id -> 0 unknown, 1 no, 2 yes */
+    uint8_t *launcher;   /* resolve frame id -> KIND_* */
     size_t fmap_cap;
     int32_t *rnode;      /* stack-table node -> trie node, ROOT, CUT or UNSET */
     idmap trie;          /* (parent, frame) -> trie node */
@@ -145,17 +158,55 @@ static int ensure_fmap(snap *s, size_t n) {
     return 0;
 }
 
-static int is_launcher(snap *s, uint32_t rf) {
-    if (s->launcher[rf]) return s->launcher[rf] == 2;
-    int yes = 0;
-    if (launcher_dir) {
-        PyObject *file = PyTuple_GET_ITEM(PyList_GET_ITEM(s->rframes, rf), 0);
-        const char *f = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
-        if (!f) PyErr_Clear();
-        yes = f && strncmp(f, launcher_dir, strlen(launcher_dir)) == 0;
+static int in_set(PyObject *set, PyObject *key) {
+    int in = set ? PySet_Contains(set, key) : 0;
+    if (in < 0) PyErr_Clear();
+    return in > 0;
+}
+
+static int kind_of(snap *s, uint32_t rf) {
+    if (s->launcher[rf]) return s->launcher[rf];
+    int kind = KIND_OTHER;
+    PyObject *frame = PyList_GET_ITEM(s->rframes, rf), *file = PyTuple_GET_ITEM(frame, 0);
+    const char *f = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+    if (!f) PyErr_Clear();
+    if (launcher_dir && f && strncmp(f, launcher_dir, strlen(launcher_dir)) == 0) {
+        kind = KIND_LAUNCHER;
+        PyObject *key = PyTuple_Pack(2, file, PyTuple_GET_ITEM(frame, 1));
+        if (!key) PyErr_Clear();
+        else if (in_set(entries, key)) kind = KIND_ENTRY;
+        Py_XDECREF(key);
+    } else if (in_set(callers, file)) {
+        kind = KIND_CALLER;
     }
-    s->launcher[rf] = yes ? 2 : 1;
-    return yes;
+    s->launcher[rf] = (uint8_t)kind;
+    return kind;
+}
+
+/* The state of a stack node from its parent's (up) and its frame's kind:
+ * 1 when the frame is output, as a trie node under *out (ROOT or a node);
+ * 0 when the node takes the state *out (CALLER, COMMAND, CUT or OWN). */
+static int next_state(int32_t up, int kind, int32_t *out) {
+    int lprof = kind == KIND_LAUNCHER || kind == KIND_ENTRY;
+    switch (up) {
+    case ROOT:
+    case CALLER:
+        *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : kind == KIND_CALLER ? CALLER : ROOT;
+        break;
+    case COMMAND: /* lprof's command: what it calls outside a program entry is its own */
+        *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : OWN;
+        break;
+    case OWN:
+        *out = OWN;
+        break;
+    case CUT:
+        *out = lprof ? CUT : ROOT;
+        break;
+    default: /* below a program frame: a wrapper of lprof's cuts as before */
+        *out = lprof ? CUT : up;
+        break;
+    }
+    return *out == ROOT || *out >= 0;
 }
 
 /* Output frame id of resolve frame rf (copied on first use); -1 on error. */
@@ -206,12 +257,13 @@ static int32_t map_node(snap *s, uint32_t id, uint32_t count) {
         uint32_t rf = lp_resolve_node_frame(k);
         if (rf == LP_RESOLVE_NO_FRAME || ensure_fmap(s, rf + 1) < 0) return UNSET;
         s->rframes = lp_resolve_frames(); /* resolving may have grown it */
-        if (is_launcher(s, rf)) {
-            s->rnode[k] = CUT;
+        int32_t under;
+        if (!next_state(up, kind_of(s, rf), &under)) {
+            s->rnode[k] = under;
             continue;
         }
         int32_t f = out_frame(s, rf);
-        int32_t t = f < 0 ? -1 : trie_node(s, up < 0 ? ROOT : up, f);
+        int32_t t = f < 0 ? -1 : trie_node(s, under, f);
         if (t < 0) return UNSET;
         s->rnode[k] = t;
     }
@@ -412,7 +464,7 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args) {
             if (PyErr_Occurred()) goto error;
             continue; /* a node still being published by another thread */
         }
-        if (node == CUT) continue;        /* lprof's own work only */
+        if (node < 0 && node != ROOT) continue; /* lprof's own work only */
         if (node == ROOT) {                /* no Python frame (a native thread) */
             uint32_t rf = lp_resolve_marker("[no Python frame]");
             s.rframes = lp_resolve_frames();
@@ -636,6 +688,21 @@ static PyObject *py_set_launcher_dir(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* set_launcher_roles(callers, entries): see the header comment. */
+static PyObject *py_set_launcher_roles(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *c, *e;
+    if (!PyArg_ParseTuple(args, "OO", &c, &e)) return NULL;
+    PyObject *cs = PyFrozenSet_New(c), *es = cs ? PyFrozenSet_New(e) : NULL;
+    if (!es) {
+        Py_XDECREF(cs);
+        return NULL;
+    }
+    Py_XSETREF(callers, cs);
+    Py_XSETREF(entries, es);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"stacks_snapshot", py_snapshot, METH_VARARGS,
      "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline): "
@@ -652,6 +719,10 @@ static PyMethodDef methods[] = {
      "(name, ...): the columns kept for the memory sampler's statistics, never shown per line."},
     {"set_launcher_dir", py_set_launcher_dir, METH_O,
      "Frames of files under this folder (lprof's own) are cut from every stack."},
+    {"set_launcher_roles", py_set_launcher_roles, METH_VARARGS,
+     "set_launcher_roles(caller_files, entries): the files that called lprof's command and the "
+     "(file, function) of lprof's functions that run the program; below the command, what no "
+     "entry called is lprof's own and left out."},
     {NULL, NULL, 0, NULL},
 };
 
