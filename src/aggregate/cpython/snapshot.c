@@ -12,7 +12,7 @@
  *       uint32; trie parent int32, trie frame int32 (output frame ids);
  *       threads uint64; stride). stacks_snapshot(origin_ns=0).
  *   stacks_reset(), metric_names(), metric_groups(), internal_metrics(),
- *   set_launcher_dir(path).
+ *   set_launcher_dir(path), set_launcher_roles(caller_files, entries).
  * Building it: every stack-table node is resolved (resolve.c) and interned
  * into a trie keyed by (parent, frame), so that two raw frames on the same
  * line, or the same stack on two threads, share nodes. lprof's own launcher
@@ -23,8 +23,9 @@
  * script, runpy) calls code outside lprof other than through a program
  * entry (the runner's functions that run the program): an import or a
  * threading call of lprof's own start or end, sampled, would otherwise
- * begin a stack of its own once lprof's frames were cut. Rows that land on the same (node,
- * thread) combine by their columns' merge kinds. GIL held throughout. */
+ * begin a stack of its own once lprof's frames were cut. Rows that land on
+ * the same (node, thread) combine by their columns' merge kinds. GIL held
+ * throughout. */
 #include "cpython/module.h"
 
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static char *launcher_dir;  /* UTF-8 prefix, malloc'd; NULL = cut nothing */
 static PyObject *callers;   /* frozenset of files that called lprof's command, or NULL */
 static PyObject *entries;   /* frozenset of (file, function): the runner's program entries */
 
-/* What a resolved frame is to the cut (snap.kind) */
+/* What a resolved frame is to the cut (snap.kinds) */
 enum { KIND_UNKNOWN, KIND_OTHER, KIND_LAUNCHER, KIND_ENTRY, KIND_CALLER };
 
 static uint64_t mix(uint64_t x) {
@@ -126,9 +127,9 @@ typedef struct {
     PyObject *rframes;   /* resolve.c's frame tuples */
     PyObject *frames;    /* output frames (only those used) */
     int32_t *fmap;       /* resolve frame id -> output frame id, -1 unknown */
-    uint8_t *launcher;   /* resolve frame id -> KIND_* */
+    uint8_t *kinds;      /* resolve frame id -> KIND_* */
     size_t fmap_cap;
-    int32_t *rnode;      /* stack-table node -> trie node, ROOT, CUT or UNSET */
+    int32_t *rnode;      /* stack-table node -> trie node, ROOT, UNSET or a cut state */
     idmap trie;          /* (parent, frame) -> trie node */
     vec parent, frame;   /* the trie */
     idmap rowmap;        /* (trie node, thread) -> output row */
@@ -150,10 +151,10 @@ static int ensure_fmap(snap *s, size_t n) {
     int32_t *f = realloc(s->fmap, cap * sizeof *f);
     if (!f) return -1;
     s->fmap = f;
-    uint8_t *l = realloc(s->launcher, cap);
-    if (!l) return -1;
-    s->launcher = l;
-    for (size_t i = s->fmap_cap; i < cap; i++) s->fmap[i] = -1, s->launcher[i] = 0;
+    uint8_t *k = realloc(s->kinds, cap);
+    if (!k) return -1;
+    s->kinds = k;
+    for (size_t i = s->fmap_cap; i < cap; i++) s->fmap[i] = -1, s->kinds[i] = KIND_UNKNOWN;
     s->fmap_cap = cap;
     return 0;
 }
@@ -165,7 +166,7 @@ static int in_set(PyObject *set, PyObject *key) {
 }
 
 static int kind_of(snap *s, uint32_t rf) {
-    if (s->launcher[rf]) return s->launcher[rf];
+    if (s->kinds[rf] != KIND_UNKNOWN) return s->kinds[rf];
     int kind = KIND_OTHER;
     PyObject *frame = PyList_GET_ITEM(s->rframes, rf), *file = PyTuple_GET_ITEM(frame, 0);
     const char *f = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
@@ -179,7 +180,7 @@ static int kind_of(snap *s, uint32_t rf) {
     } else if (in_set(callers, file)) {
         kind = KIND_CALLER;
     }
-    s->launcher[rf] = (uint8_t)kind;
+    s->kinds[rf] = (uint8_t)kind;
     return kind;
 }
 
@@ -298,7 +299,7 @@ static int add_row(snap *s, int32_t node, uint64_t thread, const int64_t v[LP_M_
 
 static void snap_free(snap *s) {
     free(s->fmap);
-    free(s->launcher);
+    free(s->kinds);
     free(s->rnode);
     idmap_free(&s->trie);
     idmap_free(&s->rowmap);
