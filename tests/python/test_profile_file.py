@@ -1,11 +1,12 @@
 """The .lprof container: round trip, and clear errors for bad files."""
 import os
+import pickle
 import struct
 import zlib
 
 import pytest
 
-from lprof.model import profile_file
+from lprof.model import kernprof_file, profile_file
 from lprof.common.errors import ProfileFileError
 
 
@@ -28,7 +29,7 @@ def test_no_temp_files_left(tmp_path):
 
 @pytest.mark.parametrize("mangle, message", [
     (lambda b: b"", "not an lprof profile"),
-    (lambda b: b"hello world, this is text" * 3, "not an lprof profile"),
+    (lambda b: b"hello world, this is text" * 3, "not an lprof"),
     (lambda b: b[:10], "truncated"),
     (lambda b: b[:-5], "truncated"),
     (lambda b: b + b"xx", "truncated or padded"),
@@ -36,13 +37,52 @@ def test_no_temp_files_left(tmp_path):
     (lambda b: b[:8] + struct.pack("<H", 99) + b[10:], "version 99"),
 ])
 def test_bad_files_give_clear_errors(tmp_path, mangle, message):
-    data = mangle(profile_file.encode(sample_profile()))
-    path = tmp_path / "bad.lprof"
-    path.write_bytes(data)
-    with pytest.raises(ProfileFileError) as info:
-        profile_file.load(str(path))
-    assert message in str(info.value)
-    assert "\n" not in str(info.value)
+    prefix, container = split_encoded(sample_profile())
+    # the container alone (what lprof writes when no line was traced), and
+    # behind line_profiler's pickle (lprof -l), give the same errors
+    for data in (mangle(container), prefix + mangle(container)):
+        if data == prefix:  # the pickle alone is a line_profiler file
+            continue
+        path = tmp_path / "bad.lprof"
+        path.write_bytes(data)
+        with pytest.raises(ProfileFileError) as info:
+            profile_file.load(str(path))
+        assert message in str(info.value)
+        assert "\n" not in str(info.value)
+
+
+def split_encoded(profile):
+    data = profile_file.encode(profile)
+    end = kernprof_file.pickle_end(data)
+    assert end and data[end:].startswith(profile_file.MAGIC)
+    return data[:end], data[end:]
+
+
+class _LineStats:
+    """What line_profiler's unpickler builds: attributes from BUILD's dict."""
+
+
+class _AsLineProfiler(pickle.Unpickler):
+    def find_class(self, module, name):
+        assert (module, name) == ("line_profiler.line_profiler", "LineStats")
+        return _LineStats
+
+
+def test_traced_lines_file_is_also_line_profilers(tmp_path):
+    """`python -m line_profiler script.py.lprof` reads what lprof -l wrote:
+    the file starts with line_profiler's LineStats pickle, times in ns."""
+    path = tmp_path / "p.lprof"
+    profile_file.save(sample_profile(), str(path))
+    with open(path, "rb") as fh:
+        stats = _AsLineProfiler(fh).load()
+    assert stats.unit == 1e-9
+    assert stats.timings == {("/x.py", 3, "f"): [(4, 10, 250_000_000), (5, 1, 250_000_000)]}
+    assert profile_file.load(str(path)) == sample_profile()  # and lprof reads its own
+
+
+def test_profile_without_traced_lines_has_no_pickle(tmp_path):
+    prof = dict(sample_profile(), meta={"argv": ["x.py"], "modes": ["sampling"]})
+    assert profile_file.encode(prof).startswith(profile_file.MAGIC)
 
 
 def test_valid_container_with_wrong_shape(tmp_path):
@@ -74,7 +114,7 @@ def stacks_profile():
 
 
 def test_stacks_are_stored_in_columns_and_come_back_as_rows(tmp_path):
-    data = profile_file.encode(stacks_profile())
+    data = profile_file.container_of(profile_file.encode(stacks_profile()))
     payload = __import__("json").loads(zlib.decompress(data[24:]))
     col = payload["stacks"]
     assert col["nodes"] == {"parent": [-1, 0, 0], "frame": [0, 1, 2]}  # a trie: <module> shared
@@ -87,7 +127,7 @@ def test_stacks_are_stored_in_columns_and_come_back_as_rows(tmp_path):
 
 def test_malformed_columns_are_refused():
     prof = stacks_profile()
-    data = profile_file.encode(prof)
+    data = profile_file.container_of(profile_file.encode(prof))
     payload = __import__("json").loads(zlib.decompress(data[24:]))
     payload["stacks"]["nodes"]["parent"][2] = 5  # a parent that comes later
     raw = zlib.compress(__import__("json").dumps(payload).encode())

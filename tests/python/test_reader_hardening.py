@@ -79,7 +79,8 @@ def test_every_section_value_malformed(run_lprof, write_script, tmp_path):
     escaping cli.main fails the test)."""
     # mutate the file's own form (columnar stacks), as a damaged file holds it
     prof = json.loads(zlib.decompress(
-        profile_file.encode(_real_profile(run_lprof, write_script, tmp_path))[24:]))
+        profile_file.container_of(profile_file.encode(
+            _real_profile(run_lprof, write_script, tmp_path)))[24:]))
     paths = [p for p in _paths(prof) if p and p[0] != "format"]
     assert len(paths) > 60
     path_file = str(tmp_path / "m.lprof")

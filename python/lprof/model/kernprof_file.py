@@ -70,6 +70,44 @@ def _opcodes_bounded(data):
     return True
 
 
+def pickle_end(data):
+    """Where the pickle that starts `data` ends (the byte after its STOP), or
+    None when no whole, bounded pickle starts it."""
+    if not _opcodes_bounded(data):
+        return None
+    import pickletools
+    try:
+        for op, _arg, pos in pickletools.genops(io.BytesIO(bytes(data))):
+            if op.name == "STOP":
+                return pos + 1
+    except Exception:
+        return None
+    return None
+
+
+# The unit of the times written for line_profiler: kernprof 5.1's own (ns).
+WRITE_UNIT_S = 1e-9
+
+
+def encode(profile):
+    """The traced functions of an lprof profile as line_profiler's file: a
+    pickle of line_profiler.line_profiler.LineStats, exactly as kernprof -l
+    writes it (an empty NEWOBJ, then BUILD with {"timings", "unit"}), so
+    `python -m line_profiler FILE` reads what `lprof -l` wrote. Written
+    opcode by opcode: lprof never imports line_profiler."""
+    timings = {}
+    for fn in profile.get("functions", []):
+        key = (fn["file"], int(fn["first_line"]), fn["name"])
+        rows = timings.setdefault(key, [])
+        rows.extend((int(ln), int(hits), int(round(t / WRITE_UNIT_S)))
+                    for ln, hits, t in fn["lines"])
+    state = pickle.dumps({"timings": timings, "unit": WRITE_UNIT_S}, protocol=2)
+    # state: PROTO 2 ... STOP; its memo numbering starts at 0, and the
+    # opcodes before it memoize nothing
+    return (b"\x80\x02" + b"cline_profiler.line_profiler\nLineStats\n" + b")\x81"
+            + state[2:-1] + b"b.")
+
+
 def decode(data, name):
     if len(data) > _MAX_BYTES:
         raise ProfileFileError(f"{name}: too large for a line_profiler file")

@@ -107,6 +107,29 @@ def stacks_from_columns(col, name="<profile>"):
 
 
 def encode(profile):
+    """The file's bytes. A profile of traced lines (lprof -l) starts with
+    the same lines as line_profiler's pickle (kernprof_file.encode): pickle
+    readers stop at its end, so `python -m line_profiler FILE` reads it, and
+    lprof reads the container after it."""
+    prefix = b""
+    if "lines" in profile.get("meta", {}).get("modes", ()) and profile.get("functions"):
+        from . import kernprof_file
+        prefix = kernprof_file.encode(profile)
+    return prefix + _encode_container(profile)
+
+
+def container_of(data):
+    """The lprof container in a file's bytes: all of them, or what follows
+    line_profiler's pickle in a file of traced lines."""
+    if data[:1] == b"\x80":
+        from . import kernprof_file
+        end = kernprof_file.pickle_end(data)
+        if end is not None and data[end:end + len(MAGIC)] == MAGIC:
+            return data[end:]
+    return data
+
+
+def _encode_container(profile):
     if isinstance(profile.get("stacks"), dict) and "stacks" in profile["stacks"]:
         profile = dict(profile, stacks=_stacks_to_columns(profile["stacks"]))
     # level 1: a third of level 6's time (measured: 0.9 vs 2.8 ms) for a 30% larger file
@@ -126,6 +149,12 @@ def decode(data, name="<bytes>", rows=True):
     fastest); rows=True gives the row form every other reader uses."""
     if data[:1] == b"\x80":  # a pickle: line_profiler's file (kernprof -l)
         from . import kernprof_file  # pickle only when needed: start-up cost
+        end = kernprof_file.pickle_end(data)
+        if end is not None and end < len(data):
+            if data[end:end + len(MAGIC)] != MAGIC:
+                raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file "
+                                       f"(unknown data after line_profiler's pickle)")
+            return decode(data[end:], name, rows=rows)  # lprof -l: the container follows
         profile = kernprof_file.decode(data, name)
         validate(profile, name)
         return profile

@@ -1,0 +1,277 @@
+"""line_profiler's own kernprof tests, with lprof in kernprof's place.
+
+Downloads line_profiler 5.1.0's sdist (its tests) with pip, makes a venv
+with line_profiler 5.1.0, pytest and ubelt, installs lprof from this
+checkout into it, and puts lprof where kernprof was:
+- `kernprof` on PATH runs `lprof "$@"`;
+- the `kernprof` module is lprof.kernprof (`main(args)`, `python -m kernprof`).
+`python -m line_profiler FILES` stays line_profiler's own: it reads the
+files lprof writes, as a kernprof user's habit expects.
+
+Each stand-in notes the test that started it ($PYTEST_CURRENT_TEST), so the
+count is of the tests that really start kernprof, found by running them, not
+by a list. A test in tests/kernprof_differences.txt is a deliberate difference
+(its reason is there and in docs/usage.md); any other failing test that
+starts kernprof fails this run.
+
+usage: kernprof_conformance.py [--inplace] [-k EXPR]
+  --inplace  use this checkout's built package (a .pth file) instead of
+             installing it: for quick runs while working on lprof"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, "build", "kernprof-conformance")
+VERSION = "5.1.0"
+TEST_FILES = ("test_cli.py", "test_autoprofile.py", "test_kernprof.py",
+              "test_child_procs.py", "test_complex_case.py", "test_explicit_profile.py")
+DIFFERENCES = os.path.join(ROOT, "tests", "kernprof_differences.txt")
+
+KERNPROF_SCRIPT = """\
+#!/bin/sh
+# {who} in kernprof's place (tools/kernprof_conformance.py)
+if [ -n "$KC_STARTED_LOG" ]; then echo "$PYTEST_CURRENT_TEST" >> "$KC_STARTED_LOG"; fi
+exec {command} "$@"
+"""
+
+KERNPROF_MODULE = '''\
+"""lprof in kernprof's place (tools/kernprof_conformance.py)."""
+import os as _os
+import sys as _sys
+
+import {module} as _lprof_kernprof
+from {module} import *  # noqa: F401,F403 (kernprof's public names)
+from {module} import ContextualProfile  # noqa: F401
+
+
+def _note_started():
+    log = _os.environ.get("KC_STARTED_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(_os.environ.get("PYTEST_CURRENT_TEST", "") + "\\n")
+
+
+def main(args=None, **kwargs):
+    _note_started()
+    return _lprof_kernprof.main(args, **kwargs)
+
+
+if __name__ == "__main__":
+    _note_started()
+    _sys.exit(_lprof_kernprof.main())
+'''
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, **kw)
+    if r.returncode != 0:
+        sys.exit(f"kernprof-conformance: failed ({r.returncode}): {' '.join(cmd)}")
+    return r
+
+
+def fetch_tests():
+    src = os.path.join(WORK, f"line_profiler-{VERSION}")
+    if not os.path.isdir(os.path.join(src, "tests")):
+        dl = os.path.join(WORK, "sdist")
+        os.makedirs(dl, exist_ok=True)
+        run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+             "--no-binary", ":all:", "--no-deps", f"line_profiler=={VERSION}", "-d", dl])
+        (tarball,) = glob.glob(os.path.join(dl, f"line_profiler-{VERSION}.tar.gz"))
+        with tarfile.open(tarball) as tf:
+            tf.extractall(WORK, filter="data") if hasattr(tarfile, "data_filter") \
+                else tf.extractall(WORK)
+    return os.path.join(src, "tests")
+
+
+def make_venv(inplace):
+    venv = os.path.join(WORK, "venv")
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        run([sys.executable, "-m", "venv", venv])
+        run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             f"line_profiler=={VERSION}", "pytest", "ubelt", "xdoctest"])
+    site = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+               capture_output=True, text=True).stdout.strip()
+    pth = os.path.join(site, "lprof-checkout.pth")
+    if inplace:
+        with open(pth, "w") as fh:
+            fh.write(os.path.join(ROOT, "python") + "\n")
+        lprof = os.path.join(venv, "bin", "lprof-inplace")
+        with open(lprof, "w") as fh:
+            fh.write(f"#!{py}\nimport sys\nfrom lprof.cli import entry\nsys.exit(entry())\n")
+        os.chmod(lprof, 0o755)
+    else:
+        if os.path.exists(pth):
+            os.remove(pth)
+        run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "--force-reinstall", "--no-deps", ROOT])
+        lprof = os.path.join(venv, "bin", "lprof")
+    # line_profiler's own kernprof, kept to find the tests that start it
+    for path in (os.path.join(site, "kernprof.py"), os.path.join(venv, "bin", "kernprof")):
+        if not os.path.exists(path + ".reference"):
+            shutil.copy(path, path + ".reference")
+    return venv, lprof, site
+
+
+REFERENCE_NOTE = """\
+import os as _kc_os
+def _kc_note():
+    log = _kc_os.environ.get("KC_STARTED_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(_kc_os.environ.get("PYTEST_CURRENT_TEST", "") + "\\n")
+if __name__ == "__main__":
+    _kc_note()
+"""
+REFERENCE_MAIN = """
+_kc_main = main
+def main(*args, **kwargs):
+    _kc_note()
+    return _kc_main(*args, **kwargs)
+"""
+
+
+def place(venv, site, lprof):
+    """Puts lprof in kernprof's place or, with lprof=None, line_profiler's
+    own kernprof back, noting the tests that start it."""
+    script, module = os.path.join(venv, "bin", "kernprof"), os.path.join(site, "kernprof.py")
+    if lprof:
+        with open(script, "w") as fh:
+            fh.write(KERNPROF_SCRIPT.format(command=f'"{lprof}"', who="lprof"))
+        with open(module, "w") as fh:
+            fh.write(KERNPROF_MODULE.format(module="lprof.kernprof"))
+    else:
+        shutil.copy(script + ".reference", script)
+        with open(module + ".reference") as fh:
+            original = fh.read()
+        # the note goes after `from __future__` imports, which must come first
+        lines = original.splitlines(keepends=True)
+        at = max((i + 1 for i, ln in enumerate(lines) if ln.startswith("from __future__")),
+                 default=0)
+        with open(module, "w") as fh:
+            fh.write("".join(lines[:at]) + REFERENCE_NOTE + "".join(lines[at:]))
+        # kernprof.main, as the console script and in-process callers take it
+        text = open(module).read()
+        guard = "\nif __name__ == '__main__':"
+        if guard in text:
+            head, _, tail = text.rpartition(guard)
+            text = head + REFERENCE_MAIN + guard + tail
+        else:
+            text += REFERENCE_MAIN
+        with open(module, "w") as fh:
+            fh.write(text)
+    os.chmod(script, 0o755)
+
+
+def run_suite(venv, tests, k=None):
+    """({test id: passed, or None if skipped}, {tests that started kernprof})."""
+    started_log = os.path.join(WORK, "started.log")
+    junit = os.path.join(WORK, "junit.xml")
+    for f in (started_log, junit):
+        if os.path.exists(f):
+            os.remove(f)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "LD_PRELOAD", "LINE_PROFILE")}
+    env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
+    env["KC_STARTED_LOG"] = started_log
+    env["VIRTUAL_ENV"] = venv
+    cmd = [os.path.join(venv, "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+           f"--junitxml={junit}", "-o", "junit_family=xunit1", *TEST_FILES]
+    if k:
+        cmd += ["-k", k]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, cwd=tests, env=env)
+    if not os.path.exists(junit):
+        sys.exit("kernprof-conformance: pytest wrote no results (see above)")
+    started = set()
+    if os.path.exists(started_log):
+        with open(started_log) as fh:
+            for line in fh:
+                # "tests/test_x.py::test_y[param] (call)"
+                tid = line.strip().rsplit(" (", 1)[0].removeprefix("tests/")
+                if tid:
+                    started.add(tid)
+    return results(junit), started
+
+
+def read_differences():
+    out = {}
+    with open(DIFFERENCES) as fh:
+        for line in fh:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                test, _, reason = line.partition(" ")
+                out[test] = reason.strip()
+    return out
+
+
+def results(junit):
+    """{test id: passed?} from pytest's junit XML."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        # classname is "tests.test_file" or "tests.test_file.Class"
+        parts = case.get("classname", "").split(".")
+        at = next((i for i, p in enumerate(parts) if p.startswith("test_")), 0)
+        tid = "::".join([parts[at] + ".py"] + parts[at + 1:] + [case.get("name")])
+        bad = any(c.tag in ("failure", "error") for c in case)
+        skipped = any(c.tag == "skipped" for c in case)
+        out[tid] = None if skipped else not bad
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inplace", action="store_true")
+    ap.add_argument("-k", default=None)
+    opts = ap.parse_args()
+    os.makedirs(WORK, exist_ok=True)
+    tests = fetch_tests()
+    venv, lprof, site = make_venv(opts.inplace)
+    # which tests start kernprof: those that start line_profiler's own
+    reference_file = os.path.join(WORK, "reference-started.txt")
+    if not os.path.exists(reference_file):
+        place(venv, site, None)
+        ref_outcome, ref_started = run_suite(venv, tests)
+        broken = sorted(t for t, ok in ref_outcome.items() if ok is False)
+        if broken:
+            sys.exit("kernprof-conformance: line_profiler's own kernprof fails "
+                     + ", ".join(broken))
+        with open(reference_file, "w") as fh:
+            fh.write("".join(t + "\n" for t in sorted(ref_started)))
+    with open(reference_file) as fh:
+        driving_ids = set(fh.read().splitlines())
+    place(venv, site, lprof)
+    outcome, started = run_suite(venv, tests, opts.k)
+    driving = {t: ok for t, ok in outcome.items() if t in driving_ids}
+    passed = sorted(t for t, ok in driving.items() if ok)
+    failed = sorted(t for t, ok in driving.items() if ok is False)
+    differences = read_differences()
+    unexpected = [t for t in failed if t not in differences]
+    print(f"\nkernprof-conformance: {len(passed)} of {len(driving)} tests that start kernprof "
+          f"pass with lprof in its place ({len(outcome)} tests run in all; "
+          f"{len(driving_ids - set(outcome))} of the kernprof tests not run)")
+    for t in failed:
+        why = differences.get(t)
+        print(f"  {'difference' if why else 'FAILED'}: {t}" + (f" ({why})" if why else ""))
+    for t in sorted(started - driving_ids):
+        print(f"  (started lprof, though it starts no kernprof: {t})")
+    for t in (t for t in differences if t in passed):
+        print(f"  passes now, listed as a difference: {t}")
+    others = sorted(t for t, ok in outcome.items() if ok is False and t not in driving_ids)
+    for t in others:
+        print(f"  FAILED (starts no kernprof): {t}")
+    if unexpected or others:
+        sys.exit(f"kernprof-conformance: {len(unexpected) + len(others)} failing test(s) not "
+                 f"listed in {os.path.relpath(DIFFERENCES, ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
