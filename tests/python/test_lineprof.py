@@ -185,6 +185,50 @@ def test_prof_mod_does_not_import_before_the_program(run_lprof, write_script, lo
     assert r.stdout.splitlines()[:1] == ["default"]  # what kernprof does by default
 
 
+def test_prof_mod_module_that_imports_first(run_lprof, write_script, load_profile, tmp_path):
+    """-p MODULE where the module's first line imports a module not yet
+    loaded: the import hook saw the half-built module in sys.modules,
+    registered nothing and dropped the target (`-p email.utils` timed
+    nothing, no word). Registered once the module has run."""
+    write_script("late_defs.py", "import fractions\n\ndef half(x):\n"
+                                 "    return fractions.Fraction(x, 2)\n")
+    write_script("main.py", "import late_defs\nprint(late_defs.half(3), late_defs.half(5))\n")
+    r = run_lprof("-l", "-p", "late_defs", "main.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("3/2 5/2")
+    assert function_lines(load_profile(str(tmp_path / "main.py.lprof")), "half")[4][0] == 2
+    assert "never imported" not in r.stderr
+
+
+def test_prof_mod_package_covers_its_submodules(run_lprof, write_script, load_profile,
+                                                tmp_path):
+    """-p PACKAGE times the functions of its submodules, as kernprof's does:
+    those imported before the package's registration and after it."""
+    write_script("pkg/__init__.py", "from . import early\n")
+    write_script("pkg/early.py", "def one():\n    return 1\n")
+    write_script("pkg/sub/__init__.py", "")
+    write_script("pkg/sub/late.py", "def two():\n    return 2\n")
+    write_script("main.py", "import pkg\nimport pkg.sub.late\n"
+                            "print(pkg.early.one() + pkg.sub.late.two())\n")
+    for extra in ([], ["--preimports"]):
+        r = run_lprof("-l", *extra, "-p", "pkg", "main.py")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("3")
+        prof = load_profile(str(tmp_path / "main.py.lprof"))
+        assert function_lines(prof, "one")[2][0] == 1, extra
+        assert function_lines(prof, "two")[2][0] == 1, extra
+
+
+def test_prof_mod_names_the_module_run_with_m(run_lprof, write_script, load_profile, tmp_path):
+    """-p M with -m M times the module being run as __main__."""
+    write_script("runme.py", "def work(n):\n    return n * 2\n\n"
+                             "if __name__ == '__main__':\n    print(work(21))\n")
+    r = run_lprof("-l", "-p", "runme", "-m", "runme")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("42")
+    assert function_lines(load_profile(str(tmp_path / "runme.lprof")), "work")[2][0] == 1
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="the settrace event source (3.10, 3.11)")
 def test_no_tracer_before_the_first_profiled_function(run_lprof, write_script, load_profile,
                                                       tmp_path):

@@ -308,7 +308,8 @@ def main(args, raw_argv):
         _say_started(args, modes)
         if args.prof_mod:
             from . import targets
-            targets.register(args.prof_mod, args.script, code, preimport=args.preimports)
+            targets.register(args.prof_mod, args.script, code, preimport=args.preimports,
+                             run_module=args.module)
         try:
             run.start()
         except (ValueError, RuntimeError, OSError) as exc:  # e.g. an unusable --signal

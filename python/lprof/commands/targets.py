@@ -13,12 +13,14 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import os
+import pkgutil
 import sys
+import types
 
 from ..decorator import profile
 from ..common.errors import LprofError
 from ..collect.linetrace import collector
-from ..collect.trace_targets import resolve_loaded
+from ..collect.trace_targets import module_of, resolve_loaded
 
 
 def split_targets(values):
@@ -73,17 +75,54 @@ def _resolve_name(target):
     raise LprofError(f"-p {target}: no module named '{parts[0]}'", 2)
 
 
+def _still_importing(target, done=None):
+    """True while the module a target lives in is half-built: its code is
+    running (it imports something first), its functions not all defined.
+    done: a module whose code has just finished (importlib clears its flag
+    only after the loader returns)."""
+    parts, _attrs = module_of(target)
+    for i in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is not None:
+            if module is done:
+                return False
+            spec = getattr(module, "__spec__", None)
+            return bool(getattr(spec, "_initializing", False))
+    return False
+
+
+def _is_package(obj):
+    return isinstance(obj, types.ModuleType) and hasattr(obj, "__path__")
+
+
 class _NameTargets(importlib.abc.MetaPathFinder):
     """Registers named targets right after the program imports their module
     (the module's code has run, its functions exist, none has been called
-    from outside it yet)."""
+    from outside it yet). A package's target covers its submodules, as
+    kernprof's does: each is registered when imported."""
 
     def __init__(self, targets):
         self.pending = list(targets)
+        self.packages = []  # names of target packages: their submodules are wanted too
         self._busy = False
 
     def _wanted(self, name):
-        return any(t == name or t.startswith((name + ".", name + ":")) for t in self.pending)
+        return (any(t == name or t.startswith((name + ".", name + ":")) for t in self.pending)
+                or any(name.startswith(p + ".") for p in self.packages))
+
+    def add_package(self, package):
+        """Registers the package's submodules already imported; later ones at their import."""
+        name = package.__name__
+        if name not in self.packages:
+            self.packages.append(name)
+        for modname, module in list(sys.modules.items()):
+            if modname.startswith(name + ".") and isinstance(module, types.ModuleType):
+                profile.add(module)
+
+    def submodule_loaded(self, module):
+        name = getattr(module, "__name__", "")
+        if any(name.startswith(p + ".") for p in self.packages):
+            profile.add(module)
 
     def find_spec(self, name, path=None, target=None):
         # a module loaded by another kind of loader (compiled, zipped, ...)
@@ -97,16 +136,20 @@ class _NameTargets(importlib.abc.MetaPathFinder):
             return spec
         return None  # other loaders: the normal import; registered by the next import's check
 
-    def module_loaded(self):
+    def module_loaded(self, done=None):
         if self._busy or not self.pending:
             return
         self._busy = True  # a module's __getattr__ may import: no re-entry
         try:
             for target in list(self.pending):
+                if _still_importing(target, done):
+                    continue  # the module runs its first lines (an import): not yet
                 obj = resolve_loaded(target)
                 if obj is not None:
                     profile.add(obj)
                     self.pending.remove(target)
+                    if _is_package(obj):
+                        self.add_package(obj)
         finally:
             self._busy = False
 
@@ -118,7 +161,8 @@ class _RegisteringLoader(importlib.machinery.SourceFileLoader):
 
     def exec_module(self, module):
         super().exec_module(module)
-        self._targets.module_loaded()
+        self._targets.module_loaded(done=module)
+        self._targets.submodule_loaded(module)
 
 
 def _check_importable(target):
@@ -132,12 +176,47 @@ def _check_importable(target):
         raise LprofError(f"-p {target}: no module named '{top}'", 2)
 
 
-def register(targets, script_path, script_code, preimport=False):
+def _main_file_of(module_name):
+    """The source file `python -m module_name` runs (a package's __main__)."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(module_name)
+        if spec is not None and spec.submodule_search_locations is not None:
+            spec = importlib.util.find_spec(module_name + ".__main__")
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if origin and origin.endswith(".py") else None
+
+
+def _preimport_package(package):
+    """kernprof's eager import of a package target: every submodule (one that
+    fails to import is left out, as kernprof leaves it); returns the count."""
+    count = 0
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
+                                      onerror=lambda _name: None):
+        try:
+            count += profile.add(importlib.import_module(info.name))
+        except Exception:  # a submodule that cannot import on its own
+            continue
+    return count
+
+
+def register(targets, script_path, script_code, preimport=False, run_module=None):
     """Registers every -p target (named ones when their module is imported,
-    or now with preimport); returns how many code objects were added now."""
+    or now with preimport); returns how many code objects were added now.
+    run_module: the module `-m` runs as __main__; a target naming it (or a
+    package holding it) traces the code it runs."""
     files, names = [], []
     count = 0
     for target in split_targets(targets):
+        if run_module and (run_module == target or run_module.startswith(target + ".")):
+            main_file = _main_file_of(run_module)
+            if main_file:
+                files.append(main_file)
+            if run_module == target and main_file and \
+                    os.path.basename(main_file) != "__main__.py":
+                continue  # a plain module run as __main__: never imported by name
         if script_path and (_same_file(target, script_path) or target == script_path):
             before = collector.registered_count()
             collector.add_code_tree(script_code)
@@ -147,12 +226,19 @@ def register(targets, script_path, script_code, preimport=False):
                 raise LprofError(f"-p {target}: no such file", 2)
             files.append(target)
         elif preimport:
-            count += profile.add(_resolve_name(target))
+            obj = _resolve_name(target)
+            count += profile.add(obj)
+            if _is_package(obj):
+                count += _preimport_package(obj)
+                names.append(target)  # and its submodules imported later
+                continue
         else:
             _check_importable(target)  # only finds the top-level package: imports nothing
             obj = resolve_loaded(target)
-            if obj is not None:
+            if obj is not None and not _still_importing(target):
                 count += profile.add(obj)
+                if _is_package(obj):
+                    names.append(target)  # its submodules, as they are imported
             else:
                 names.append(target)
     if files:

@@ -112,7 +112,7 @@ def encode(profile):
     readers stop at its end, so `python -m line_profiler FILE` reads it, and
     lprof reads the container after it."""
     prefix = b""
-    if "lines" in profile.get("meta", {}).get("modes", ()) and profile.get("functions"):
+    if "lines" in profile.get("meta", {}).get("modes", ()):
         from . import kernprof_file
         prefix = kernprof_file.encode(profile)
     return prefix + _encode_container(profile)
