@@ -114,3 +114,103 @@ def test_shim_reserves_no_address_space_under_ulimit(run_lprof, run_python, writ
     r = run_lprof("-q", "--memory", "as.py")
     assert plain.returncode == 0 and r.returncode == 0, r.stderr
     assert int(r.stdout) >= int(plain.stdout) - 14, (r.stdout, plain.stdout)
+
+
+# What pip writes for the `lprof` console script (setup.py: lprof=lprof.cli:entry)
+CONSOLE_SCRIPT = """\
+import re
+import sys
+from lprof.cli import entry
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(entry())
+"""
+
+
+@pytest.fixture
+def run_console(tmp_path):
+    """Runs lprof as its console script does (`lprof ARGS`, not `python -m lprof`)."""
+    import subprocess
+    import sys
+
+    from conftest import lprof_env
+    script = tmp_path / "bin" / "lprof"
+    script.parent.mkdir()
+    script.write_text(CONSOLE_SCRIPT)
+
+    def run(*args, timeout=120):
+        return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=tmp_path,
+                              env=lprof_env(), capture_output=True, text=True, timeout=timeout)
+    return run
+
+
+def test_console_script_memory_runs_the_programs_module(run_console, run_python, load_profile,
+                                                       run_lprof, tmp_path):
+    """`lprof --memory -m json.tool f.json`: the re-exec that preloads the
+    allocator shim took the program's `-m` in sys.orig_argv for the
+    interpreter's and ran `lprof --memory -m lprof --memory -m json.tool
+    f.json`, lprof inside lprof: exit 1 (OSError EBUSY from the inner
+    lprof's emergency_arm), no output, a stray lprof.sample.lprof."""
+    (tmp_path / "f.json").write_text('{"b": [1, 2, {"c": null}], "a": "x"}')
+    plain = run_python("-m", "json.tool", "f.json")
+    assert plain.returncode == 0 and plain.stdout, plain.stderr
+    r = run_console("--memory", "-m", "json.tool", "f.json")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout
+    assert "Traceback" not in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "f.json", "json.tool.sample.lprof"]
+    prof = load_profile(str(tmp_path / "json.tool.sample.lprof"))
+    assert "memory" in prof["meta"]["modes"] and prof["memory"]["native_covered"]
+    # json.tool closes sys.stdout, so the memory listing is read back from the profile
+    view = run_lprof("view", "json.tool.sample.lprof")
+    assert view.returncode == 0, view.stderr
+    assert "Memory (sampled every" in view.stdout and "peak" in view.stdout, view.stdout
+
+
+MODULE_WITH_PROFILE = """
+    @profile
+    def build(n):
+        kept = [bytearray(1_000_000) for _ in range(n)]   # BUILD
+        return sum(len(b) for b in kept)
+
+    print("built", build(20))
+"""
+
+
+@pytest.mark.parametrize("how", ["console", "python -m lprof"])
+def test_memory_line_by_line_of_a_module(how, run_console, run_lprof, write_script, tmp_path):
+    """`lprof --memory -l -v -m mod`: the module runs once, under one lprof,
+    and the listing has its @profile function's memory."""
+    write_script("memmod.py", MODULE_WITH_PROFILE)
+    run = run_console if how == "console" else run_lprof
+    r = run("--memory", "-l", "-v", "-m", "memmod")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("built 20000000\n"), r.stdout
+    assert r.stdout.count("built 20000000") == 1, r.stdout
+    assert "Alloc" in r.stdout and "At peak" in r.stdout, r.stdout
+    assert "MB" in _row(r.stdout, "BUILD")
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name not in ("bin", "__pycache__"))
+    assert left == ["memmod.lprof", "memmod.py"], left
+
+
+def test_reexec_command_line_is_the_same_command():
+    """The re-exec's command line: the process's own, whatever `-m` the
+    program's arguments hold; `python -m lprof` when lprof's main was called
+    with other arguments than the process's."""
+    import sys
+
+    from lprof.process.preload import reexec_args
+    py = sys.executable
+    args = ["--memory", "-l", "-m", "json.tool", "-m", "f.json"]
+    # the console script, with interpreter options
+    assert reexec_args(args, ["python3", "-X", "dev", "/bin/lprof", *args],
+                       ["/bin/lprof", *args]) == [py, "-X", "dev", "/bin/lprof", *args]
+    # python -m lprof
+    assert reexec_args(args, ["python3", "-E", "-m", "lprof", *args],
+                       ["/x/lprof/__main__.py", *args]) == [py, "-E", "-m", "lprof", *args]
+    # python -c CODE
+    assert reexec_args(args, ["python3", "-c", "code", *args],
+                       ["-c", *args]) == [py, "-c", "code", *args]
+    # main() called by another program with its own arguments
+    assert reexec_args(args, ["python3", "-m", "tool", "a"], ["/x/tool.py", "a"])[-8:] == \
+        ["-m", "lprof", *args]

@@ -3,10 +3,11 @@
 
 The shim must be in place before the first allocation: loading it later
 would hand it blocks that another allocator owns. So `maybe_reexec` execs
-`sys.executable -m lprof <argv>` with LD_PRELOAD prepended and a marker
-variable. Children of the profiled program inherit LD_PRELOAD (their native
-allocations go through the shim too; they are attributed only if they run
-lprof themselves)."""
+the same lprof command again (the console script, or `python -m lprof`,
+with the interpreter's options and the same arguments) with LD_PRELOAD
+prepended and a marker variable. Children of the profiled program inherit
+LD_PRELOAD (their native allocations go through the shim too; they are
+attributed only if they run lprof themselves)."""
 import os
 import sys
 
@@ -68,9 +69,33 @@ def maybe_reexec(argv):
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    args = [sys.executable]
-    # keep the interpreter's own options (-X, -W, -u, ...) where they are known
-    orig = getattr(sys, "orig_argv", None)
-    if orig and "-m" in orig:
-        args += orig[1:orig.index("-m")]
-    os.execve(sys.executable, args + ["-m", "lprof"] + list(argv), reexec_env(path))
+    os.execve(sys.executable, reexec_args(argv), reexec_env(path))
+
+
+def reexec_args(argv, orig_argv=None, process_argv=None):
+    """The command line that runs this lprof command again with argv: the
+    process's own (sys.orig_argv: the interpreter's options, then the console
+    script's path, `-m lprof` or `-c CODE`) when its arguments are argv, so
+    a `-m` of the program among them is never taken for the interpreter's;
+    else `python <interpreter's flags> -m lprof argv` (lprof's main called
+    with other arguments than the process's, or a program read from stdin)."""
+    if orig_argv is None:
+        orig_argv = getattr(sys, "orig_argv", None) or []
+    orig = list(orig_argv)
+    process = list(sys.argv if process_argv is None else process_argv)
+    argv = list(argv)
+    tail = process[1:]
+    start = len(orig) - len(tail)  # where the process's arguments begin in orig
+    if (process and tail == argv and start >= 2 and orig[start:] == tail
+            and orig[start - 1] != "-"):
+        return [sys.executable] + orig[1:start] + argv
+    return [sys.executable] + _interpreter_flags() + ["-m", "lprof"] + argv
+
+
+def _interpreter_flags():
+    """The interpreter's options (-X, -W, -E, ...) as sys.flags says them."""
+    try:
+        import subprocess
+        return subprocess._args_from_interpreter_flags()
+    except (ImportError, AttributeError):
+        return []
