@@ -1,6 +1,7 @@
 """lprof -l end to end: exact hit counts, time shares, listing, view, export."""
 import json
 import re
+import subprocess
 import sys
 
 import pytest
@@ -294,3 +295,38 @@ def test_tracer_refused_at_first_profile_leaves_the_program_alone(run_lprof, wri
     assert r.stdout.splitlines()[0] == "42"
     assert "lprof: line tracing could not start: tracing is not allowed here" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_line_profilers_own_profile_is_traced(run_lprof, write_script, load_profile, tmp_path):
+    """`from line_profiler import profile` (line_profiler 4.1+'s advice) and
+    `@line_profiler.profile` are traced under lprof -l, as under kernprof -l.
+    A stand-in package laid out as line_profiler 5.1's is (its __init__
+    copies `profile` from explicit_profiler), whose own profile does nothing."""
+    write_script("line_profiler/explicit_profiler.py",
+                 "class GlobalProfiler:\n    def __call__(self, func):\n        return func\n"
+                 "profile = GlobalProfiler()\n")
+    write_script("line_profiler/__init__.py", "from .explicit_profiler import profile\n")
+    write_script("uses_lp.py", """
+        from line_profiler import profile
+        import line_profiler
+
+        @profile
+        def f(n):
+            return sum(range(n))
+
+        @line_profiler.profile
+        def g():
+            return 2
+
+        print(f(10), g())
+        """)
+    r = run_lprof("-l", "uses_lp.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("45 2")
+    prof = load_profile(str(tmp_path / "uses_lp.py.lprof"))
+    assert function_lines(prof, "f")[7][0] == 1
+    assert function_lines(prof, "g")[11][0] == 1
+    # without lprof the program's own line_profiler is untouched
+    r = subprocess.run([sys.executable, "uses_lp.py"], cwd=tmp_path, capture_output=True,
+                       text=True)
+    assert r.stdout.startswith("45 2"), r.stderr

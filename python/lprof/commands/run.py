@@ -34,6 +34,8 @@ def default_outfile(target, line_by_line):
 def _inject_builtin_profile():
     from ..decorator import profile  # imported here: sampling runs never need the tracer
     builtins.profile = profile
+    from . import line_profiler_bridge  # `from line_profiler import profile` too
+    line_profiler_bridge.install()
     # Children (multiprocessing spawn, subprocesses) get `profile` too.
     os.environ["LPROF_BUILTIN_PROFILE"] = "1"
     parts = [BOOTSTRAP_DIR, PACKAGE_PARENT]
