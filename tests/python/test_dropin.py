@@ -417,3 +417,54 @@ def test_comprehensions_count_in_the_enclosing_line(run_lprof, write_script, tmp
     for mark in ("list", "gen", "set"):
         hits, secs = lines[line_of(path, "MARK:" + mark)]
         assert hits == 3 and secs > 0, (mark, hits)
+
+
+# -- kernprof's module: main(args) inside the caller's process ---------------
+
+IN_PROCESS = r"""
+import sys
+from lprof.kernprof import main
+
+path, argv, main_module = list(sys.path), list(sys.argv), sys.modules["__main__"]
+for round_ in range(2):  # a second call in the same process works
+    main(["-l", "-q", "-o", f"out{round_}.lprof", "pooled.py"])
+    assert sys.path == path and sys.argv == argv, (sys.path, sys.argv)
+    assert sys.modules["__main__"] is main_module
+try:
+    main(["-l", "-q", "-o", "raised.lprof", "raises.py"])
+except ValueError as exc:
+    print("caller got", repr(exc))
+assert sys.path == path
+print("done")
+"""
+
+
+def test_kernprof_main_in_process(write_script, tmp_path, load_profile):
+    """kernprof.main(args), as line_profiler's tests and users' scripts call
+    it: the caller's sys.path, sys.argv and __main__ come back, the
+    program's exception reaches the caller (after the profile is saved),
+    and a second call works (threading's shutdown, which ends
+    concurrent.futures for good, is not run inside the caller's process)."""
+    write_script("pooled.py", """
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+        sys.path.append("/added/by/the/program")
+
+        @profile
+        def square(x):
+            return x * x
+
+        with ThreadPoolExecutor(2) as pool:
+            print(sum(pool.map(square, range(10))))
+        """)
+    write_script("raises.py", "@profile\ndef f():\n    raise ValueError('from the program')\nf()\n")
+    write_script("caller.py", IN_PROCESS)
+    r = subprocess.run([sys.executable, "caller.py"], cwd=tmp_path, env=lprof_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["285", "285", "caller got ValueError('from the program')",
+                                     "done"], r.stdout
+    assert "Traceback" not in r.stderr
+    for name in ("out0.lprof", "out1.lprof"):
+        assert function_lines(load_profile(str(tmp_path / name)), "square")[8][0] == 10
+    assert function_lines(load_profile(str(tmp_path / "raised.lprof")), "f")[3][0] == 1

@@ -16,6 +16,12 @@ from ..common import libdirs
 from ..common.errors import LprofError
 
 
+# The program's exception when lprof runs inside a caller's process
+# (lprof.kernprof.main): handed to the caller instead of printed.
+hand_exceptions_to_caller = False
+last_outcome = None
+
+
 class Outcome:
     """How the program ended: exit status, or an exception to re-raise/print."""
 
@@ -169,6 +175,13 @@ def _make_main_module(path):
 @libdirs.program_entry
 def _wait_for_threads():
     # What Py_Finalize does first: join non-daemon threads, so their work is profiled.
+    if hand_exceptions_to_caller:
+        # the caller's process goes on: threading._shutdown would end it
+        # for the caller too (concurrent.futures refuses new work after it)
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
+        return
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         shutdown()
@@ -209,11 +222,17 @@ def run(target, args, kind="script", code=None, setup=None, on_start=None):
         _wait_for_threads()
         return Outcome(exit_status(exc.code))
     except KeyboardInterrupt as exc:
-        print_exception(exc)
-        return Outcome(130, exc, keyboard_interrupt=True)
+        return _ended_by(Outcome(130, exc, keyboard_interrupt=True))
     except BaseException as exc:  # the program's own exception: print as Python would
-        print_exception(exc)
-        return Outcome(1, exc)
+        return _ended_by(Outcome(1, exc))
+
+
+def _ended_by(outcome):
+    global last_outcome
+    last_outcome = outcome
+    if not hand_exceptions_to_caller:
+        print_exception(outcome.exc)
+    return outcome
 
 
 @libdirs.program_entry
