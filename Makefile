@@ -24,7 +24,7 @@ ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean \
+.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean kernprof-conformance \
 	gpu-check reliability-quick reliability fuzz longrun tsan
 
 all: build
@@ -38,6 +38,7 @@ help:
 	@echo "              on SID_VERSIONS in a Debian unstable chroot (build/sid-chroot, needs root)"
 	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
 	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
+	@echo "make kernprof-conformance  line_profiler 5.1's kernprof tests with lprof in kernprof's place"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU and PyTorch: lprof --gpu vs torch.profiler, docs/gpu-check.md"
 	@echo "make reliability  differential corpus (CPython tests, PyPI suites, examples) in every"
@@ -83,8 +84,13 @@ asan:
 sdist-check:
 	@$(PYTHON) tools/sdist_check.py
 
-test: deps build ctest tsan pytest reliability-quick matrix asan sdist-check
+test: deps build ctest tsan pytest reliability-quick matrix asan sdist-check kernprof-conformance
 	@echo "all test tiers passed"
+
+# line_profiler 5.1.0's own kernprof tests with lprof in kernprof's place
+# (a venv under build/; pip fetches line_profiler's sdist and wheel)
+kernprof-conformance: build
+	$(PYTHON) tools/kernprof_conformance.py
 
 # In make test: a handful of the corpus, a bounded fuzz run (seconds).
 reliability-quick: build

@@ -202,12 +202,17 @@ def run_suite(venv, tests, k=None):
 
 
 def read_differences():
+    """{test id: "difference: why" or "todo: why"} (test ids hold spaces: a tab ends them)."""
     out = {}
     with open(DIFFERENCES) as fh:
         for line in fh:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                test, _, reason = line.partition(" ")
+            line = line.rstrip("\n")
+            if line.strip() and not line.startswith("#"):
+                test, _, reason = line.partition("\t")
+                kind = reason.partition(":")[0].strip()
+                if kind not in ("difference", "todo"):
+                    sys.exit(f"kernprof-conformance: {DIFFERENCES}: '{line}' is neither "
+                             f"a difference nor a todo")
                 out[test] = reason.strip()
     return out
 
@@ -257,9 +262,13 @@ def main():
     print(f"\nkernprof-conformance: {len(passed)} of {len(driving)} tests that start kernprof "
           f"pass with lprof in its place ({len(outcome)} tests run in all; "
           f"{len(driving_ids - set(outcome))} of the kernprof tests not run)")
+    kinds = [differences.get(t, "").partition(":")[0] for t in failed]
+    print(f"  failing: {kinds.count('difference')} deliberate differences, "
+          f"{kinds.count('todo')} not done yet, {len(unexpected)} unexpected")
     for t in failed:
         why = differences.get(t)
-        print(f"  {'difference' if why else 'FAILED'}: {t}" + (f" ({why})" if why else ""))
+        print(f"  {why.partition(':')[0] if why else 'FAILED'}: {t}"
+              + (f" ({why.partition(':')[2].strip()})" if why else ""))
     for t in sorted(started - driving_ids):
         print(f"  (started lprof, though it starts no kernprof: {t})")
     for t in (t for t in differences if t in passed):
