@@ -8,8 +8,10 @@ import atexit
 import functools
 import os
 import sys
+import threading
 import types
 
+from . import _lprof
 from .collect.linetrace import code_key, collector
 from .collect.trace_targets import code_objects
 
@@ -35,16 +37,28 @@ class LineProfiler:
     """The `profile` decorator and context manager, and line_profiler's
     LineProfiler class (kernprof-compatible).
 
-    All instances share lprof's one tracer; each shows only the functions it
-    was given (the global `profile` shows every traced function). Decorating
-    with the global `profile` returns the very same object (tracing is
-    switched on by lprof -l, `with profile:` or LINE_PROFILE=1); another
-    instance wraps plain functions so that calling them traces, as
-    line_profiler does."""
+    All instances share lprof's one tracer. An instance counts, as
+    line_profiler's does, only what its functions ran while it was enabled,
+    from zero when made: the tracer's counts of its code objects are read
+    when its enabling begins (enable from 0) and ends (disable to 0), and
+    it keeps the sums of those differences (with the running one while
+    enabled). The global `profile` shows everything the tracer counted (it
+    is lprof -l's). Decorating with the global `profile` returns the very
+    same object (tracing is switched on by lprof -l, `with profile:` or
+    LINE_PROFILE=1); another instance wraps plain functions so that calling
+    them traces, as line_profiler does."""
 
     def __init__(self, *functions):
         self._keys = set()
+        self._codes = []  # this instance's code objects (the tracer keeps them alive)
+        self._code_ids = set()
         self._everything = False
+        self._depth = 0  # enable nesting of this instance
+        self._lock = threading.RLock()  # RLock: a finalizer run meanwhile may call a wrapper
+        # the counts of _codes (_lprof.tracer_counts: packed, item k = _codes[k]) when
+        # this enabling began, and the sums over the enablings that ended
+        self._base = ()
+        self._sums = ()
         for f in functions:
             self.add(f)
 
@@ -71,10 +85,19 @@ class LineProfiler:
     def add(self, obj):
         """Registers obj's code; returns how many code objects were found."""
         count = 0
+        new = []
         for code in code_objects(obj):
             collector.add_code(code)
             self._keys.add(code_key(code))
+            if id(code) not in self._code_ids:
+                new.append(code)
             count += 1
+        if new:
+            with self._lock:
+                self._code_ids.update(id(code) for code in new)
+                self._codes.extend(new)
+                if self._depth:  # added while enabled: counts from now on
+                    self._base = self._base + _lprof.tracer_counts(new)
         return count
 
     add_function = add_module = add_class = add_callable = add
@@ -84,10 +107,26 @@ class LineProfiler:
         # program's own profile.enable()): native threads are traced too
         if self._everything:
             collector.start()
-        else:
-            collector.enable()
+            return
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                self._base = _lprof.tracer_counts(self._codes)
+        # every call, nested too: a thread that has no tracer yet joins
+        collector.enable()
 
     def disable(self):
+        if self._everything:
+            collector.disable()
+            return
+        with self._lock:
+            if self._depth == 0:  # not enabled: another instance's tracing goes on
+                return
+            self._depth -= 1
+            if self._depth == 0:
+                self._sums = _lprof.tracer_counts_add(
+                    self._sums, _lprof.tracer_counts(self._codes), self._base)
+                self._base = ()
         collector.disable()
 
     enable_by_count = enable
@@ -103,7 +142,7 @@ class LineProfiler:
 
     @property
     def enabled(self):
-        return collector.enabled
+        return collector.enabled if self._everything else self._depth > 0
 
     # -- running code under the profiler (line_profiler's names) ---------
     def runcall(self, func, /, *args, **kwargs):
@@ -130,11 +169,42 @@ class LineProfiler:
     def snapshot(self):
         """The profile dict of what was traced so far (see docs/formats.md)."""
         from .model import assemble
-        prof = assemble.profile(["lines"], [collector])
-        if not self._everything:
-            prof["functions"] = [f for f in prof["functions"]
-                                 if (f["file"], f["name"], f["first_line"]) in self._keys]
-        return prof
+        return assemble.profile(["lines"], [collector if self._everything else _Counted(self)])
+
+    def _functions(self):
+        """The "functions" section of this instance's counts (collector.snapshot's
+        shape): its functions, each once, those that never ran too."""
+        with self._lock:
+            counts = self._sums
+            if self._depth:
+                counts = _lprof.tracer_counts_add(counts, _lprof.tracer_counts(self._codes),
+                                                  self._base)
+            codes = list(self._codes)
+        unit = _lprof.timer_unit()
+        merged = {}  # key -> [total ticks, {line: [hits, ticks, wait ticks]}]
+        for k, code in enumerate(codes):
+            entry = merged.setdefault(code_key(code), [0, {}])
+            values = memoryview(counts[k] if k < len(counts) else b"").cast("Q")
+            if not len(values):
+                continue
+            entry[0] += values[1]  # (values[0]: the tracer_clear count)
+            for i in range(2, len(values), 3):
+                row = values[i:i + 3]
+                if row[0] or row[1] or row[2]:
+                    into = entry[1].setdefault(code.co_firstlineno + (i - 2) // 3, [0, 0, 0])
+                    for j in range(3):
+                        into[j] += row[j]
+        functions = []
+        for (path, name, first), (total, lines) in merged.items():
+            fn = {"file": path, "name": name, "first_line": first, "total_s": total * unit,
+                  "lines": [[ln, h, t * unit] for ln, (h, t, _w) in sorted(lines.items())
+                            if h or t]}
+            waits = [[ln, w * unit] for ln, (_h, _t, w) in sorted(lines.items()) if w]
+            if waits:
+                fn["wait"] = waits
+            functions.append(fn)
+        functions.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
+        return {"functions": functions}
 
     def get_stats(self):
         """line_profiler's LineStats of this profiler's functions (times in
@@ -160,9 +230,23 @@ class LineProfiler:
         profile_file.save(self.snapshot(), path)
 
     def __repr__(self):
-        state = "enabled" if collector.enabled else "disabled"
+        state = "enabled" if self.enabled else "disabled"
         n = collector.registered_count() if self._everything else len(self._keys)
         return f"<lprof.LineProfiler ({state}, {n} code objects)>"
+
+
+class _Counted:
+    """An instance's counts as assemble.profile takes a line collector's."""
+
+    def __init__(self, prof):
+        self._prof = prof
+
+    def snapshot(self):
+        out = self._prof._functions()
+        evicted = _lprof.tracer_waits()[1]  # the tracer's, as collector.snapshot says it
+        if evicted:
+            out["waits_evicted"] = evicted
+        return out
 
 
 _env_started = []

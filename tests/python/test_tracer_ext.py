@@ -460,3 +460,50 @@ def test_per_line_event_overhead(tracer, capsys):
     with capsys.disabled():
         print("\nlprof tracer: %.1f ns per line event (python %s)" % (per_event_ns, sys.version.split()[0]))
     assert per_event_ns < 400
+
+
+def counted(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+
+def test_counts_of_given_codes_and_their_differences(tracer):
+    """tracer_counts: one code's counts packed (tracer_clear calls so far,
+    total, then hits, ticks and wait per line from the def line), what
+    tracer_stats says of it; tracer_counts_add: sums + (now - base), a base
+    read before a tracer_clear counting as 0."""
+    traced(counted)
+    code = counted.__code__
+    tracer.tracer_enable()
+    counted(7)
+    tracer.tracer_disable()
+    (packed, unregistered) = tracer.tracer_counts([code, (lambda: 0).__code__])
+    assert unregistered == b""
+    values = memoryview(packed).cast("Q")
+    rows = {code.co_firstlineno + (i - 2) // 3: tuple(values[i:i + 2])
+            for i in range(2, len(values), 3) if values[i] or values[i + 1]}
+    [(total, lines)] = [(t, ls) for c, t, ls in tracer.tracer_stats() if c is code]
+    assert values[1] == total
+    assert rows == {ln: (h, t) for ln, h, t in lines}
+
+    def hits(counts):
+        return sorted(h for h in memoryview(counts[0]).cast("Q")[2::3] if h)
+
+    base = tracer.tracer_counts([code])
+    tracer.tracer_enable()
+    counted(3)
+    tracer.tracer_disable()
+    diff = tracer.tracer_counts_add((), tracer.tracer_counts([code]), base)
+    assert hits(diff) == [1, 1, 3, 4]  # t = 0, return; t += i; the for line
+    assert hits(tracer.tracer_counts_add(diff, diff, ())) == [2, 2, 6, 8]
+    tracer.tracer_clear()  # base was read before: all of what follows counts
+    tracer.tracer_enable()
+    counted(7)
+    tracer.tracer_disable()
+    assert hits(tracer.tracer_counts_add((), tracer.tracer_counts([code]), base)) == [1, 1, 7, 8]
+    with pytest.raises(TypeError):
+        tracer.tracer_counts([counted])
+    with pytest.raises(ValueError):
+        tracer.tracer_counts_add((b"123",), (), ())

@@ -1,6 +1,6 @@
 /* binding: the line tracer's Python API (tracer_add_code, tracer_enable,
- * tracer_disable, tracer_is_enabled, tracer_stats, tracer_clear). Events
- * come from tracer_monitoring.c (3.12+) or tracer_settrace.c (<3.12);
+ * tracer_disable, tracer_is_enabled, tracer_stats, tracer_counts, tracer_counts_add,
+ * tracer_clear). Events come from tracer_monitoring.c (3.12+) or tracer_settrace.c (<3.12);
  * the timing itself is tracer_core.c. */
 #include "collect/cpython/tracer.h"
 
@@ -13,6 +13,7 @@ LP_INTERNAL __thread lp_tc_thread *lp_pyt_tls __attribute__((tls_model("initial-
 
 static PyObject *codes_list; /* strong refs: records point at these objects */
 static int enabled;
+static uint64_t clears; /* tracer_clear calls: tracer_counts says which counts it read */
 static pthread_key_t thread_key;
 
 /* Thread exit: free the state (touches only its own memory, see core). */
@@ -194,6 +195,126 @@ fail:
     return NULL;
 }
 
+/* Per-code counts packed as native uint64: [tracer_clear calls so far,
+ * total_ticks, then hits, ticks, wait_ticks of each line from firstlineno]
+ * (b"" when not registered).
+ * The record is found again after the allocation (a finalizer run by the
+ * allocator may trace and grow the line array: then it is packed anew). */
+static PyObject *pack_counts(PyObject *code) {
+    for (;;) {
+        lp_tc_code *c = lp_tc_find(code);
+        if (c == NULL) return PyBytes_FromStringAndSize(NULL, 0);
+        uint32_t n = c->nlines;
+        PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 + 3 * (size_t)n) * 8);
+        if (b == NULL) return NULL;
+        c = lp_tc_find(code);
+        if (c == NULL || c->nlines != n) {
+            Py_DECREF(b);
+            continue;
+        }
+        char *out = PyBytes_AS_STRING(b);
+        memcpy(out, &clears, 8);
+        memcpy(out + 8, &c->total_ticks, 8);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t row[3] = {c->lines[i].hits, c->lines[i].ticks, c->lines[i].wait_ticks};
+            memcpy(out + 16 + 24 * (size_t)i, row, 24);
+        }
+        return b;
+    }
+}
+
+/* tracer_counts(codes) -> tuple of bytes: each code's counts now, packed
+ * (pack_counts), in the order given. A LineProfiler instance reads its own
+ * functions' counts at enable and disable with it: a call costs what those
+ * functions' lines do, however many other functions are traced. */
+static PyObject *py_tracer_counts(PyObject *self, PyObject *codes) {
+    (void)self;
+    PyObject *seq = PySequence_Fast(codes, "tracer_counts() expects a sequence of code objects");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL) goto fail;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *code = PySequence_Fast_GET_ITEM(seq, k);
+        if (!PyCode_Check(code)) {
+            PyErr_Format(PyExc_TypeError, "tracer_counts() expects code objects, got %.100s",
+                         Py_TYPE(code)->tp_name);
+            goto fail;
+        }
+        PyObject *b = pack_counts(code);
+        if (b == NULL) goto fail;
+        PyTuple_SET_ITEM(out, k, b);
+    }
+    Py_DECREF(seq);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* Item k of a tuple of bytes whose lengths are multiples of 8; empty when
+ * k is past its end. */
+static int packed_item(PyObject *tuple, Py_ssize_t k, const char **data, Py_ssize_t *n) {
+    *data = NULL;
+    *n = 0;
+    if (k >= PyTuple_GET_SIZE(tuple)) return 0;
+    PyObject *b = PyTuple_GET_ITEM(tuple, k);
+    if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "tracer_counts_add(): items must be tracer_counts() bytes");
+        return -1;
+    }
+    *data = PyBytes_AS_STRING(b);
+    *n = PyBytes_GET_SIZE(b) / 8;
+    return 0;
+}
+
+static uint64_t packed_at(const char *data, Py_ssize_t n, Py_ssize_t j) {
+    uint64_t v = 0;
+    if (j < n) memcpy(&v, data + 8 * j, 8);
+    return v;
+}
+
+/* tracer_counts_add(sums, now, base) -> sums + (now - base), item by item
+ * and value by value (tuples of tracer_counts() bytes; a missing item or
+ * value is 0). A base read before a tracer_clear that `now` was read after
+ * counts as 0: all of now is new. The result's first value is now's
+ * tracer_clear count. */
+static PyObject *py_tracer_counts_add(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *sums, *now, *base;
+    if (!PyArg_ParseTuple(args, "O!O!O!:tracer_counts_add", &PyTuple_Type, &sums, &PyTuple_Type,
+                          &now, &PyTuple_Type, &base))
+        return NULL;
+    Py_ssize_t items = PyTuple_GET_SIZE(now) > PyTuple_GET_SIZE(sums) ? PyTuple_GET_SIZE(now)
+                                                                       : PyTuple_GET_SIZE(sums);
+    PyObject *out = PyTuple_New(items);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < items; k++) {
+        const char *s, *a, *b;
+        Py_ssize_t ns, na, nb;
+        if (packed_item(sums, k, &s, &ns) < 0 || packed_item(now, k, &a, &na) < 0
+            || packed_item(base, k, &b, &nb) < 0)
+            goto fail;
+        if (nb && packed_at(b, nb, 0) != packed_at(a, na, 0)) nb = 0; /* cleared since */
+        Py_ssize_t n = na > ns ? na : ns;
+        PyObject *r = PyBytes_FromStringAndSize(NULL, n * 8);
+        if (r == NULL) goto fail;
+        char *dst = PyBytes_AS_STRING(r);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            uint64_t x = packed_at(a, na, j), y = packed_at(b, nb, j);
+            uint64_t v = j == 0 ? x : packed_at(s, ns, j) + (x >= y ? x - y : 0);
+            memcpy(dst + 8 * j, &v, 8);
+        }
+        PyTuple_SET_ITEM(out, k, r);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 /* tracer_waits() -> ([(code, lineno, wait_ticks)], evicted): the lines
  * that suspended (yield, await) with the time until their frame resumed,
  * and the suspensions whose wait could not be kept. */
@@ -223,6 +344,7 @@ static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
 static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_tc_clear();
+    clears++;
     Py_RETURN_NONE;
 }
 
@@ -244,6 +366,13 @@ static PyMethodDef tracer_methods[] = {
     {"tracer_is_enabled", py_tracer_is_enabled, METH_NOARGS, "Whether line tracing is on."},
     {"tracer_stats", py_tracer_stats, METH_NOARGS,
      "[(code, total_ticks, [(lineno, hits, ticks), ...]), ...] summed over threads."},
+    {"tracer_counts", py_tracer_counts, METH_O,
+     "tracer_counts(codes) -> tuple of bytes: each code's counts, native uint64 [tracer_clear "
+     "calls so far, total_ticks, then hits, ticks, wait_ticks per line from its first line]; "
+     "b'' if not registered."},
+    {"tracer_counts_add", py_tracer_counts_add, METH_VARARGS,
+     "tracer_counts_add(sums, now, base) -> sums + (now - base) of tracer_counts() tuples "
+     "(a base read before a tracer_clear counts as 0)."},
     {"tracer_clear", py_tracer_clear, METH_NOARGS, "Zero all counts (keeps registrations)."},
     {NULL, NULL, 0, NULL},
 };
