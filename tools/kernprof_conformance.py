@@ -101,6 +101,9 @@ def make_venv(inplace):
                capture_output=True, text=True).stdout.strip()
     pth = os.path.join(site, "lprof-checkout.pth")
     if inplace:
+        # an installed lprof would come first on sys.path, before the .pth's folder
+        subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "lprof"],
+                       capture_output=True)
         with open(pth, "w") as fh:
             fh.write(os.path.join(ROOT, "python") + "\n")
         lprof = os.path.join(venv, "bin", "lprof-inplace")

@@ -83,3 +83,16 @@ def line_of(path, marker):
         if text.rstrip().endswith("# " + marker):
             return i
     raise AssertionError(f"marker {marker} not in {path}")
+
+
+def without_kernprof_lines(stdout):
+    """A -l run's stdout less kernprof's lines lprof prints after it
+    ("Wrote profile results to ...", "Inspect results with:" and the command)."""
+    lines = stdout.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("Wrote profile results to "):
+            end = i + 1
+            if end < len(lines) and lines[end].startswith("Inspect results with:"):
+                end += 2
+            return "".join(lines[:i] + lines[end:])
+    return stdout

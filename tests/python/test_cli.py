@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import function_lines, lprof_env
+from conftest import function_lines, lprof_env, without_kernprof_lines
 
 PRINT_CONTEXT = """
     import os, sys
@@ -138,6 +138,7 @@ def test_script_classes_pickle_as_main(run_lprof, write_script):
         print(pickle.loads(data).x)
     """)
     result = run_lprof("-l", "pk.py")
+    result.stdout = without_kernprof_lines(result.stdout)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "3"
 
@@ -178,6 +179,7 @@ def test_module_mode(run_lprof, run_python, write_script, tmp_path):
     write_script("pkg/tool.py", PRINT_CONTEXT)
     plain = run_python("-m", "pkg.tool", "x")
     result = run_lprof("-l", "-m", "pkg.tool", "x")
+    result.stdout = without_kernprof_lines(result.stdout)
     assert result.returncode == 0, result.stderr
     assert result.stdout == plain.stdout
     assert (tmp_path / "pkg.tool.lprof").exists()
@@ -186,6 +188,7 @@ def test_module_mode(run_lprof, run_python, write_script, tmp_path):
 def test_setup_code_runs_first(run_lprof, write_script):
     write_script("st.py", "print(SETUP_VALUE)\n")
     result = run_lprof("-l", "-s", "SETUP_VALUE = 41 + 1", "st.py")
+    result.stdout = without_kernprof_lines(result.stdout)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "42"
 

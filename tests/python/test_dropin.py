@@ -4,6 +4,7 @@ before the program starts, line_profiler's files and API work."""
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -58,8 +59,23 @@ def test_dash_c_with_line_profiler(run_lprof, load_profile, tmp_path):
     r = run_lprof("-l", "-v", "-c", code)
     assert r.returncode == 0, r.stderr
     assert "1225" in r.stdout and "t += i" in r.stdout  # the listing shows the code's lines
-    lines = function_lines(load_profile(str(tmp_path / "lprof-command.lprof")), "f")
+    (written,) = tmp_path.glob("kernprof-command-*.lprof")  # kernprof's name
+    assert re.fullmatch(r"kernprof-command-[0-9a-f]{8}\.lprof", written.name)
+    assert f"Wrote profile results to '{written.name}'" in r.stdout
+    lines = function_lines(load_profile(str(written)), "f")
     assert lines[5][0] == 50
+
+
+def test_code_tracebacks_show_the_failing_line(run_lprof):
+    """-c and - tracebacks show the code's line (from linecache, where lprof
+    put the code), as kernprof's, which runs the code from a file."""
+    r = run_lprof("-l", "-c", "x = 1\n1 / 0\n")
+    assert r.returncode == 1
+    assert 'File "<string>", line 2, in <module>' in r.stderr and "1 / 0" in r.stderr, r.stderr
+    assert r.stderr.rstrip().endswith("ZeroDivisionError: division by zero")
+    r = run_lprof("-l", "-", input="print('before')\n1 / 0\n")
+    assert r.returncode == 1 and r.stdout.startswith("before")
+    assert 'File "<stdin>", line 2, in <module>' in r.stderr and "1 / 0" in r.stderr, r.stderr
 
 
 def test_folder_and_zipapp_run_through_main(run_lprof, run_python, tmp_path):
@@ -211,8 +227,16 @@ def test_kernprof_switches_and_counts(run_lprof, write_script, tmp_path):
                   "--prof-imports", "--no-preimports", "kp.py")
     assert r.returncode == 0, r.stderr
     assert "Line #" in r.stdout and "t += i" in r.stdout
-    r = run_lprof("-l", "-q", "-q", "kp.py")
+    r = run_lprof("-l", "-q", "kp.py")
     assert r.returncode == 0 and r.stdout == "44850\n" and r.stderr == ""
+    # kernprof's counted quiet: -qq silences the program's stdout, -qqq its stderr too
+    write_script("kp_err.py", "import sys\nprint('out')\nprint('err', file=sys.stderr)\n")
+    r = run_lprof("-l", "-q", "-q", "kp_err.py")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == "err\n", r
+    r = run_lprof("-l", "-qqq", "kp_err.py")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r
+    r = run_lprof("-l", "-qq", "-v", "kp_err.py")  # -1: only lprof's own lines go
+    assert r.stdout == "out\n" and r.stderr == "err\n", r
     r = run_lprof("-lv", "--skip-zero=no", "--summarize=1", "kp.py")
     assert r.returncode == 0 and "Line #" in r.stdout, r.stderr
     r = run_lprof("--line-by-line=perhaps", "kp.py")

@@ -2,6 +2,7 @@
 then save and print its profile on every exit path."""
 import atexit
 import builtins
+import contextlib
 import os
 import signal
 import sys
@@ -29,6 +30,17 @@ def default_outfile(target, line_by_line):
     never overwrite each other's profile of the same script."""
     name = os.path.basename(os.path.normpath(target)) or "lprof"
     return name + (".lprof" if line_by_line else ".sample.lprof")
+
+
+def _code_outfile(target, line_by_line):
+    """-c / - : under -l kernprof's names, kernprof-command-XXXXXXXX.lprof and
+    kernprof-stdin-XXXXXXXX.lprof (a fresh name each run, as kernprof's temp
+    file gives it); sampled: lprof-command.sample.lprof."""
+    if not line_by_line:
+        return default_outfile("lprof-command", False)
+    import secrets
+    what = "stdin" if target == "-" else "command"
+    return f"kernprof-{what}-{secrets.token_hex(4)}.lprof"
 
 
 def _inject_builtin_profile():
@@ -285,8 +297,8 @@ def main(args, raw_argv):
     if why:  # as python says it, and no profile of a program that never ran
         sys.stderr.write(why + "\n")
         return 1
-    default_name = "lprof-command" if kind == "code" else target
-    outfile = args.outfile or default_outfile(default_name, args.line_by_line)
+    outfile = args.outfile or (_code_outfile(target, args.line_by_line) if kind == "code"
+                               else default_outfile(target, args.line_by_line))
     from ..common.procinfo import profile_path
     outfile = profile_path(outfile, args.outdir)
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
@@ -324,8 +336,9 @@ def main(args, raw_argv):
 
     run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
                            checkpoints=not args.output_interval, quiet=args.quiet)
-    outcome = runner.run(target, args.args, kind=kind, code=code,
-                         setup=args.setup, on_start=on_start)
+    with _program_output_silenced(args.verbosity):
+        outcome = runner.run(target, args.args, kind=kind, code=code,
+                             setup=args.setup, on_start=on_start)
     # the program is over: what follows is lprof's, unsampled, with the headroom;
     # no code outside lprof's files may run before the pause (its stack would
     # begin at that code once lprof's frames are cut from it)
@@ -381,13 +394,51 @@ def _save_and_print(run, args, outfile, exit_code, how, listing=True):
         _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         written = False
     if written and not args.quiet:
-        why = f"the program was {how}; " if how and how.startswith("killed") else \
-            f"before {how}: " if how else ""
-        _say(f"lprof: {why}wrote profile to {outfile} (view it again: lprof view {outfile})\n")
+        if how is None and args.line_by_line:
+            _emit(_kernprof_wrote(args, outfile))
+        else:
+            why = f"the program was {how}; " if how and how.startswith("killed") else \
+                f"before {how}: " if how else ""
+            _say(f"lprof: {why}wrote profile to {outfile} (view it again: lprof view {outfile})\n")
     written = _write_stacks(args, prof) and written
     if listing:
         _print_outputs(args, prof)
     return written
+
+
+@contextlib.contextmanager
+def _program_output_silenced(verbosity):
+    """kernprof's -qq (verbosity -2) silences the program's sys.stdout, -qqq
+    its sys.stderr too; the user asked for it, as of kernprof."""
+    if verbosity > -2:
+        yield
+        return
+    saved = sys.stdout, sys.stderr
+    with open(os.devnull, "w") as sink:
+        sys.stdout = sink
+        if verbosity <= -3:
+            sys.stderr = sink
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
+def _kernprof_wrote(args, outfile):
+    """After a -l run, kernprof's own lines on stdout, where scripts that
+    drive kernprof read them; the command to look again is line_profiler's
+    where it is installed (it reads lprof -l files), else lprof's."""
+    text = f"Wrote profile results to {outfile!r}\n"
+    if not args.view:
+        import importlib.util
+        try:
+            has_line_profiler = importlib.util.find_spec("line_profiler") is not None
+        except (ImportError, ValueError):
+            has_line_profiler = False
+        again = (f"{sys.executable} -m line_profiler -rmt {outfile}" if has_line_profiler
+                 else f"lprof view {outfile}")
+        text += f"Inspect results with:\n{again}\n"
+    return text
 
 
 def _say(text):

@@ -191,6 +191,7 @@ def _parse(argv):
         args.code = ""
         args.code_from_stdin = True
     level = args.verbose - args.quiet
+    args.verbosity = level  # kernprof's arithmetic: -qq silences the program's stdout too
     args.view = level >= 1
     args.quiet = level < 0
     if args.module is None and args.script is None and args.code is None:

@@ -267,11 +267,32 @@ def print_exception(exc):
     while tb is not None and libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     exc.__traceback__ = tb  # the hook prints exc.__traceback__ on newer versions
+    if sys.excepthook is sys.__excepthook__ and _has_code_string_frames(tb):
+        # -c / - code: Python's own hook cannot show its lines (it reads
+        # files); the traceback module reads them from linecache, where the
+        # run command put the code, so the failing line shows as in a script
+        import traceback
+        traceback.print_exception(type(exc), exc, tb)
+        return _flush_stderr()
     try:
         sys.excepthook(type(exc), exc, tb)
     except Exception:
         import traceback  # only on this rare path: it costs start-up otherwise
         traceback.print_exception(type(exc), exc, tb)
+    _flush_stderr()
+
+
+def _has_code_string_frames(tb):
+    import linecache
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name in ("<string>", "<stdin>") and name in linecache.cache:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _flush_stderr():
     try:
         sys.stderr.flush()
     except Exception:
