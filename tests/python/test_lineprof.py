@@ -220,6 +220,28 @@ def test_prof_mod_package_covers_its_submodules(run_lprof, write_script, load_pr
         assert function_lines(prof, "two")[2][0] == 1, extra
 
 
+def test_prof_mod_module_takes_its_packages_imports(run_lprof, write_script, load_profile,
+                                                    tmp_path):
+    """-p pkg.mod times, as kernprof does, the functions pkg.mod imports from
+    its own package (`from pkg.util import helper`), not those from outside
+    it; an explicit --no-preimports narrows it to what pkg.mod defines, as
+    kernprof's does."""
+    write_script("pkg/__init__.py", "")
+    write_script("pkg/util.py", "def helper(x):\n    return x + 1\n")
+    write_script("pkg/mod.py", "from pkg.util import helper\nfrom outside import far\n\n"
+                               "def work(x):\n    return helper(x) + far(x)\n")
+    write_script("outside.py", "def far(x):\n    return -x\n")
+    write_script("main.py", "import pkg.mod\nprint(pkg.mod.work(1))\n")
+    for extra, helper_timed in (([], True), (["--preimports"], True),
+                                (["--no-preimports"], False)):
+        r = run_lprof("-l", *extra, "-p", "pkg.mod", "main.py")
+        assert r.returncode == 0, r.stderr
+        prof = load_profile(str(tmp_path / "main.py.lprof"))
+        names = {f["name"] for f in prof["functions"]}
+        assert "work" in names and "far" not in names, (extra, names)
+        assert ("helper" in names) == helper_timed, (extra, names)
+
+
 def test_prof_mod_names_the_module_run_with_m(run_lprof, write_script, load_profile, tmp_path):
     """-p M with -m M times the module being run as __main__."""
     write_script("runme.py", "def work(n):\n    return n * 2\n\n"

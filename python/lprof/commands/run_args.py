@@ -23,10 +23,10 @@ def _bool_word(text):
     return value
 
 
-def _switch(group, short, long, help):
+def _switch(group, short, long, help, default=False):
     """A kernprof-style switch: -x, --xx, --xx=yes|no (and the other boolean
     words), --no-xx."""
-    action = group.add_argument(long, nargs="?", const=True, default=False, type=_bool_word,
+    action = group.add_argument(long, nargs="?", const=True, default=default, type=_bool_word,
                                 metavar="yes|no", help=help + (f" (short: {short})" if short else ""))
     action.is_switch = True
     if short:
@@ -68,9 +68,12 @@ def parser():
                         "in it); repeat or separate with commas")
     _switch(g, None, "--prof-imports", "accepted for kernprof; lprof does not follow the "
                                        "imports of -p targets")
+    # None unless given: an explicit --no-preimports also narrows a module
+    # target to the functions defined in it, as kernprof's does
     _switch(g, None, "--preimports", "import -p modules before the program runs (kernprof's "
                                      "default); lprof's default registers them when the "
-                                     "program imports them, so the program runs unchanged")
+                                     "program imports them, so the program runs unchanged",
+            default=None)
     g.add_argument("-s", "--setup", metavar="CODE_OR_FILE",
                    help="code (or a file) to run before the program, not profiled")
     g.add_argument("-u", "--unit", type=float, default=None,

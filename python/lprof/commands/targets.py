@@ -91,6 +91,26 @@ def _still_importing(target, done=None):
     return False
 
 
+def add_target(obj, exact=False):
+    """Registers a target's code; returns how many code objects were added.
+    A module is added as kernprof adds one: the functions and classes in its
+    namespace defined in it, or in a module of its own package (kernprof's
+    "siblings" scope: `from .util import helper` is timed too; what it
+    imports from elsewhere is not). exact (kernprof's explicit
+    --no-preimports): only what is defined in it."""
+    count = profile.add(obj)
+    if exact or not isinstance(obj, types.ModuleType):
+        return count
+    name = obj.__name__
+    scope = name.rpartition(".")[0] or name
+    for value in list(vars(obj).values()):
+        home = getattr(value, "__module__", None)
+        if (isinstance(value, (types.FunctionType, type)) and isinstance(home, str)
+                and home != name and (home == scope or home.startswith(scope + "."))):
+            count += profile.add(value)
+    return count
+
+
 def _is_package(obj):
     return isinstance(obj, types.ModuleType) and hasattr(obj, "__path__")
 
@@ -101,8 +121,9 @@ class _NameTargets(importlib.abc.MetaPathFinder):
     from outside it yet). A package's target covers its submodules, as
     kernprof's does: each is registered when imported."""
 
-    def __init__(self, targets):
+    def __init__(self, targets, exact=False):
         self.pending = list(targets)
+        self.exact = exact  # add_target's exact
         self.packages = []  # names of target packages: their submodules are wanted too
         self._busy = False
 
@@ -117,12 +138,12 @@ class _NameTargets(importlib.abc.MetaPathFinder):
             self.packages.append(name)
         for modname, module in list(sys.modules.items()):
             if modname.startswith(name + ".") and isinstance(module, types.ModuleType):
-                profile.add(module)
+                add_target(module, self.exact)
 
     def submodule_loaded(self, module):
         name = getattr(module, "__name__", "")
         if any(name.startswith(p + ".") for p in self.packages):
-            profile.add(module)
+            add_target(module, self.exact)
 
     def find_spec(self, name, path=None, target=None):
         # a module loaded by another kind of loader (compiled, zipped, ...)
@@ -146,7 +167,7 @@ class _NameTargets(importlib.abc.MetaPathFinder):
                     continue  # the module runs its first lines (an import): not yet
                 obj = resolve_loaded(target)
                 if obj is not None:
-                    profile.add(obj)
+                    add_target(obj, self.exact)
                     self.pending.remove(target)
                     if _is_package(obj):
                         self.add_package(obj)
@@ -196,17 +217,20 @@ def _preimport_package(package):
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
                                       onerror=lambda _name: None):
         try:
-            count += profile.add(importlib.import_module(info.name))
+            count += add_target(importlib.import_module(info.name))
         except Exception:  # a submodule that cannot import on its own
             continue
     return count
 
 
-def register(targets, script_path, script_code, preimport=False, run_module=None):
+def register(targets, script_path, script_code, preimport=None, run_module=None):
     """Registers every -p target (named ones when their module is imported,
     or now with preimport); returns how many code objects were added now.
+    preimport None: not asked either way (lazy); False: --no-preimports
+    asked for (lazy, and a module is only what it defines, as kernprof).
     run_module: the module `-m` runs as __main__; a target naming it (or a
     package holding it) traces the code it runs."""
+    exact = preimport is False
     files, names = [], []
     count = 0
     for target in split_targets(targets):
@@ -227,7 +251,7 @@ def register(targets, script_path, script_code, preimport=False, run_module=None
             files.append(target)
         elif preimport:
             obj = _resolve_name(target)
-            count += profile.add(obj)
+            count += add_target(obj)
             if _is_package(obj):
                 count += _preimport_package(obj)
                 names.append(target)  # and its submodules imported later
@@ -236,7 +260,7 @@ def register(targets, script_path, script_code, preimport=False, run_module=None
             _check_importable(target)  # only finds the top-level package: imports nothing
             obj = resolve_loaded(target)
             if obj is not None and not _still_importing(target):
-                count += profile.add(obj)
+                count += add_target(obj, exact)
                 if _is_package(obj):
                     names.append(target)  # its submodules, as they are imported
             else:
@@ -244,7 +268,7 @@ def register(targets, script_path, script_code, preimport=False, run_module=None
     if files:
         sys.meta_path.insert(0, _FileTracingFinder(files))
     if names:
-        _waiting.append(_NameTargets(names))
+        _waiting.append(_NameTargets(names, exact))
         sys.meta_path.insert(0, _waiting[-1])
     return count
 
