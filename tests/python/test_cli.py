@@ -108,7 +108,6 @@ def test_os_exit_keeps_status(run_lprof, write_script):
     (["--memory-sample-bytes", "0", "ok.py"], "must be at least 1", 2),
     (["-l", "-i", "-1", "ok.py"], "must not be negative", 2),
     (["--signal", "99999", "ok.py"], "does not exist", 2),
-    (["-l", "-p", "no_such_module_xyz", "ok.py"], "no module named", 2),
 ])
 def test_bad_input_one_line_error(run_lprof, tmp_path, args, message, status):
     (tmp_path / "garbage.lprof").write_text("this is not a profile\n" * 20)
@@ -117,6 +116,29 @@ def test_bad_input_one_line_error(run_lprof, tmp_path, args, message, status):
     assert result.returncode == status
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_p_naming_nothing_warns_and_runs(run_lprof, write_script):
+    """A -p naming no module or file is warned about in one line and the
+    program runs, as with kernprof (it used to stop lprof with exit 2)."""
+    write_script("ok.py", "print('ran')\n")
+    r = run_lprof("-l", "-p", "no_such_module_xyz,./nope.py", "ok.py")
+    assert r.returncode == 0 and without_kernprof_lines(r.stdout) == "ran\n", r
+    warning = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert warning == ["lprof: warning: 2 -p targets name no file or module: "
+                       "['./nope.py', 'no_such_module_xyz']"], r.stderr
+
+
+def test_preimport_of_a_module_that_raises(run_lprof, write_script):
+    """--preimports of a -p module whose code raises: its traceback as Python
+    prints it, one line of lprof's, exit 1, the program not run."""
+    write_script("boom.py", "raise RuntimeError('boom at import')\n")
+    write_script("ok.py", "print('ran')\n")
+    r = run_lprof("-l", "--preimports", "-p", "boom", "ok.py")
+    assert r.returncode == 1 and "ran" not in r.stdout
+    assert "RuntimeError: boom at import" in r.stderr and 'boom.py", line 1' in r.stderr
+    assert "lprof: -p boom: importing it failed" in r.stderr
+    assert "lprof/" not in r.stderr.replace("lprof: -p", "")  # no frame of lprof's
 
 
 def test_syntax_error_reported_like_python(run_lprof, run_python, write_script):

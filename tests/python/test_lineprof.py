@@ -218,6 +218,14 @@ def test_prof_mod_package_covers_its_submodules(run_lprof, write_script, load_pr
         prof = load_profile(str(tmp_path / "main.py.lprof"))
         assert function_lines(prof, "one")[2][0] == 1, extra
         assert function_lines(prof, "two")[2][0] == 1, extra
+    # pkg.__init__ names the package's own module, not its submodules (kernprof's rule)
+    write_script("pkg/__init__.py", "from . import early\n\ndef own():\n    return 0\n")
+    write_script("main.py", "import pkg\nimport pkg.sub.late\n"
+                            "print(pkg.own() + pkg.early.one() + pkg.sub.late.two())\n")
+    r = run_lprof("-l", "-p", "pkg.__init__", "main.py")
+    assert r.returncode == 0, r.stderr
+    names = {f["name"] for f in load_profile(str(tmp_path / "main.py.lprof"))["functions"]}
+    assert names == {"own"}, names
 
 
 def test_prof_mod_module_takes_its_packages_imports(run_lprof, write_script, load_profile,

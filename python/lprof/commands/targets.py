@@ -63,8 +63,14 @@ def _resolve_name(target):
     for i in range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError as exc:
+            if exc.name and not ".".join(parts[:i]).startswith(exc.name):
+                raise _failed_import(target, exc) from None  # it imports a missing module
+            continue
         except ImportError:
             continue
+        except Exception as exc:  # the module's own code failed: as python shows it
+            raise _failed_import(target, exc) from None
         rest = parts[i:] + (attr.split(".") if attr else [])
         for name in rest:
             try:
@@ -73,6 +79,15 @@ def _resolve_name(target):
                 raise LprofError(f"-p {target}: '{name}' not found", 2) from None
         return obj
     raise LprofError(f"-p {target}: no module named '{parts[0]}'", 2)
+
+
+def _failed_import(target, exc):
+    """--preimports: the target's module raised while imported: its traceback
+    as Python prints it, then one line; the program does not run."""
+    from ..process import runner
+    runner.print_exception(exc)
+    return LprofError(f"-p {target}: importing it failed (see above); "
+                      f"without --preimports it is imported when the program imports it", 1)
 
 
 def _still_importing(target, done=None):
@@ -121,9 +136,10 @@ class _NameTargets(importlib.abc.MetaPathFinder):
     from outside it yet). A package's target covers its submodules, as
     kernprof's does: each is registered when imported."""
 
-    def __init__(self, targets, exact=False):
+    def __init__(self, targets, exact=False, whole_only=()):
         self.pending = list(targets)
         self.exact = exact  # add_target's exact
+        self.whole_only = set(whole_only)  # packages named as pkg.__init__: not their submodules
         self.packages = []  # names of target packages: their submodules are wanted too
         self._busy = False
 
@@ -169,7 +185,7 @@ class _NameTargets(importlib.abc.MetaPathFinder):
                 if obj is not None:
                     add_target(obj, self.exact)
                     self.pending.remove(target)
-                    if _is_package(obj):
+                    if _is_package(obj) and target not in self.whole_only:
                         self.add_package(obj)
         finally:
             self._busy = False
@@ -186,15 +202,14 @@ class _RegisteringLoader(importlib.machinery.SourceFileLoader):
         self._targets.submodule_loaded(module)
 
 
-def _check_importable(target):
+def _importable(target):
+    """Whether the target's top-level module can be found; imports nothing."""
     import importlib.util
     top = target.partition(":")[0].split(".")[0]
     try:
-        found = top in sys.modules or importlib.util.find_spec(top) is not None
+        return top in sys.modules or importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise LprofError(f"-p {target}: no module named '{top}'", 2)
+        return False
 
 
 def _main_file_of(module_name):
@@ -229,12 +244,18 @@ def register(targets, script_path, script_code, preimport=None, run_module=None)
     preimport None: not asked either way (lazy); False: --no-preimports
     asked for (lazy, and a module is only what it defines, as kernprof).
     run_module: the module `-m` runs as __main__; a target naming it (or a
-    package holding it) traces the code it runs."""
+    package holding it) traces the code it runs. A target naming no file
+    or module is warned about and the program runs, as with kernprof;
+    `pkg.__init__` names the package's own module, without its submodules."""
     exact = preimport is False
-    files, names = [], []
+    files, names, whole_only, invalid = [], [], set(), []
     count = 0
     for target in split_targets(targets):
-        if run_module and (run_module == target or run_module.startswith(target + ".")):
+        if target.endswith(".__init__") and not target.endswith(".py"):
+            target = target[:-len(".__init__")]
+            whole_only.add(target)
+        if run_module and (run_module == target or (run_module.startswith(target + ".")
+                                                    and target not in whole_only)):
             main_file = _main_file_of(run_module)
             if main_file:
                 files.append(main_file)
@@ -246,30 +267,36 @@ def register(targets, script_path, script_code, preimport=None, run_module=None)
             collector.add_code_tree(script_code)
             count += collector.registered_count() - before
         elif target.endswith(".py") or os.sep in target:
-            if not os.path.isfile(target):
-                raise LprofError(f"-p {target}: no such file", 2)
-            files.append(target)
+            if os.path.isfile(target):
+                files.append(target)
+            else:
+                invalid.append(target)
+        elif not _importable(target):
+            invalid.append(target)
         elif preimport:
             obj = _resolve_name(target)
             count += add_target(obj)
-            if _is_package(obj):
+            if _is_package(obj) and target not in whole_only:
                 count += _preimport_package(obj)
                 names.append(target)  # and its submodules imported later
-                continue
         else:
-            _check_importable(target)  # only finds the top-level package: imports nothing
             obj = resolve_loaded(target)
             if obj is not None and not _still_importing(target):
                 count += add_target(obj, exact)
-                if _is_package(obj):
+                if _is_package(obj) and target not in whole_only:
                     names.append(target)  # its submodules, as they are imported
             else:
                 names.append(target)
-    if files:
-        sys.meta_path.insert(0, _FileTracingFinder(files))
+    if invalid:
+        invalid = sorted(set(invalid))
+        sys.stderr.write(f"lprof: warning: {len(invalid)} -p target{'s' if len(invalid) > 1 else ''}"
+                         f" name{'' if len(invalid) > 1 else 's'} no file or module: "
+                         f"{invalid!r}\n")
     if names:
-        _waiting.append(_NameTargets(names, exact))
+        _waiting.append(_NameTargets(names, exact, whole_only))
         sys.meta_path.insert(0, _waiting[-1])
+    if files:  # asked first: a file traced whole needs its own loader, also in a target package
+        sys.meta_path.insert(0, _FileTracingFinder(files))
     return count
 
 
