@@ -253,6 +253,53 @@ def test_bare_output_interval_means_every_second(run_lprof, write_script, tmp_pa
     assert r.returncode == 0, r.stderr
 
 
+def test_line_profiler_config_lookup(run_lprof, write_script, tmp_path, load_profile):
+    """As kernprof finds its config: $LINE_PROFILER_RC names the file (when
+    no --config does); a folder's line_profiler.toml comes before its
+    pyproject.toml; the command line's first -p replaces the file's
+    prof-mod list (`-p ''` clears it); its preimports and prof-imports keys
+    count."""
+    write_script("lib.py", "def helper():\n    return 1\n")
+    write_script("app.py", "import lib\n\ndef main():\n    return lib.helper()\n\nmain()\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.line_profiler.kernprof]\nunit = 1e-3\n")
+    (tmp_path / "line_profiler.toml").write_text(
+        "[tool.line_profiler.kernprof]\nline-by-line = true\nprof-mod = ['app.py']\n"
+        "prof-imports = true\n")
+    r = run_lprof("app.py")  # line_profiler.toml, not pyproject.toml
+    assert r.returncode == 0, r.stderr
+    names = {f["name"] for f in load_profile(str(tmp_path / "app.py.lprof"))["functions"]}
+    assert names == {"main", "helper"}, names  # app.py's functions and, by prof-imports, lib's
+    r = run_lprof("-p", "lib", "app.py")  # replaces the file's list
+    names = {f["name"] for f in load_profile(str(tmp_path / "app.py.lprof"))["functions"]}
+    assert names == {"helper"}, names
+    r = run_lprof("-p", "", "app.py")  # clears it
+    assert load_profile(str(tmp_path / "app.py.lprof"))["functions"] == []
+    rc = tmp_path / "elsewhere.toml"
+    rc.write_text("[tool.line_profiler.kernprof]\nline-by-line = true\nunit = 1e-9\nverbose = 1\n")
+    r = run_lprof("app.py", env={"LINE_PROFILER_RC": str(rc)})
+    assert r.returncode == 0 and "Timer unit: 1e-09 s" in r.stdout, r
+
+
+def test_prof_imports_times_what_the_script_imports(run_lprof, write_script, tmp_path,
+                                                    load_profile):
+    """--prof-imports with the script as a -p target: what it imports is
+    timed too (a module's functions, a name from a module), as kernprof."""
+    write_script("lib.py", "def helper():\n    return 1\n\ndef unused():\n    return 2\n")
+    write_script("other.py", "def picked():\n    return 3\n\ndef left():\n    return 4\n")
+    write_script("app.py", "import lib\nfrom other import picked\n\n"
+                           "def main():\n    return lib.helper() + picked()\n\nprint(main())\n")
+    r = run_lprof("-l", "-p", "app.py", "--prof-imports", "app.py")
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "app.py.lprof"))
+    hit = {f["name"] for f in prof["functions"] if any(h for _l, h, _t in f["lines"])}
+    listed = {f["name"] for f in prof["functions"]}
+    assert hit == {"main", "helper", "picked"}, hit
+    assert "unused" in listed and "left" not in listed, listed  # lib whole, other's one name
+    r = run_lprof("-l", "-p", "app.py", "app.py")
+    listed = {f["name"] for f in load_profile(str(tmp_path / "app.py.lprof"))["functions"]}
+    assert listed == {"main"}, listed
+
+
 def test_pyproject_tables(run_lprof, write_script, tmp_path):
     write_script("kp.py", KP_SCRIPT)
     (tmp_path / "pyproject.toml").write_text(

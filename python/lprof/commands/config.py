@@ -6,9 +6,10 @@ Two tables, the nearer to the command line winning:
   [tool.line_profiler.kernprof]   kernprof's table (line-by-line, builtin,
                                   skip-zero, summarize, unit, outfile, setup,
                                   output-interval, prof-mod, verbose, ...)
-Command-line options override both. The file is the nearest pyproject.toml
-from the current folder up, or the one named by --config; --no-config skips
-it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
+Command-line options override both. The file is the one named by --config,
+else by $LINE_PROFILER_RC (line_profiler's variable), else the nearest
+line_profiler.toml or pyproject.toml from the current folder up; --no-config
+skips it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
 import argparse
 import os
 
@@ -17,15 +18,18 @@ from ..common.errors import LprofError
 KERNPROF_TABLE = ("tool", "line_profiler", "kernprof")
 LPROF_TABLE = ("tool", "lprof")
 # kernprof's keys that mean nothing to lprof (accepted, ignored)
-KERNPROF_IGNORED = {"rich", "preimports", "prof-imports"}
+KERNPROF_IGNORED = {"rich"}
 
 
 def find_pyproject(start=None):
+    """The nearest line_profiler.toml or pyproject.toml (that order in a
+    folder, as line_profiler looks) from the current folder up."""
     folder = os.path.abspath(start or os.getcwd())
     while True:
-        path = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(path):
-            return path
+        for name in ("line_profiler.toml", "pyproject.toml"):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                return path
         parent = os.path.dirname(folder)
         if parent == folder:
             return None

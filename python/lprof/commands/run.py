@@ -323,7 +323,7 @@ def main(args, raw_argv):
         if args.prof_mod:
             from . import targets
             targets.register(args.prof_mod, args.script, code, preimport=args.preimports,
-                             run_module=args.module)
+                             run_module=args.module, prof_imports=args.prof_imports)
         try:
             run.start()
         except (ValueError, RuntimeError, OSError) as exc:  # e.g. an unusable --signal

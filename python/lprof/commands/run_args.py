@@ -23,6 +23,17 @@ def _bool_word(text):
     return value
 
 
+class _AppendOverConfig(argparse._AppendAction):
+    """-p appends, but the command line's first -p replaces the config
+    file's list, as kernprof's does (`-p ''` clears it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not getattr(namespace, "_prof_mod_from_command_line", False):
+            setattr(namespace, self.dest, [])
+            namespace._prof_mod_from_command_line = True
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _switch(group, short, long, help, default=False):
     """A kernprof-style switch: -x, --xx, --xx=yes|no (and the other boolean
     words), --no-xx."""
@@ -62,12 +73,12 @@ def parser():
     _switch(g, "-l", "--line-by-line",
             "trace @profile functions line by line (puts `profile` into builtins)")
     _switch(g, "-b", "--builtin", "put `profile` into builtins (implied by -l)")
-    g.add_argument("-p", "--prof-mod", action="append", default=[], metavar="TARGET",
+    g.add_argument("-p", "--prof-mod", action=_AppendOverConfig, default=[], metavar="TARGET",
                    help="profile without decorators: a module, function (pkg.mod.func or "
                         "pkg.mod:Class.method), or a path (the script itself: every function "
                         "in it); repeat or separate with commas")
-    _switch(g, None, "--prof-imports", "accepted for kernprof; lprof does not follow the "
-                                       "imports of -p targets")
+    _switch(g, None, "--prof-imports", "when the script (or -m module) is a -p target, also "
+                                       "profile what it imports, as kernprof does")
     # None unless given: an explicit --no-preimports also narrows a module
     # target to the functions defined in it, as kernprof's does
     _switch(g, None, "--preimports", "import -p modules before the program runs (kernprof's "
@@ -174,8 +185,9 @@ def _parse(argv):
     pre.add_argument("--no-config", action="store_true")
     early, _ = pre.parse_known_args(own)
     if not early.no_config:
-        path = early.config or config.find_pyproject()
-        values, warning = config.defaults(p, path, explicit=bool(early.config))
+        named = early.config or os.environ.get("LINE_PROFILER_RC") or None
+        path = named or config.find_pyproject()
+        values, warning = config.defaults(p, path, explicit=bool(named))
         from ..process.preload import MARKER  # set in the process --memory re-executes
         if warning and not os.environ.get(MARKER):  # say it once, not again after the re-exec
             sys.stderr.write(f"lprof: {warning}\n")

@@ -238,7 +238,45 @@ def _preimport_package(package):
     return count
 
 
-def register(targets, script_path, script_code, preimport=None, run_module=None):
+def imported_names(path, package=""):
+    """What a module's source imports at module level (in if/try/with blocks
+    too, not inside functions or classes), as -p targets: `import a.b` ->
+    "a.b", `from x import y` -> "x.y", relative imports resolved in
+    `package`. kernprof's --prof-imports times these."""
+    import ast
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, ast.Import):
+                out.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".") if package else []
+                    if node.level - 1 > len(parts) or not package:
+                        continue  # beyond the top: Python refuses it too
+                    parent = ".".join(parts[:len(parts) - (node.level - 1)])
+                    base = f"{parent}.{base}" if base else parent
+                out.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
+                if any(alias.name == "*" for alias in node.names):
+                    out.append(base)
+            elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        visit(inner)
+    visit(tree.body)
+    return out
+
+
+def register(targets, script_path, script_code, preimport=None, run_module=None,
+             prof_imports=False):
     """Registers every -p target (named ones when their module is imported,
     or now with preimport); returns how many code objects were added now.
     preimport None: not asked either way (lazy); False: --no-preimports
@@ -250,7 +288,18 @@ def register(targets, script_path, script_code, preimport=None, run_module=None)
     exact = preimport is False
     files, names, whole_only, invalid = [], [], set(), []
     count = 0
-    for target in split_targets(targets):
+    wanted = split_targets(targets)
+    if prof_imports:  # the script's or the run module's imports, when it is a target
+        for target in list(wanted):
+            if script_path and (_same_file(target, script_path) or target == script_path):
+                wanted += imported_names(script_path)
+            elif run_module and run_module == target:
+                main_file = _main_file_of(run_module)
+                if main_file:
+                    package = run_module if main_file.endswith("__main__.py") \
+                        else run_module.rpartition(".")[0]
+                    wanted += imported_names(main_file, package)
+    for target in wanted:
         if target.endswith(".__init__") and not target.endswith(".py"):
             target = target[:-len(".__init__")]
             whole_only.add(target)
