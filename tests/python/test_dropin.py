@@ -66,6 +66,23 @@ def test_dash_c_with_line_profiler(run_lprof, load_profile, tmp_path):
     assert lines[5][0] == 50
 
 
+def test_dash_c_and_stdin_code_functions_are_timed(run_lprof, load_profile, tmp_path):
+    """-l -c / -l -: the code's own functions are timed without @profile, as
+    kernprof times them; the part of the file line_profiler reads leaves
+    them out (no file it could show their lines from), lprof's part keeps
+    them."""
+    from lprof.model import kernprof_file, profile_file
+    code = "def f(n):\n    return n + 1\n\nprint(f(1), f(2))\n"
+    for how in (["-c", code], ["-"]):
+        r = run_lprof("-l", "-q", "-o", "code.lprof", *how, input=code if how == ["-"] else None)
+        assert r.returncode == 0 and r.stdout.startswith("2 3"), r
+        assert function_lines(load_profile(str(tmp_path / "code.lprof")), "f")[2][0] == 2
+        data = (tmp_path / "code.lprof").read_bytes()
+        end = kernprof_file.pickle_end(data)
+        assert end and data[end:].startswith(profile_file.MAGIC)
+        assert b"<string>" not in data[:end] and b"<stdin>" not in data[:end]
+
+
 def test_code_tracebacks_show_the_failing_line(run_lprof):
     """-c and - tracebacks show the code's line (from linecache, where lprof
     put the code), as kernprof's, which runs the code from a file."""

@@ -320,6 +320,11 @@ def main(args, raw_argv):
 
     def on_start():
         _say_started(args, modes)
+        if kind == "code" and args.line_by_line:
+            # -l -c / -l -: the code's own functions are timed, as kernprof
+            # times them (it makes the code a -p target)
+            from ..collect.linetrace import collector
+            collector.add_code_tree(code)
         if args.prof_mod:
             from . import targets
             targets.register(args.prof_mod, args.script, code, preimport=args.preimports,

@@ -97,6 +97,8 @@ def encode(profile):
     opcode by opcode: lprof never imports line_profiler."""
     timings = {}
     for fn in profile.get("functions", []):
+        if fn["file"].startswith("<") and fn["file"].endswith(">"):
+            continue  # -c / - code: no file line_profiler could show (kernprof leaves it out too)
         key = (fn["file"], int(fn["first_line"]), fn["name"])
         rows = timings.setdefault(key, [])
         rows.extend((int(ln), int(hits), int(round(t / WRITE_UNIT_S)))
