@@ -88,9 +88,11 @@ test: deps build ctest tsan pytest reliability-quick matrix asan sdist-check ker
 	@echo "all test tiers passed"
 
 # line_profiler 5.1.0's own kernprof tests with lprof in kernprof's place
-# (a venv under build/; pip fetches line_profiler's sdist and wheel)
+# (a venv under build/; pip fetches line_profiler's sdist and wheel), with
+# line_profiler's reader and with lprof view as `python -m line_profiler`
 kernprof-conformance: build
-	$(PYTHON) tools/kernprof_conformance.py
+	$(PYTHON) tools/kernprof_conformance.py --reader line_profiler
+	$(PYTHON) tools/kernprof_conformance.py --reader lprof --installed
 
 # In make test: a handful of the corpus, a bounded fuzz run (seconds).
 reliability-quick: build

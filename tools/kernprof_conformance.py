@@ -5,8 +5,9 @@ with line_profiler 5.1.0, pytest and ubelt, installs lprof from this
 checkout into it, and puts lprof where kernprof was:
 - `kernprof` on PATH runs `lprof "$@"`;
 - the `kernprof` module is lprof.kernprof (`main(args)`, `python -m kernprof`).
-`python -m line_profiler FILES` stays line_profiler's own: it reads the
-files lprof writes, as a kernprof user's habit expects.
+`python -m line_profiler FILES` stays line_profiler's own (it reads the
+files lprof writes, as a kernprof user's habit expects), or, with --reader
+lprof, runs `lprof view FILES` instead.
 
 Each stand-in notes the test that started it ($PYTEST_CURRENT_TEST), so the
 count is of the tests that really start kernprof, found by running them, not
@@ -14,9 +15,13 @@ by a list. A test in tests/kernprof_differences.txt is a deliberate difference
 (its reason is there and in docs/usage.md); any other failing test that
 starts kernprof fails this run.
 
-usage: kernprof_conformance.py [--inplace] [-k EXPR]
-  --inplace  use this checkout's built package (a .pth file) instead of
-             installing it: for quick runs while working on lprof"""
+usage: kernprof_conformance.py [--inplace | --installed] [--reader R] [-k EXPR]
+  --inplace    use this checkout's built package (a .pth file) instead of
+               installing it: for quick runs while working on lprof
+  --installed  use the lprof a run before installed in the venv
+  --reader     line_profiler (default): line_profiler's own `python -m
+               line_profiler` reads lprof's files; lprof: `lprof view` in
+               its place (line_profiler's CLI flags, several files, config)"""
 import argparse
 import glob
 import os
@@ -90,7 +95,7 @@ def fetch_tests():
     return os.path.join(src, "tests")
 
 
-def make_venv(inplace):
+def make_venv(inplace, reinstall=True):
     venv = os.path.join(WORK, "venv")
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
@@ -113,9 +118,10 @@ def make_venv(inplace):
     else:
         if os.path.exists(pth):
             os.remove(pth)
-        run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             "--force-reinstall", "--no-deps", ROOT])
         lprof = os.path.join(venv, "bin", "lprof")
+        if reinstall or not os.path.exists(lprof):
+            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                 "--force-reinstall", "--no-deps", ROOT])
     # line_profiler's own kernprof, kept to find the tests that start it
     for path in (os.path.join(site, "kernprof.py"), os.path.join(venv, "bin", "kernprof")):
         if not os.path.exists(path + ".reference"):
@@ -139,6 +145,31 @@ def main(*args, **kwargs):
     _kc_note()
     return _kc_main(*args, **kwargs)
 """
+
+
+VIEWER_MODULE = '''\
+"""lprof view in `python -m line_profiler`'s place (tools/kernprof_conformance.py)."""
+import sys
+
+from lprof.cli import main
+
+if __name__ == "__main__":
+    status = main(["view", *sys.argv[1:]])
+    if status:  # line_profiler's main() returns on success (the tests run it in-process)
+        sys.exit(status)
+'''
+
+
+def place_reader(site, reader):
+    """`python -m line_profiler` is line_profiler's own reader, or lprof view."""
+    main = os.path.join(site, "line_profiler", "__main__.py")
+    if not os.path.exists(main + ".reference"):
+        shutil.copy(main, main + ".reference")
+    if reader == "lprof":
+        with open(main, "w") as fh:
+            fh.write(VIEWER_MODULE)
+    else:
+        shutil.copy(main + ".reference", main)
 
 
 def place(venv, site, lprof):
@@ -204,19 +235,24 @@ def run_suite(venv, tests, k=None):
     return results(junit), started
 
 
-def read_differences():
-    """{test id: "difference: why" or "todo: why"} (test ids hold spaces: a tab ends them)."""
+def read_differences(reader):
+    """{test id: "difference: why" or "todo: why"} for this reader (test ids
+    hold spaces: a tab ends them). A kind written `difference@lprof` holds
+    only where `python -m line_profiler` is lprof view."""
     out = {}
     with open(DIFFERENCES) as fh:
         for line in fh:
             line = line.rstrip("\n")
             if line.strip() and not line.startswith("#"):
                 test, _, reason = line.partition("\t")
-                kind = reason.partition(":")[0].strip()
-                if kind not in ("difference", "todo"):
+                kind, _, why = reason.partition(":")
+                kind, _, only = kind.strip().partition("@")
+                if kind not in ("difference", "todo") or only not in ("", "lprof",
+                                                                      "line_profiler"):
                     sys.exit(f"kernprof-conformance: {DIFFERENCES}: '{line}' is neither "
                              f"a difference nor a todo")
-                out[test] = reason.strip()
+                if only in ("", reader):
+                    out[test] = f"{kind}: {why.strip()}"
     return out
 
 
@@ -237,15 +273,22 @@ def results(junit):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inplace", action="store_true")
+    ap.add_argument("--installed", action="store_true",
+                    help="use the lprof the venv holds (a run before installed it)")
     ap.add_argument("-k", default=None)
+    ap.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--reader", choices=["line_profiler", "lprof"], default="line_profiler",
+                    help="what `python -m line_profiler FILES` runs: line_profiler's own "
+                         "reader of lprof's files (default), or `lprof view FILES`")
     opts = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
     tests = fetch_tests()
-    venv, lprof, site = make_venv(opts.inplace)
+    venv, lprof, site = make_venv(opts.inplace, reinstall=not opts.installed)
     # which tests start kernprof: those that start line_profiler's own
     reference_file = os.path.join(WORK, "reference-started.txt")
     if not os.path.exists(reference_file):
         place(venv, site, None)
+        place_reader(site, "line_profiler")
         ref_outcome, ref_started = run_suite(venv, tests)
         broken = sorted(t for t, ok in ref_outcome.items() if ok is False)
         if broken:
@@ -256,14 +299,22 @@ def main():
     with open(reference_file) as fh:
         driving_ids = set(fh.read().splitlines())
     place(venv, site, lprof)
-    outcome, started = run_suite(venv, tests, opts.k)
+    place_reader(site, opts.reader)
+    try:
+        outcome, started = run_suite(venv, tests, opts.k)
+    finally:
+        if not opts.keep:
+            place_reader(site, "line_profiler")
     driving = {t: ok for t, ok in outcome.items() if t in driving_ids}
     passed = sorted(t for t, ok in driving.items() if ok)
     failed = sorted(t for t, ok in driving.items() if ok is False)
-    differences = read_differences()
+    differences = read_differences(opts.reader)
     unexpected = [t for t in failed if t not in differences]
+    reader = ("line_profiler's own" if opts.reader == "line_profiler"
+              else "lprof view")
     print(f"\nkernprof-conformance: {len(passed)} of {len(driving)} tests that start kernprof "
-          f"pass with lprof in its place ({len(outcome)} tests run in all; "
+          f"pass with lprof in its place, {reader} as `python -m line_profiler` "
+          f"({len(outcome)} tests run in all; "
           f"{len(driving_ids - set(outcome))} of the kernprof tests not run)")
     kinds = [differences.get(t, "").partition(":")[0] for t in failed]
     print(f"  failing: {kinds.count('difference')} deliberate differences, "

@@ -28,7 +28,8 @@ def main(argv=None):
             import importlib
             command = importlib.import_module(f"{__package__}.commands.{argv.pop(0)}")
             # argparse prints usage and exits 2 on bad input: the one-line-error contract
-            return command.main(command.parser().parse_args(argv))
+            parse = getattr(command, "parse", None) or command.parser().parse_args
+            return command.main(parse(argv))
         from .commands import run_args
         args = run_args.parse(argv)
         if args.memory:

@@ -16,6 +16,10 @@ import os
 from ..common.errors import LprofError
 
 KERNPROF_TABLE = ("tool", "line_profiler", "kernprof")
+VIEWER_TABLE = ("tool", "line_profiler", "cli")  # `python -m line_profiler`'s: lprof view's
+# the -l listing's column widths, as line_profiler's show table sets them
+WIDTHS_TABLE = ("tool", "line_profiler", "show", "column_widths")
+WIDTH_KEYS = ("line", "hits", "time", "perhit", "percent")
 LPROF_TABLE = ("tool", "lprof")
 # kernprof's keys that mean nothing to lprof (accepted, ignored)
 KERNPROF_IGNORED = {"rich"}
@@ -76,7 +80,62 @@ def read(path, explicit):
         doc = loader.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise LprofError(f"{path}: not valid TOML ({exc})", 2) from None
-    return {"kernprof": _table(doc, KERNPROF_TABLE), "lprof": _table(doc, LPROF_TABLE)}, None
+    return {"kernprof": _table(doc, KERNPROF_TABLE), "lprof": _table(doc, LPROF_TABLE),
+            "viewer": _table(doc, VIEWER_TABLE), "widths": _table(doc, WIDTHS_TABLE)}, None
+
+
+def config_path(named, no_config):
+    """The config file to read: --config's, else $LINE_PROFILER_RC's, else the
+    nearest one found; (path, explicit)."""
+    if no_config:
+        return None, False
+    named = named or os.environ.get("LINE_PROFILER_RC") or None
+    return (named or find_pyproject()), bool(named)
+
+
+def column_widths(path, explicit):
+    """{column: width} of [tool.line_profiler.show.column_widths] (line, hits,
+    time, perhit, percent), for the -l listing; {} when unset."""
+    if path is None:
+        return {}
+    tables, _warning = read(path, explicit)
+    out = {}
+    where = f"{path} [{'.'.join(WIDTHS_TABLE)}]"
+    for key, value in (tables.get("widths") or {}).items():
+        if key not in WIDTH_KEYS:
+            raise LprofError(f"{where}: unknown column '{key}' "
+                             f"(columns: {', '.join(WIDTH_KEYS)})", 2)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 80:
+            raise LprofError(f"{where} {key}: must be a whole number from 1 to 80", 2)
+        out[key] = value
+    return out
+
+
+VIEWER_KEYS = {"unit": float, "skip-zero": bool, "sort": bool, "summarize": bool, "rich": bool}
+
+
+def viewer_defaults(path, explicit):
+    """lprof view's defaults from [tool.line_profiler.cli] (what `python -m
+    line_profiler` reads): {dest: value}."""
+    tables, _warning = read(path, explicit)
+    out = {}
+    where = f"{path} [{'.'.join(VIEWER_TABLE)}]"
+    for key, value in (tables.get("viewer") or {}).items():
+        kind = VIEWER_KEYS.get(key)
+        if kind is None:
+            raise LprofError(f"{where}: unknown option '{key}'", 2)
+        if kind is bool and not isinstance(value, bool):
+            raise LprofError(f"{where} {key}: must be true or false", 2)
+        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not value > 0):
+            raise LprofError(f"{where} {key}: must be a positive number", 2)
+        if key == "sort":
+            out["sort"] = "time" if value else "file"
+        elif key == "rich":
+            continue  # plain text only
+        else:
+            out[key.replace("-", "_")] = value
+    return out
 
 
 def defaults(parser, path, explicit):

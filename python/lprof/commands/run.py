@@ -101,7 +101,8 @@ def _print_outputs(args, prof):
     if "lines" in prof["meta"]["modes"] and args.view and not args.quiet:
         from ..render.listing import render_lines
         out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
-                                summarize=args.summarize))
+                                summarize=args.summarize,
+                                widths=getattr(args, "column_widths", None)))
     if "sampling" in prof and not args.quiet:
         from ..render.sampled_listing import render as render_sampled
         out.append(render_sampled(

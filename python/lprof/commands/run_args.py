@@ -185,9 +185,9 @@ def _parse(argv):
     pre.add_argument("--no-config", action="store_true")
     early, _ = pre.parse_known_args(own)
     if not early.no_config:
-        named = early.config or os.environ.get("LINE_PROFILER_RC") or None
-        path = named or config.find_pyproject()
-        values, warning = config.defaults(p, path, explicit=bool(named))
+        path, named = config.config_path(early.config, False)
+        values, warning = config.defaults(p, path, explicit=named)
+        values["column_widths"] = config.column_widths(path, named)
         from ..process.preload import MARKER  # set in the process --memory re-executes
         if warning and not os.environ.get(MARKER):  # say it once, not again after the re-exec
             sys.stderr.write(f"lprof: {warning}\n")

@@ -20,7 +20,10 @@ def _fmt_num(value, width):
     return text
 
 
-def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
+def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=None):
+    # line_profiler's column widths: its defaults are the minima, a config
+    # ([tool.line_profiler.show.column_widths]) may widen them
+    w = {k: max(v, (widths or {}).get(k, 0)) for k, v in _MIN_WIDTHS.items()}
     memory = memory or {}
     gpu = gpu or {}
     source_cache = source_cache if source_cache is not None else {}
@@ -40,7 +43,8 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
         fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
     gpu_rows = {k: v for k, v in gpu.items() if k[0] == path}
     gpu_total = sum(g["gpu_s"] for g in gpu.values())
-    header = (f"{'Line #':>6} {'Hits':>9} {'Time':>12} {'Per Hit':>8} {'% Time':>8}")
+    header = (f"{'Line #':>{w['line']}} {'Hits':>{w['hits']}} {'Time':>{w['time']}} "
+              f"{'Per Hit':>{w['perhit']}} {'% Time':>{w['percent']}}")
     if waits:
         header += f" {'Wait':>12}"
     if mem_cols:
@@ -60,11 +64,13 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
         text = lines[ln - 1] if lines is not None and 0 < ln <= len(lines) else ""
         if ln in rows:
             hits, t = rows[ln]
-            cells = (f"{ln:>6} {hits:>9} {_fmt_num(t / unit, 12):>12} "
-                     f"{_fmt_num(t / unit / hits if hits else 0.0, 8):>8} "
-                     f"{(_fmt_num(100.0 * t / line_sum, 8) if line_sum else ''):>8}")
+            cells = (f"{ln:>{w['line']}} {hits:>{w['hits']}} "
+                     f"{_fmt_num(t / unit, w['time']):>{w['time']}} "
+                     f"{_fmt_num(t / unit / hits if hits else 0.0, w['perhit']):>{w['perhit']}} "
+                     f"{(_fmt_num(100.0 * t / line_sum, w['percent']) if line_sum else ''):>{w['percent']}}")
         else:
-            cells = f"{ln:>6} {'':>9} {'':>12} {'':>8} {'':>8}"
+            cells = (f"{ln:>{w['line']}} {'':>{w['hits']}} {'':>{w['time']}} "
+                     f"{'':>{w['perhit']}} {'':>{w['percent']}}")
         if waits:
             cells += f" {_fmt_num(waits[ln] / unit, 12) if ln in waits else '':>12}"
         if mem_cols:
@@ -78,7 +84,8 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None):
     return "\n".join(out) + "\n"
 
 
-def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=False):
+def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=False,
+                 widths=None):
     """The whole `lprof -l` listing as text."""
     unit = unit or 1e-6
     functions = list(profile.get("functions", []))
@@ -96,7 +103,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
                      "(Decorate functions with @profile, or use -p to name them.)\n")
     cache = {}
     for fn in functions:
-        parts.append(render_function(fn, unit, memory, cache, gpu))
+        parts.append(render_function(fn, unit, memory, cache, gpu, widths))
         parts.append("\n")
     if summarize and functions:
         parts.append(render_summary(functions))
