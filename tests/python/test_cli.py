@@ -129,6 +129,22 @@ def test_p_naming_nothing_warns_and_runs(run_lprof, write_script):
                        "['./nope.py', 'no_such_module_xyz']"], r.stderr
 
 
+def test_p_says_why_nothing_was_traced(run_lprof, write_script):
+    """-p diagnostics say what is true: a C module has no Python code (it was
+    silent), a name the imported module lacks is named as such (it said the
+    program never imported it), a submodule never imported is that."""
+    write_script("it.py", "import itertools, json\n"
+                          "print(list(itertools.islice(itertools.count(), 3)), json.dumps(1))\n")
+    r = run_lprof("-l", "-p", "itertools", "-p", "json.nosuch", "-p", "json.tool", "it.py")
+    assert r.returncode == 0, r.stderr
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("lprof: -p")]
+    assert sorted(said) == sorted([
+        "lprof: -p itertools: a compiled module: it has no Python code to trace; "
+        "nothing of it was traced",
+        "lprof: -p json.nosuch: json has no 'nosuch'; nothing of it was traced",
+        "lprof: -p json.tool: the program never imported it; nothing of it was traced"]), said
+
+
 def test_preimport_of_a_module_that_raises(run_lprof, write_script):
     """--preimports of a -p module whose code raises: its traceback as Python
     prints it, one line of lprof's, exit 1, the program not run."""

@@ -358,8 +358,8 @@ def main(args, raw_argv):
     run.stop()
     if args.prof_mod and not args.quiet:
         from . import targets
-        for missed in targets.never_imported():
-            sys.stderr.write(f"lprof: -p {missed}: the program never imported it; "
+        for missed, why in targets.untraced():
+            sys.stderr.write(f"lprof: -p {missed}: {why or 'the program never imported it'}; "
                              f"nothing of it was traced\n")
     if terminated:  # SIGTERM while the program was ending: saved, then die by it
         finish(f"killed by {signal.Signals(terminated).name}", -terminated)

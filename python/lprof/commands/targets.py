@@ -183,7 +183,7 @@ class _NameTargets(importlib.abc.MetaPathFinder):
                     continue  # the module runs its first lines (an import): not yet
                 obj = resolve_loaded(target)
                 if obj is not None:
-                    add_target(obj, self.exact)
+                    _note_if_compiled(target, obj, add_target(obj, self.exact))
                     self.pending.remove(target)
                     if _is_package(obj) and target not in self.whole_only:
                         self.add_package(obj)
@@ -324,14 +324,18 @@ def register(targets, script_path, script_code, preimport=None, run_module=None,
             invalid.append(target)
         elif preimport:
             obj = _resolve_name(target)
-            count += add_target(obj)
+            added = add_target(obj)
+            _note_if_compiled(target, obj, added)
+            count += added
             if _is_package(obj) and target not in whole_only:
                 count += _preimport_package(obj)
                 names.append(target)  # and its submodules imported later
         else:
             obj = resolve_loaded(target)
             if obj is not None and not _still_importing(target):
-                count += add_target(obj, exact)
+                added = add_target(obj, exact)
+                _note_if_compiled(target, obj, added)
+                count += added
                 if _is_package(obj) and target not in whole_only:
                     names.append(target)  # its submodules, as they are imported
             else:
@@ -355,6 +359,46 @@ _waiting = []
 def never_imported():
     """Named targets whose module the program never imported (nothing of
     them was traced)."""
+    return [t for t, why in untraced() if why is None]
+
+
+def untraced():
+    """[(target, why)] for each -p target nothing of which was traced: why
+    None when the program never imported its module, else what is wrong
+    (a name the module lacks, a compiled module with no Python code)."""
     for finder in _waiting:
         finder.module_loaded()
-    return [t for finder in _waiting for t in finder.pending]
+    out = [(t, _why_untraced(t)) for finder in _waiting for t in finder.pending]
+    return out + [(t, "a compiled module: it has no Python code to trace")
+                  for t in _compiled]
+
+
+def _why_untraced(target):
+    parts, attrs = module_of(target)
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        module = sys.modules.get(name)
+        if module is not None:
+            missing = (parts[i:] + attrs)[0] if parts[i:] + attrs else None
+            if missing is None or (parts[i:] and _submodule_exists(f"{name}.{missing}")):
+                return None  # a submodule the program never imported
+            return f"{name} has no '{missing}'"
+    return None
+
+
+def _submodule_exists(name):
+    import importlib.util
+    try:
+        return importlib.util.find_spec(name) is not None  # its parent is imported already
+    except (ImportError, ValueError):
+        return False
+
+
+_compiled = []  # module targets the program imported that hold no Python functions
+
+
+def _note_if_compiled(target, obj, count):
+    if count == 0 and isinstance(obj, types.ModuleType) and not hasattr(obj, "__path__"):
+        origin = getattr(getattr(obj, "__spec__", None), "origin", None) or ""
+        if origin in ("built-in", "frozen") or not origin.endswith(".py"):
+            _compiled.append(target)
