@@ -157,3 +157,32 @@ def test_before_os_exit_runs_every_hook_in_order_and_gives_os_exit_back(tmp_path
     assert "hooks ran [('a', 5), ('c', 5)]" in lines[1:3], r.stdout  # the child
     assert "child status 5" in lines[1:3], r.stdout
     assert lines[3:] == ["hooks ran [('a', 3), ('c', 3)]"], r.stdout
+
+
+WRAPPED_BY_THE_PROGRAM = r"""
+import os
+from lprof.collect import exec_guard
+remove = exec_guard.before_os_exit(lambda status: None)
+lprofs = os._exit
+def programs_exit(status):  # the program wraps lprof's wrapper
+    print("program's wrapper", status, flush=True)
+    lprofs(status)
+os._exit = programs_exit
+remove()  # os._exit stays the program's: lprof's is inside it
+exec_guard.before_os_exit(lambda status: print("hook", status, flush=True))
+os._exit(4)  # lprof's new wrapper, the program's, lprof's old one
+"""
+
+
+def test_before_os_exit_hooks_run_once_through_nested_wrappers(tmp_path):
+    """lprof's wrapper can end up inside the program's and another of
+    lprof's outside it (lprof registered again after the program wrapped
+    os._exit): the hooks run once, not once per wrapper of lprof's."""
+    import subprocess
+    import sys
+    from conftest import lprof_env
+    script = tmp_path / "nested.py"
+    script.write_text(WRAPPED_BY_THE_PROGRAM)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=lprof_env(), timeout=60)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout.splitlines() == ["hook 4", "program's wrapper 4"], r.stdout

@@ -32,6 +32,7 @@ Two guards:
 import functools
 import os
 import sys
+import threading
 
 from .. import _lprof
 
@@ -76,18 +77,27 @@ def before_exec(fn):
 
 _before_exit = []  # run before os._exit, in the order registered
 _real_exit = None  # os._exit as it was when wrapped
+# This thread is running the hooks: a wrapper of lprof's inside another one
+# (the program wrapped lprof's, lprof wrapped the program's) runs them once.
+_in_hooks = threading.local()
 
 
 def _exit_guarded(real):
     @functools.wraps(real)
     def exit_guarded(*args, **kwargs):
+        if getattr(_in_hooks, "on", False):
+            return real(*args, **kwargs)
         status = args[0] if len(args) == 1 and not kwargs else None
-        for fn in list(_before_exit):
-            try:
-                fn(status)
-            except BaseException:  # the exit happens whatever a hook did
-                pass
-        return real(*args, **kwargs)
+        _in_hooks.on = True
+        try:
+            for fn in list(_before_exit):
+                try:
+                    fn(status)
+                except BaseException:  # the exit happens whatever a hook did
+                    pass
+            return real(*args, **kwargs)
+        finally:  # reached only when os._exit was called wrongly and raised
+            _in_hooks.on = False
     exit_guarded._lprof_exit_guard = True
     return exit_guarded
 
