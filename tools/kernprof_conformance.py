@@ -45,34 +45,6 @@ if [ -n "$KC_STARTED_LOG" ]; then echo "$PYTEST_CURRENT_TEST" >> "$KC_STARTED_LO
 exec {command} "$@"
 """
 
-KERNPROF_MODULE = '''\
-"""lprof in kernprof's place (tools/kernprof_conformance.py)."""
-import os as _os
-import sys as _sys
-
-import {module} as _lprof_kernprof
-from {module} import *  # noqa: F401,F403 (kernprof's public names)
-from {module} import ContextualProfile  # noqa: F401
-
-
-def _note_started():
-    log = _os.environ.get("KC_STARTED_LOG")
-    if log:
-        with open(log, "a") as fh:
-            fh.write(_os.environ.get("PYTEST_CURRENT_TEST", "") + "\\n")
-
-
-def main(args=None, **kwargs):
-    _note_started()
-    return _lprof_kernprof.main(args, **kwargs)
-
-
-if __name__ == "__main__":
-    _note_started()
-    _sys.exit(_lprof_kernprof.main())
-'''
-
-
 def run(cmd, **kw):
     print("+", " ".join(cmd), flush=True)
     r = subprocess.run(cmd, **kw)
@@ -129,6 +101,8 @@ def make_venv(inplace, reinstall=True):
     return venv, lprof, site
 
 
+# Both kernprofs note the test that started them: put after a module's
+# `from __future__` imports (NOTE) and after its main's definition (MAIN).
 REFERENCE_NOTE = """\
 import os as _kc_os
 def _kc_note():
@@ -180,7 +154,12 @@ def place(venv, site, lprof):
         with open(script, "w") as fh:
             fh.write(KERNPROF_SCRIPT.format(command=f'"{lprof}"', who="lprof"))
         with open(module, "w") as fh:
-            fh.write(KERNPROF_MODULE.format(module="lprof.kernprof"))
+            fh.write('"""lprof in kernprof\'s place (tools/kernprof_conformance.py)."""\n'
+                     + REFERENCE_NOTE
+                     + "import sys\nfrom lprof.kernprof import *  # noqa: F401,F403\n"
+                       "from lprof.kernprof import ContextualProfile, main  # noqa: F401\n"
+                     + REFERENCE_MAIN
+                     + "\nif __name__ == '__main__':\n    sys.exit(main())\n")
     else:
         shutil.copy(script + ".reference", script)
         with open(module + ".reference") as fh:
