@@ -22,6 +22,8 @@
 #include "collect/ring.h"
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
+#include "collect/other_threads.h"
+#include "common/own_tids.h"
 #include "common/thread_start.h"
 
 #ifndef sigev_notify_thread_id
@@ -67,6 +69,7 @@ static void wall_read_detached(slot *t) {
 
 static void *wall_main(void *arg) {
     (void)arg;
+    lp_own_tid_add_self();
     __atomic_store_n(&S.wall_started, 1, __ATOMIC_RELEASE);
     pid_t pid = getpid();
     struct timespec next;
@@ -90,6 +93,7 @@ static void *wall_main(void *arg) {
             }
         }
     }
+    lp_own_tid_remove_self();
     return NULL;
 }
 
@@ -144,18 +148,25 @@ static void child_after_fork(void) {
         S.slots[i].has_timer = 0;
         if (S.ring_mem) lp_ring_reset(&S.slots[i].ring);
     }
-    if (S.ring_mem) lp_ring_reset(&S.wall_ring);
+    if (S.ring_mem) {
+        lp_ring_reset(&S.wall_ring);
+        lp_ring_reset(&S.others_ring);
+    }
+    lp_others_after_fork();
+    lp_own_tids_reset();
 }
 
 static int setup_memory(void) {
     if (S.ring_mem) return 0;
-    size_t total = (size_t)(LP_SAMPLER_MAX_THREADS + 1) * LP_SAMPLER_RING_BYTES;
+    size_t total = (size_t)(LP_SAMPLER_MAX_THREADS + 2) * LP_SAMPLER_RING_BYTES;
     void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -1;
     S.ring_mem = m;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
         lp_ring_init(&S.slots[i].ring, S.ring_mem + (size_t)i * LP_SAMPLER_RING_BYTES, LP_SAMPLER_RING_BYTES);
     lp_ring_init(&S.wall_ring, S.ring_mem + (size_t)LP_SAMPLER_MAX_THREADS * LP_SAMPLER_RING_BYTES,
+                 LP_SAMPLER_RING_BYTES);
+    lp_ring_init(&S.others_ring, S.ring_mem + (size_t)(LP_SAMPLER_MAX_THREADS + 1) * LP_SAMPLER_RING_BYTES,
                  LP_SAMPLER_RING_BYTES);
     return 0;
 }
@@ -222,6 +233,8 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         *why = "cannot start the wall-clock sampler thread";
         return -1;
     }
+    /* failing: the other threads' CPU time is not counted (their stats say 0 ticks) */
+    if (cfg->others) lp_others_start();
     return 0;
 }
 
@@ -234,6 +247,7 @@ static void disarm(slot *t) {
 
 void lp_sampler_stop(void) {
     if (!S.running) return;
+    lp_others_stop(); /* its last tick reads the slots still registered */
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
         if (t->state == LP_SLOT_ACTIVE) __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
@@ -306,6 +320,9 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->expiries = t->samples_taken = 0;
     t->start_cpu_ns = clock_ns(t->cpu_clock);
     t->paused_cpu_ns = 0;
+    __atomic_store_n(&t->end_cpu_ns, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->native_t_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->sample_t_ns, 0, __ATOMIC_RELAXED);
     if (S.cfg.mode == LP_MODE_CPU) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
@@ -386,6 +403,8 @@ void lp_sampler_unregister_self(uint64_t thread_key, const lp_rawframe *ran) {
         if (S.running && S.cfg.mode == LP_MODE_CPU && t->has_timer &&
             __atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me)
             account_tail(t, ran);
+        if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me) /* for the other threads' clock */
+            __atomic_store_n(&t->end_cpu_ns, clock_ns(t->cpu_clock), __ATOMIC_RELEASE);
         __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
         disarm(t);
     }
@@ -432,6 +451,7 @@ uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
             __atomic_store_n(&t->state, LP_SLOT_FREE, __ATOMIC_RELEASE);
     }
     n += drain_ring(&S.wall_ring, -1, fn, arg);
+    n += drain_ring(&S.others_ring, -2, fn, arg);
     return n;
 }
 
@@ -439,7 +459,7 @@ int lp_sampler_has_pending(void) {
     if (!S.ring_mem) return 0;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
         if (S.slots[i].state != LP_SLOT_FREE && !lp_ring_empty(&S.slots[i].ring)) return 1;
-    return !lp_ring_empty(&S.wall_ring);
+    return !lp_ring_empty(&S.wall_ring) || !lp_ring_empty(&S.others_ring);
 }
 
 void lp_sampler_get_stats(lp_sampler_stats *out) {

@@ -41,6 +41,10 @@ typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 #define LP_SF_IN_EVAL 32u      /* PC inside _PyEval_EvalFrameDefault itself */
 #define LP_SF_TAIL 64u         /* CPU mode, a thread's end: cpu_ns of CPU time after its last
                                 * timer expiry; depth 0 = charge it to the thread's last sample */
+#define LP_SF_OTHER 128u       /* cpu_ns of CPU time of threads the sampler does not sample,
+                                * charged to these frames (a thread in native code; with
+                                * LP_SF_GIL: only if the leaf stands on a call), or, depth 0,
+                                * placed by the drain (collect/other_threads.h) */
 
 /* One sample as the drain sees it. */
 typedef struct {
@@ -64,6 +68,7 @@ typedef struct {
     lp_sampler_mode mode;
     int signo;
     uint64_t period_ns;
+    int others; /* count the CPU time of threads not sampled (collect/other_threads.h) */
 } lp_sampler_config;
 
 /* What the sampler needs from the interpreter, given at start: the Python
@@ -126,7 +131,8 @@ LP_INTERNAL const void *lp_sampler_slot_tstate(int slot, uint64_t *thread_key);
 /* Drain side: calls fn for every sample in every ring, then recycles dead
  * slots. Returns the number of samples seen. */
 /* slot: the registration's slot index (samples of one slot come in the
- * order they were taken), -1 for the wall thread's reads */
+ * order they were taken), -1 for the wall thread's reads, -2 for the other
+ * threads' clock (collect/other_threads.h) */
 typedef void (*lp_sample_fn)(const lp_sample *s, int slot, void *arg);
 LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
 LP_INTERNAL int lp_sampler_has_pending(void);

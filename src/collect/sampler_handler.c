@@ -89,6 +89,9 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     struct timespec now; /* vDSO, async-signal-safe (POSIX) */
     s->t_ns = clock_gettime(CLOCK_MONOTONIC, &now) == 0
                   ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec : 0;
+    if (!(flags & LP_SF_IN_INTERP)) /* the other threads' clock asks (other_threads.h) */
+        __atomic_store_n(&t->native_t_ns, s->t_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->sample_t_ns, s->t_ns, __ATOMIC_RELEASE);
     int nn = 0;
     if (h->native) {
         nn = h->native(uc, (uintptr_t *)(void *)(s->frames + n), LP_NATIVE_MAX_DEPTH);

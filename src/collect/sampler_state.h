@@ -38,6 +38,13 @@ typedef struct {
      * read by the thread itself at its end (lp_sampler_unregister_self) */
     uint64_t start_cpu_ns, expiries, samples_taken;
     uint64_t paused_cpu_ns; /* its CPU clock at lp_sampler_pause */
+    /* its CPU clock when it unregistered itself (0: not so): the other
+     * threads' clock (collect/other_threads.c) reads it, the thread gone */
+    uint64_t end_cpu_ns;
+    /* CLOCK_MONOTONIC of its latest sample, and of its latest one outside
+     * the interpreter's code (in a C extension): written by its handler,
+     * read by that clock */
+    uint64_t sample_t_ns, native_t_ns;
     lp_ring ring;
 } lp_sampler_slot;
 
@@ -60,6 +67,7 @@ typedef struct {
     lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
     uint8_t *ring_mem; /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring; /* producer: wall thread */
+    lp_ring others_ring; /* producer: the other threads' clock (collect/other_threads.c) */
     pthread_t wall_thread;
     int wall_running;
     int wall_started; /* set by the wall thread first thing: its start-up is over */

@@ -36,5 +36,10 @@ typedef struct {
 /* A marker under which GPU work of threads without Python frames is charged
  * to the stack of the thread that started it (code NULL). */
 #define LP_OFFSET_GPU_ORPHAN (INT32_MIN + 5)
+/* A marker under which the CPU time of threads the sampler does not sample
+ * (threads without Python: BLAS, OpenMP, a C library's workers) is charged
+ * to the stack of the Python thread in native code then; alone under thread
+ * 0: such time no Python thread was there to take (collect/other_threads.h). */
+#define LP_OFFSET_OTHER_THREADS (INT32_MIN + 6)
 
 #endif

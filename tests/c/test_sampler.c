@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/other_threads.h"
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
 
@@ -394,7 +395,56 @@ TEST(test_wall_thread_started_when_start_returns) {
     }
 }
 
-RUN_TESTS(test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
+/* A thread the sampler does not know spins while the registered thread (B:
+ * detached, so "in native code") waits for it: the other threads' clock
+ * hands that thread's CPU time, as its own clock measured it, to B's frames
+ * (read with the fault-safe reader); the registered thread's own CPU time
+ * before it waits is not in it. */
+static void *spin_thread(void *arg) {
+    double *used = arg, t0 = thread_cpu_s();
+    while (thread_cpu_s() - t0 < 0.3) burn_cpu();
+    *used = thread_cpu_s() - t0;
+    return NULL;
+}
+
+TEST(test_other_threads_cpu_goes_to_the_thread_in_native_code) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 1};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    REQUIRE(lp_sampler_register(&tstate_b, KEY_B, my_tid(), 1) >= 0);
+    double mine = thread_cpu_s();
+    while (thread_cpu_s() - mine < 0.1) burn_cpu(); /* the registered thread's own */
+    double used = 0;
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, spin_thread, &used) == 0);
+    pthread_join(th, NULL);
+    lp_sampler_stop();
+    n_got = 0;
+    lp_sampler_drain(keep, NULL);
+    uint64_t placed = 0, other = 0;
+    int bad = 0;
+    for (int i = 0; i < n_got; i++) {
+        const got_sample *g = &got[i];
+        if (!(g->flags & LP_SF_OTHER)) continue;
+        other += g->cpu_ns;
+        if (g->depth == 0) continue;
+        if (g->key != KEY_B || !frames_are(g, 2) || (g->flags & LP_SF_GIL)) bad++;
+        placed += g->cpu_ns;
+    }
+    lp_others_stats st;
+    lp_others_get_stats(&st);
+    CHECK(used >= 0.3);
+    /* what the process spent beyond its registered thread: the spinning
+     * thread's time, and its start-up (a sliver) */
+    CHECK(other >= (uint64_t)(used * 0.95e9) && other <= (uint64_t)(used * 1.05e9) + 20000000u);
+    CHECK(placed >= (uint64_t)(used * 0.9e9));
+    CHECK(st.measured_ns == other && st.ticks > 0);
+    CHECK_EQ_INT(bad, 0);
+    stop_and_clear();
+}
+
+RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
           test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)

@@ -253,7 +253,9 @@ class SamplingCollector:
         per_line = model.lines(stacks, names=SAMPLING_METRICS)
         totals = [sum(row.get(name, 0) for row in per_line.values()) for name in SAMPLING_METRICS]
         cpu_s = sum(totals[:3])
-        span = cpu_s if self.mode == "cpu" else duration
+        others = _threads_without_python(stats)
+        # the timer's rate is per CPU second of the threads it samples
+        span = max(0.0, cpu_s - others["cpu_s"]) if self.mode == "cpu" else duration
         return {
             "mode": self.mode,
             "rate_hz_requested": self.rate_hz,
@@ -268,6 +270,7 @@ class SamplingCollector:
             "native": self.native,
             "native_mismatch": stats.get("native_mismatch", 0),
             "threads_unsampled": stats.get("threads_unsampled", 0),
+            "threads_without_python": others,
             "duration_s": duration,
             "cpu_total_s": cpu_s,
             "wall_total_s": totals[3],
@@ -303,6 +306,19 @@ def pause_at_program_end():
     building the profile) is not sampled. stop() follows."""
     if _active is not None and _active._running:
         _lprof.sampler_pause()
+
+
+def _threads_without_python(stats):
+    """The CPU time of threads the sampler does not sample (threads that run
+    no Python: BLAS, OpenMP, a C library's workers), measured by the C
+    clock (collect/other_threads.h): cpu_s in all, charged_s of it on the
+    line of a Python thread in native code then (native CPU, under a
+    "[threads without Python]" marker frame), uncharged_s on no line (in
+    cpu_total_s all the same: a stack of that marker alone)."""
+    charged = stats.get("others_charged_ns", 0) * 1e-9
+    uncharged = (stats.get("others_uncharged_ns", 0) + stats.get("others_lost_ns", 0)) * 1e-9
+    return {"cpu_s": round(charged + uncharged, 9), "charged_s": round(charged, 9),
+            "uncharged_s": round(uncharged, 9)}
 
 
 def _effective_rate(mode, stats, span, threads):

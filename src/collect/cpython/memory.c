@@ -9,6 +9,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/leak.h"
 #include "common/clock.h"
+#include "common/own_tids.h"
 #include "common/thread_start.h"
 #include "collect/cpython/memhooks.h"
 
@@ -183,6 +184,7 @@ static void own_thread_boot_release(own_thread_boot *boot) {
 
 static void own_thread_main(void *arg) {
     own_thread_boot *boot = arg;
+    lp_own_tid_add_self(); /* its CPU time is lprof's (collect/other_threads.h) */
     (void)lp_memhooks_guard_enter();
     PyGILState_STATE gil = PyGILState_Ensure();
     __atomic_store_n(&boot->running, 1, __ATOMIC_RELEASE);
@@ -192,6 +194,7 @@ static void own_thread_main(void *arg) {
     Py_DECREF(boot->target);
     PyGILState_Release(gil);
     own_thread_boot_release(boot);
+    lp_own_tid_remove_self();
 }
 
 static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {

@@ -22,6 +22,7 @@
 #include "aggregate/cpython/resolve.h"
 #include "collect/eh_frames.h"
 #include "collect/native_unwind.h"
+#include "collect/other_threads.h"
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
@@ -99,10 +100,47 @@ static void add_tail(const lp_sample *s, int slot) {
     if (own) slot_last[slot].set = 0; /* the registration is over */
 }
 
+/* The CPU time of threads the sampler does not sample (LP_SF_OTHER, from
+ * collect/other_threads.c; the rule is stated there): native CPU under a
+ * "[threads without Python]" marker, below the stack of the Python thread
+ * read in native code, or, without one, below the stack charged so last
+ * if that was within the window, else under thread 0 alone: on no line. */
+static struct {
+    uint32_t stack;
+    uint64_t t_ns;
+    int set;
+} last_other;
+static uint64_t other_charged_ns, other_uncharged_ns;
+
+static void add_other(const lp_sample *s) {
+    uint32_t base;
+    int placed = 1;
+    /* a GIL holder read by the clock counts only when it stands in a call */
+    if (s->depth > 0 && (!(s->flags & LP_SF_GIL) || leaf_at_call(s, NULL))) {
+        base = lp_agg_intern(s->thread_key, s->frames, s->depth, (s->flags & LP_SF_TRUNCATED) != 0);
+        last_other.stack = base;
+        last_other.t_ns = s->t_ns;
+        last_other.set = 1;
+    } else if (last_other.set && s->t_ns >= last_other.t_ns && s->t_ns - last_other.t_ns <= LP_OTHERS_WINDOW_NS) {
+        base = last_other.stack;
+    } else {
+        base = lp_agg_intern(0, NULL, 0, 0);
+        placed = 0;
+    }
+    uint32_t id = lp_agg_extend(base, NULL, LP_OFFSET_OTHER_THREADS);
+    lp_agg_add(id, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns);
+    if (placed) other_charged_ns += s->cpu_ns;
+    else other_uncharged_ns += s->cpu_ns;
+}
+
 static void add_sample(const lp_sample *s, int slot, void *arg) {
     (void)arg;
     if (s->flags & LP_SF_TAIL) {
         add_tail(s, slot);
+        return;
+    }
+    if (s->flags & LP_SF_OTHER) {
+        add_other(s);
         return;
     }
     uint32_t depth;
@@ -233,6 +271,8 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     int signo, native = 0;
     if (!PyArg_ParseTuple(args, "sdi|i", &mode, &rate, &signo, &native)) return NULL;
     memset(slot_last, 0, sizeof slot_last); /* stack ids of an earlier table mean nothing now */
+    memset(&last_other, 0, sizeof last_other);
+    other_charged_ns = other_uncharged_ns = 0;
     if (!(rate > 0 && rate <= LP_SAMPLER_MAX_RATE_HZ)) {
         PyErr_Format(PyExc_ValueError, "rate_hz must be in (0, %d]", LP_SAMPLER_MAX_RATE_HZ);
         return NULL;
@@ -247,6 +287,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     else { PyErr_SetString(PyExc_ValueError, "mode must be 'cpu' or 'wall'"); return NULL; }
     cfg.signo = signo;
     cfg.period_ns = (uint64_t)(1e9 / rate);
+    cfg.others = 1;
     if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
         return NULL;
@@ -359,8 +400,13 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
+    lp_others_stats os;
+    lp_others_get_stats(&os);
     lp_stacktab *t = lp_agg_stacks();
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsK}", "signals", (unsigned long long)st.signals,
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsK}", "others_measured_ns",
+                         (unsigned long long)os.measured_ns, "others_lost_ns", (unsigned long long)os.lost_ns,
+                         "others_charged_ns", (unsigned long long)other_charged_ns, "others_uncharged_ns",
+                         (unsigned long long)other_uncharged_ns, "signals", (unsigned long long)st.signals,
                          "in_profiler", (unsigned long long)st.in_profiler, "dropped",
                          (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
                          "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",

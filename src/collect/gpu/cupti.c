@@ -31,6 +31,7 @@
 #include "aggregate/gpu_devmem.h"
 #include "aggregate/gpu_join.h"
 #include "collect/gpu/cupti_view.h"
+#include "common/own_tids.h"
 #include "common/thread_start.h"
 
 /* per thread in CUDA 13: smaller buffers come back sooner and cost less
@@ -313,6 +314,7 @@ static int flusher_started; /* its first write: start-up over (common/thread_sta
 
 static void *flusher_main(void *arg) {
     (void)arg;
+    lp_own_tid_add_self(); /* its CPU time is lprof's (collect/other_threads.h) */
     __atomic_store_n(&flusher_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&flusher_mu);
     while (!flusher_stop) {
@@ -331,6 +333,7 @@ static void *flusher_main(void *arg) {
         pthread_mutex_lock(&flusher_mu);
     }
     pthread_mutex_unlock(&flusher_mu);
+    lp_own_tid_remove_self();
     return NULL;
 }
 
