@@ -71,7 +71,7 @@ def test_lprof_line_and_cell(tmp_path):
     # the loop body of f, a cell's line, is in the listing
     assert "s += i * i" in out and "File: <ipython-input-" in out
     assert int(out.split("SAMPLES ")[1].split()[0]) > 0
-    assert "time.sleep(0.3)" in out and "wall mode" in out
+    assert "time.sleep(0.3)" in out and "lprof sampled wall time" in out
     assert int(out.split("MEMORY ")[1].split()[0]) > 10_000_000
     assert (tmp_path / "s.lprof").exists() and (tmp_path / "s.html").exists()
     # a bad call is one line from IPython, not a traceback

@@ -45,6 +45,9 @@ def export_dict(prof):
     if "sampling" in prof:
         s = dict(prof["sampling"])
         s["lines"] = _rows(s.get("lines", []), SAMPLING_LINE_FIELDS)
+        if "stacks" in prof:  # the whole the shares are of, and what no selected line holds
+            from ..model import shares
+            s["whole"] = shares.as_dict(shares.breakdown(prof))
         out["sampling"] = s
     if "memory" in prof:
         m = dict(prof["memory"])

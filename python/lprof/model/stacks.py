@@ -103,9 +103,14 @@ def charge(frames, ids, accept=is_user_file):
     return text or innermost
 
 
-def lines(section, accept=is_user_file, names=None, thread=None):
+def lines(section, accept=None, names=None, thread=None):
     """{(file, line, function): {column: sum}} by the attribution rule; only
-    the named columns (all by default); only one thread's stacks if given."""
+    the named columns (all by default); only one thread's stacks if given.
+    accept: the files selected (default: model/selection.default_accept, the
+    program's own files, and the package a library program exercised)."""
+    if accept is None:
+        from .selection import default_accept
+        accept = default_accept(section)
     frames = frame_table(section.get("frames", []))
     out = {}
     cache = {}

@@ -9,7 +9,9 @@ import os
 
 from ..model import import_fold
 from ..model.frames import Frame, table as frame_table
-from ..model.stacks import INTERNAL_COLUMNS, charge, is_user_file, row_form
+from ..model import shares
+from ..model.selection import default_accept
+from ..model.stacks import INTERNAL_COLUMNS, charge, row_form
 from .source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
@@ -65,19 +67,20 @@ def _frame_label(f):
     return f"{f[1]} ({os.path.basename(f[0])}:{f[3]})"
 
 
-def _stack_part(profile, fold_imports):
+def _stack_part(profile, fold_imports, accept):
     section = row_form(profile.get("stacks") or {})
     section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
-    # charged on the stacks as stored, as the listing charges them; folding
-    # keeps the rows in order and the frame ids (it only appends frames)
+    # charged on the stacks as stored, as the listing charges them (a stack
+    # with no selected frame is on no line: the summary says where it went);
+    # folding keeps the rows in order and the frame ids (it only appends frames)
     frames = frame_table(section.get("frames", []))
     cache = {}
     charged = []
     for ids, _th, _m in section["stacks"]:
         key = tuple(ids)
         if key not in cache:
-            f = charge(frames, ids)
-            cache[key] = -1 if f is None else _fid(frames, ids, f)
+            f = charge(frames, ids, accept)
+            cache[key] = -1 if f is None or not accept(f[0]) else _fid(frames, ids, f)
         charged.append(cache[key])
     folded = fold_imports and import_fold.has_imports(frames)
     if folded:
@@ -150,15 +153,24 @@ def _lineprof(profile):
     return out
 
 
+def _whole(profile, accept):
+    parts = shares.breakdown(profile, accept)
+    out = shares.as_dict(parts)
+    out.update({"cpu_s": parts["cpu_whole_s"], "wall_s": parts["wall_whole_s"],
+                "threads": parts["threads"], "run_s": parts["run_s"]})
+    return out
+
+
 def build(profile, fold_imports=True):
     """The report's data: JSON-ready, everything the page shows."""
     meta = profile.get("meta", {})
-    folded, cols, parts, frames, threads, rows = _stack_part(profile, fold_imports)
+    accept = default_accept(row_form(profile.get("stacks") or {}))
+    folded, cols, parts, frames, threads, rows = _stack_part(profile, fold_imports, accept)
     charged = {rows_charged for _i, _t, rows_charged, _v in rows if rows_charged >= 0}
     wanted = {}
     for fid in charged:
         wanted.setdefault(frames[fid][0], set()).add(frames[fid][3])
-    user_files = [p for p in wanted if is_user_file(p) and not p.startswith("<")]
+    user_files = [p for p in wanted if accept(p) and not p.startswith("<")]
     thread_names = (profile.get("sampling") or {}).get("threads", {})
     mem = profile.get("memory") or {}
     samp = profile.get("sampling") or {}
@@ -166,12 +178,14 @@ def build(profile, fold_imports=True):
         "title": "lprof: " + " ".join(str(a) for a in meta.get("argv", [])),
         "meta": {k: meta.get(k) for k in ("argv", "python", "duration_s", "started", "modes",
                                           "exit_code", "hostname", "lprof_version")},
-        "sampling": {k: samp.get(k) for k in ("mode", "samples", "rate_hz_effective",
+        "sampling": {k: samp.get(k) for k in ("mode", "signals", "rate_hz_effective",
                                               "native", "dropped")} if samp else None,
+        # the denominators of every share the page shows, and what no line holds
+        "whole": _whole(profile, accept) if samp else None,
         "columns": [{"name": n, "unit": u, "label": _label(n),
                      "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
                     for n, u, _k in cols],
-        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(is_user_file(f[0])) and not Frame.of(f).is_native]
+        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(accept(f[0])) and not Frame.of(f).is_native]
                    for f in frames],
         "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
                     for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],

@@ -1,7 +1,14 @@
 """Scalene-style listing of a sampled profile: per file, source lines with
 CPU % (Python / native / system), wall % and seconds, plus a per-function
 summary. Time in library code is charged to the innermost frame whose file
-passes the filter (the user's calling line)."""
+passes the filter (the user's calling line). Every percentage is a share of
+the process's whole (model/shares.py: its CPU time, or wall time summed over
+its threads), and the listing ends with what it did not show and where that
+went."""
+import os
+import shutil
+import sys
+import textwrap
 
 from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
@@ -12,13 +19,15 @@ _COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "wait_s")
 _N = len(_COLS)
 
 
-def _make_filter(profile_only, profile_all):
+def _make_filter(profile, profile_only, profile_all):
     if isinstance(profile_only, str):
         profile_only = [p for p in profile_only.split(",") if p]
 
-    from ..model.stacks import is_user_file
     if not profile_all and not profile_only:
-        return is_user_file  # the default rule, as in the file and the JSON export
+        # the default rule, as in the file, the HTML report and the JSON export
+        from ..model.selection import default_accept
+        from ..model.stacks import row_form
+        return default_accept(row_form(profile.get("stacks") or {}))
 
     def accept(path):
         if not path or path.startswith("<"):
@@ -61,14 +70,19 @@ def _fmt_pct(v, total):
     return f"{100.0 * v / total:5.1f}%"
 
 
-def _render_one(profile, accept, reduced, threshold_pct, thread=None):
+def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, notes=None):
+    """The files' listings. Percentages are shares of the process's whole
+    (wholes: {"cpu": s, "wall": s}); a line is listed when it holds
+    threshold_pct of the time charged to the selected files. notes (a dict)
+    gets what was left out: {"below_s", "files", "files_s"}."""
     samp = profile.get("sampling") or {}
     mode = samp.get("mode", "cpu")
     lines, funcs = _charge(profile, accept, thread)
-    cpu_total = sum(sum(v[:3]) for v in lines.values())
-    wall_total = sum(v[3] for v in lines.values())
+    cpu_total = wholes["cpu"]
+    wall_total = wholes["wall"]
     wait_total = sum(v[4] for v in lines.values())
     main_total = wall_total if mode == "wall" else cpu_total
+    notes = notes if notes is not None else {}
     memory = memory_lines(profile, accept) if thread is None else {}
     alloc_total = sum(m["alloc_bytes"] for m in memory.values())
     gpu = gpu_columns.for_listing(profile, accept) if thread is None else {}
@@ -129,8 +143,10 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
     def main_value(v):
         return v[3] if mode == "wall" else sum(v[:3])
 
-    def pct_of_main(v):
-        return 100.0 * main_value(v) / main_total if main_total else 0.0
+    selected_total = sum(main_value(v) for v in lines.values())
+
+    def pct_of_main(v):  # the threshold's share: of the selected files' time
+        return 100.0 * main_value(v) / selected_total if selected_total else 0.0
 
     files = sorted(by_file, key=lambda p: -sum(main_value(v) for v in by_file[p].values()))
     hidden = []
@@ -143,7 +159,7 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
             continue
         out.append("")
         out.append(f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
-                   f" of {mode} time)")
+                   f" of {whole_name(profile)})")
         src = read_lines(path)
         if src is None:
             out.append("  (source not available)")
@@ -156,6 +172,8 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))
+        notes["below_s"] = notes.get("below_s", 0.0) + ftime - sum(
+            main_value(file_lines[ln]) for ln in shown if ln in file_lines)
         for ln in shown:
             v = file_lines.get(ln, [0.0] * _N)
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
@@ -173,20 +191,46 @@ def _render_one(profile, accept, reduced, threshold_pct, thread=None):
                 out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
                            f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
                            f"{main_value(v):>9.3f}{wait_cell(v[4])}  {func}")
-    if hidden:
-        out.append("")
-        out.append(f"({len(hidden)} more file{'s' if len(hidden) > 1 else ''} with no line at or "
-                   f"above {threshold_pct:g}%: {sum(hidden):.3f} s together; --all lists them)")
+    notes["files"] = notes.get("files", 0) + len(hidden)
+    notes["files_s"] = notes.get("files_s", 0.0) + sum(hidden)
+    notes["threshold"] = threshold_pct
     return out
 
 
-def legend(profile):
-    """One line that says what the columns mean."""
+def whole_name(profile):
+    """What every share is of, in words."""
     mode = (profile.get("sampling") or {}).get("mode", "cpu")
-    text = ("Columns: CPU% py / native / system = share of CPU time in Python code, in native "
-            "code called from the line, in the kernel")
     if mode == "wall":
-        text += "; wall% = share of wall-clock time"
+        return "wall time, summed over threads"
+    return ("the processes' CPU time" if (profile.get("meta") or {}).get("processes", 1) > 1
+            else "the process's CPU time")
+
+
+def width():
+    """The listing's width: $COLUMNS, else the terminal's, else 80."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        if sys.stdout.isatty():
+            return max(40, shutil.get_terminal_size((80, 24)).columns)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return 80
+
+
+def _wrap(text, cols, indent="  "):
+    return textwrap.wrap(text, cols, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=False) or [""]
+
+
+def legend(profile, cols=None):
+    """What the columns mean, wrapped to cols (default: width())."""
+    mode = (profile.get("sampling") or {}).get("mode", "cpu")
+    text = ("Columns: CPU% py / native / system = share of the process's CPU time spent on the "
+            "line in Python code, in native code it called, in the kernel")
+    if mode == "wall":
+        text += "; wall% = share of wall time summed over threads"
     text += f"; time(s) = {mode} seconds"
     if (profile.get("sampling") or {}).get("wait_total_s"):
         text += ("; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
@@ -196,7 +240,72 @@ def legend(profile):
                  "process's peak, py% = share allocated by Python objects")
     if (profile.get("gpu") or {}).get("lines"):
         text += "; " + gpu_columns.LEGEND
-    return text + "."
+    return "\n".join(_wrap(text + ".", cols or width()))
+
+
+def header(profile, parts=None, cols=None):
+    """The first lines: how it was sampled, and the whole (each number one
+    stated thing)."""
+    from ..model import shares
+    samp = profile.get("sampling") or {}
+    mode = samp.get("mode", "cpu")
+    parts = parts or shares.breakdown(profile)
+    nthreads = len(samp.get("threads") or {}) or parts["threads"]
+    run = samp.get("duration_s", 0.0)
+    if mode == "wall":
+        reads = samp.get("rate_hz_effective", 0.0) * run * max(1, len(samp.get("threads") or {}))
+        per = reads / parts["wall_whole_s"] if parts["wall_whole_s"] else 0.0
+        text = (f"lprof sampled wall time: {samp.get('rate_hz_requested', 0):g} Hz per thread "
+                f"requested, {reads:.0f} reads ({per:.0f} per thread-second); wall "
+                f"{parts['wall_whole_s']:.3f} s summed over {nthreads} "
+                f"thread{'s' if nthreads != 1 else ''} in a {run:.3f} s run; process CPU "
+                f"{parts['cpu_whole_s']:.3f} s; signal {samp.get('signal')}")
+    else:
+        signals = samp.get("signals", 0)
+        n = (profile.get("meta") or {}).get("processes", 1)
+        procs = f"CPU of {n} processes" if n > 1 else "process CPU"
+        cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"]
+        text = (f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
+                f"{signals} timer signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
+                f"per sampled CPU second: CPU timers fire on the kernel tick), each weighted by "
+                f"the CPU time it covers; {procs} {parts['cpu_whole_s']:.3f} s "
+                f"({cpu_on_stacks:.3f} s on sampled Python stacks) in a {run:.3f} s run, "
+                f"{nthreads} thread{'s' if nthreads != 1 else ''}; signal {samp.get('signal')}")
+    return text
+
+
+def _pct(v, whole):
+    return f"{100.0 * v / whole:.1f}%" if whole else "0.0%"
+
+
+def remainder(profile, parts, notes, cols=None):
+    """What the listing does not show, and where it went, as lines."""
+    from ..model import shares
+    whole = parts["whole_s"]
+    if not whole:
+        return []
+    shown = parts["selected_s"] - notes.get("below_s", 0.0) - notes.get("files_s", 0.0)
+    head = (f"Shown above: {_pct(shown, whole)} of {whole_name(profile)} ({shown:.3f} s of "
+            f"{whole:.3f} s). Not shown:")
+    bits = []
+    if notes.get("below_s", 0.0) > 5e-4:
+        bits.append(f"{_pct(notes['below_s'], whole)} on lines of these files under the "
+                    f"threshold ({notes.get('threshold', 1.0):g}% of the selected files' time)")
+    if notes.get("files"):
+        n = notes["files"]
+        bits.append(f"{_pct(notes['files_s'], whole)} in {n} more selected file{'s' if n > 1 else ''} "
+                    f"(--all lists them)")
+    for label, secs, names in shares.hidden_by_kind(parts):
+        named = ", ".join(f"{n} {_pct(v, whole)}" for n, v in names[:3] if v >= 5e-4)
+        bits.append(f"{_pct(secs, whole)} in {label}" + (f" ({named})" if named else ""))
+    if parts["no_python_s"]:
+        bits.append(f"{_pct(parts['no_python_s'], whole)} in threads without Python, on no Python stack")
+    if parts["unsampled_s"]:
+        bits.append(f"{_pct(parts['unsampled_s'], whole)} on no sampled Python stack (threads "
+                    f"that never ran Python, lprof's own threads, threads' last partial tick)")
+    if not bits:
+        bits.append("nothing")
+    return _wrap(head + " " + "; ".join(bits) + ".", cols or width(), indent="")
 
 
 def stack_table_warning(profile):
@@ -212,15 +321,14 @@ def stack_table_warning(profile):
             f"(--memory-sample-bytes).")
 
 
-def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0, per_thread=False):
+def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0,
+           per_thread=False, cols=None):
+    from ..model import shares
     samp = profile.get("sampling") or {}
-    accept = _make_filter(profile_only, profile_all)
-    head = (f"lprof sampling ({samp.get('mode', 'cpu')} mode, {samp.get('rate_hz_requested', 0):g} Hz requested, "
-            f"{samp.get('rate_hz_effective', 0):.0f} Hz effective, signal {samp.get('signal')}): "
-            f"{samp.get('samples', 0)} samples, CPU {samp.get('cpu_total_s', 0.0):.3f} s, "
-            # CPU mode samples no wall time: its run time stands in
-            + (f"wall {samp.get('wall_total_s', 0.0):.3f} s" if samp.get("mode") == "wall"
-               else f"run {samp.get('duration_s', 0.0):.3f} s"))
+    cols = cols or width()
+    accept = _make_filter(profile, profile_only, profile_all)
+    parts = shares.breakdown(profile, accept)
+    wholes = {"cpu": parts["cpu_whole_s"], "wall": parts["wall_whole_s"]}
     extra = []
     if samp.get("dropped"):
         extra.append(f"{samp['dropped']} samples dropped")
@@ -236,20 +344,33 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
     if (samp.get("waits") or {}).get("note"):
         extra.append(samp["waits"]["note"])
     if samp.get("in_profiler"):  # the tracer's or --memory hooks' own time: on no line
-        extra.append(f"{samp['in_profiler']} samples in lprof's own code, on no line")
-    out = [head + (" [" + ", ".join(extra) + "]" if extra else ""), legend(profile)]
+        n = samp["in_profiler"]
+        extra.append(f"{n} sample{'s' if n != 1 else ''} in lprof's own code, on no line")
+    focus = getattr(accept, "focus", None)
+    if focus:  # the program is library code: what it exercised is selected too
+        from ..model.selection import describe
+        extra.append("selected: your files and " + ", ".join(sorted(describe(g) for g in focus))
+                     + " (what the run exercised)")
+    head = header(profile, parts) + (" [" + "; ".join(extra) + "]" if extra else "")
+    out = _wrap(head + ".", cols, indent="  ") + [legend(profile, cols)]
     full = stack_table_warning(profile)
     if full:
         out.append(full)
+    notes = {}
     if per_thread:
         threads = samp.get("threads", {})
         seen = sorted({str(t) for _i, t, _m in (profile.get("stacks") or {}).get("stacks", [])})
         for t in seen:
             out.append("")
             out.append(f"== thread {threads.get(t, t)} ({t})")
-            out.extend(_render_one(profile, accept, reduced, threshold_pct, thread=t))
+            out.extend(_render_one(profile, accept, reduced, threshold_pct, wholes, thread=t,
+                                   notes=notes))
     else:
-        out.extend(_render_one(profile, accept, reduced, threshold_pct))
+        out.extend(_render_one(profile, accept, reduced, threshold_pct, wholes, notes=notes))
+    rest = remainder(profile, parts, notes, cols)
+    if rest:
+        out.append("")
+        out.extend(rest)
     out.extend(memory_summary(profile))
     out.extend(gpu_columns.summary(profile))
     return "\n".join(out) + "\n"

@@ -43,6 +43,14 @@
     return Number.isInteger(v) ? String(v) : v.toPrecision(3);
   }
   function pct(v, total) { return total ? (100 * v / total).toFixed(1) + "%" : ""; }
+  /* the denominator of a column's shares: the process's whole for CPU and
+   * wall time (render/report_data.py: D.whole), else the column's total */
+  function whole(i, t) {
+    var c = D.columns[i], W = D.whole;
+    if (W && c && (c.name === "cpu_s" || isPart(c.name)) && W.cpu_s) return W.cpu_s;
+    if (W && c && c.name === "wall_s" && W.wall_s) return W.wall_s;
+    return t[i];
+  }
   function hue(name) {
     var h = 0;
     for (var i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
@@ -83,7 +91,10 @@
     if (m.modes) bits.push("modes: " + m.modes.join(", "));
     if (m.python) bits.push("Python " + m.python);
     if (m.exit_code) bits.push("exit status " + m.exit_code);
-    if (D.sampling && D.sampling.samples != null) bits.push(D.sampling.samples + " samples");
+    if (D.whole) {
+      bits.push("process CPU " + (fmt(D.whole.cpu_s, "s") || "0 s"));
+      if (D.whole.mode === "wall") bits.push("wall " + (fmt(D.whole.wall_s, "s") || "0 s") + " summed over " + D.whole.threads + " thread" + (D.whole.threads === 1 ? "" : "s"));
+    }
     return el("header", {}, [el("h1", { text: D.title }), el("p", { class: "meta", text: bits.join(" \u00b7 ") })]);
   }
   function summary(t) {
@@ -91,13 +102,15 @@
     var cpu = colIndex("cpu_s");
     if (cpu >= 0 && t[cpu] > 0) {
       var bar = el("div", { class: "split" }), legend = [];
+      var W = whole(cpu, t);
       D.columns[cpu].parts.forEach(function (name, k) {
         var v = t[colIndex(name)], w = 100 * v / t[cpu];
         bar.appendChild(el("span", { class: "part p" + k, style: "width:" + w + "%", title: name }));
-        legend.push(el("span", { class: "key p" + k, text: D.columns[colIndex(name)].label + " " + pct(v, t[cpu]) }));
+        legend.push(el("span", { class: "key p" + k, text: D.columns[colIndex(name)].label + " " + pct(v, W) }));
       });
-      box.appendChild(el("div", { class: "stat" }, [el("b", { text: "CPU " + fmt(t[cpu], "s") }), bar, el("div", {}, legend)]));
+      box.appendChild(el("div", { class: "stat" }, [el("b", { text: "CPU " + fmt(t[cpu], "s") + (W > t[cpu] ? " sampled of the process's " + fmt(W, "s") : "") }), bar, el("div", {}, legend)]));
     }
+    if (D.whole && state.thread < 0) box.appendChild(remainder());
     D.columns.forEach(function (c, i) {
       if (c.parts || (D.columns[colIndex("cpu_s")] || { parts: [] }).parts.indexOf(c.name) >= 0) return;
       if (c.quiet || !t[i]) return;
@@ -105,6 +118,19 @@
     });
     if (D.memory) box.appendChild(el("div", { class: "stat" }, [el("b", { text: "peak memory " + (fmt(D.memory.peak_bytes, "bytes") || "0 B") })]));
     return box;
+  }
+  /* what no line of the page holds, and where it went (as the listing says) */
+  function remainder() {
+    var W = D.whole, total = W.whole_s, bits = [];
+    var name = W.mode === "wall" ? "wall time, summed over threads" : "the process's CPU time";
+    W.hidden.forEach(function (h) {
+      var top = h.top.slice(0, 3).map(function (n) { return n.name + " " + pct(n.seconds, total); }).join(", ");
+      bits.push(pct(h.seconds, total) + " in " + h.where + (top ? " (" + top + ")" : ""));
+    });
+    if (W.no_python_s) bits.push(pct(W.no_python_s, total) + " in threads without Python, on no Python stack");
+    if (W.unsampled_s) bits.push(pct(W.unsampled_s, total) + " on no sampled Python stack (threads that never ran Python, lprof's own threads, threads' last partial tick)");
+    return el("p", { id: "whole", class: "note", text: "Shares are of " + name + " (" + fmt(total, "s") + "). Lines of the selected files hold " +
+      pct(W.selected_s, total) + "; not on any line: " + (bits.length ? bits.join("; ") : "nothing") + "." });
   }
   function colIndex(name) {
     for (var i = 0; i < D.columns.length; i++) if (D.columns[i].name === name) return i;
@@ -173,6 +199,7 @@
     sec.appendChild(tip);
     var col = state.metric, unit = D.columns[col].unit;
     var root = buildTree(rs, col);
+    var W = Math.max(whole(col, totals(D.stacks)), root.v);
 
     function paint() {
       holder.textContent = "";
@@ -215,7 +242,7 @@
         g.addEventListener("click", function () { state.zoom = nodePath(n) || null; paint(); });
         g.addEventListener("mousemove", function (ev) {
           tip.textContent = nodeText(n) + "  \u2014  " +
-            fmt(n.v, unit) + " (" + pct(n.v, root.v) + ")";
+            fmt(n.v, unit) + " (" + pct(n.v, W) + ")";
           tip.style.left = (ev.pageX + 12) + "px"; tip.style.top = (ev.pageY + 12) + "px"; tip.style.display = "block";
         });
         g.addEventListener("mouseleave", function () { tip.style.display = "none"; });
@@ -223,7 +250,7 @@
       });
       if (re) matched = matchedValue(root, re);
       info.textContent = (state.zoom ? "zoomed: " + fmt(zoom.v, unit) + " of " : "") + fmt(root.v, unit) + " total" +
-        (re ? " \u00b7 search matched " + pct(matched, root.v) : "");
+        (re ? " \u00b7 search matched " + pct(matched, W) : "") + (W > root.v ? " (shares of " + fmt(W, unit) + ")" : "");
       holder.appendChild(svg);
     }
     /* value of the matching frames, each stack counted once (outermost match) */
@@ -306,7 +333,7 @@
     Array.from(files.entries()).sort(function (a, b) { return b[1].sum - a[1].sum; }).forEach(function (kv) {
       var path = kv[0], F = kv[1], src = D.sources[path];
       var keep = new Set(), nums = Object.keys(src).map(Number).sort(function (a, b) { return a - b; });
-      var whole = nums.length <= 400;
+      var entire = nums.length <= 400;
       F.lines.forEach(function (_e, ln) { for (var k = ln - 3; k <= ln + 3; k++) keep.add(k); });
       var tbl = el("table", { class: "src" });
       var head = el("tr", {}, [el("th", { text: "line" })]);
@@ -315,7 +342,7 @@
       tbl.appendChild(el("thead", {}, [head]));
       var body = el("tbody"), prev = null;
       nums.forEach(function (ln) {
-        if (!whole && !keep.has(ln)) return;
+        if (!entire && !keep.has(ln)) return;
         if (prev !== null && ln !== prev + 1) body.appendChild(el("tr", { class: "gap" }, [el("td", { colspan: String(shown.length + 2), text: "\u22ee" })]));
         prev = ln;
         var e = F.lines.get(ln), tr = el("tr", { class: e ? "hotline" : "" });
@@ -333,7 +360,7 @@
             } else {
               td.appendChild(el("span", { class: "bar", style: "width:" + Math.min(100, 100 * Math.abs(e.v[i]) / t[i]) + "%" }));
             }
-            td.appendChild(el("span", { class: "val", text: fmt(e.v[i], c.unit), title: pct(e.v[i], t[i]) }));
+            td.appendChild(el("span", { class: "val", text: fmt(e.v[i], c.unit), title: pct(e.v[i], whole(i, t)) }));
           }
           tr.appendChild(td);
         });
