@@ -360,3 +360,39 @@ def test_line_profilers_own_profile_is_traced(run_lprof, write_script, load_prof
     r = subprocess.run([sys.executable, "uses_lp.py"], cwd=tmp_path, capture_output=True,
                        text=True)
     assert r.stdout.startswith("45 2"), r.stderr
+
+
+RECURSIVE = """
+    @profile
+    def fib(n):
+        if n < 2:
+            return n
+        return fib(n - 1) + fib(n - 2)  # rec
+
+    fib(18)
+"""
+
+
+def test_recursive_total_is_the_sum_of_its_lines(run_lprof, write_script, load_profile, tmp_path):
+    """Issue #34: fib(20)'s `Total time: 0.0055531 s` sat above a line of
+    72644.2 us. Total time is the sum of the lines (kernprof's rule), the
+    lines count nested calls at every level alike, and the outermost calls'
+    own time is said beside it; the HTML report's total is the same."""
+    write_script("fib.py", RECURSIVE)
+    r = run_lprof("-l", "-v", "fib.py")
+    assert r.returncode == 0, r.stderr
+    out = without_kernprof_lines(r.stdout)
+    total = float(re.search(r"Total time: ([\d.e-]+) s", out).group(1))
+    times = [float(ln.split()[2]) for ln in out.splitlines()
+             if re.match(r"\s+\d+\s+\d+\s+[\d.e+-]+\s+", ln)]
+    assert times and abs(total - sum(times) * 1e-6) <= 1e-6 * len(times) + 1e-4 * total, (total, times, out)
+    assert max(times) * 1e-6 <= total * 1.0001, out  # no line above the total
+    prof = load_profile(str(tmp_path / "fib.py.lprof"))
+    outer = prof["functions"][0]["total_s"]
+    assert outer < total  # the tracer's outermost call: nested time not counted again
+    m = re.search(r"Outermost calls: ([\d.e-]+) s \(recursive", out)
+    assert m and abs(float(m.group(1)) - outer) <= 1e-5 * outer, out  # %g: 6 digits
+    from lprof.render import report_data
+    fn = report_data.build(prof)["functions"][0]
+    assert abs(fn["total_s"] - sum(t for _l, _h, t in prof["functions"][0]["lines"])) < 1e-12
+    assert fn["outermost_s"] == outer

@@ -13,6 +13,25 @@ from . import gpu_columns
 _MIN_WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
 
 
+def line_sum(fn):
+    """A function's Total time: the sum of its line times (kernprof's rule).
+    A line's time includes the calls it made, so in a recursive function the
+    nested calls' time is counted again at each level, in the lines and in
+    this total alike; the tracer's total_s (its outermost calls, from call to
+    return) is said beside it where that is less."""
+    return sum(t for _ln, _h, t in fn["lines"])
+
+
+def outermost_note(fn, total):
+    """The line under Total time where recursion counted nested calls again
+    (None otherwise)."""
+    outer = fn.get("total_s")
+    if outer is None or total <= outer * 1.01 + 1e-9:
+        return None
+    return (f"Outermost calls: {outer:g} s (recursive: each line's time includes its nested "
+            f"calls, counted again at every level, as kernprof counts them)")
+
+
 def _fmt_num(value, width):
     text = f"{value:5.1f}"
     if len(text) > width:
@@ -32,9 +51,12 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
         source_cache[path] = read_lines(path)
     lines = source_cache[path]
     rows = {ln: (hits, t) for ln, hits, t in fn["lines"]}
-    line_sum = sum(t for _h, t in rows.values())
+    total = line_sum(fn)
     waits = {ln: w for ln, w in fn.get("wait", [])}
-    out = [f"Total time: {fn.get('total_s', line_sum):g} s"]
+    out = [f"Total time: {total:g} s"]
+    note = outermost_note(fn, total)
+    if note:
+        out.append(note)
     if waits:
         out.append(f"Total wait: {sum(waits.values()):g} s (suspended at yield/await)")
     out += [f"File: {path}",
@@ -67,7 +89,7 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
             cells = (f"{ln:>{w['line']}} {hits:>{w['hits']}} "
                      f"{_fmt_num(t / unit, w['time']):>{w['time']}} "
                      f"{_fmt_num(t / unit / hits if hits else 0.0, w['perhit']):>{w['perhit']}} "
-                     f"{(_fmt_num(100.0 * t / line_sum, w['percent']) if line_sum else ''):>{w['percent']}}")
+                     f"{(_fmt_num(100.0 * t / total, w['percent']) if total else ''):>{w['percent']}}")
         else:
             cells = (f"{ln:>{w['line']}} {'':>{w['hits']}} {'':>{w['time']}} "
                      f"{'':>{w['perhit']}} {'':>{w['percent']}}")
@@ -92,7 +114,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
     if skip_zero:
         functions = [f for f in functions if any(h for _l, h, _t in f["lines"])]
     if sort == "time":
-        functions.sort(key=lambda f: -f.get("total_s", 0.0))
+        functions.sort(key=lambda f: -line_sum(f))
     else:
         functions.sort(key=lambda f: (f["file"], f["first_line"]))
     memory = memory_lines(profile)
@@ -118,7 +140,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
 
 def render_summary(functions):
     out = []
-    for fn in sorted(functions, key=lambda f: f.get("total_s", 0.0)):
-        out.append(f"{fn.get('total_s', 0.0):6.2f} seconds - "
+    for fn in sorted(functions, key=line_sum):
+        out.append(f"{line_sum(fn):6.2f} seconds - "
                    f"{os.path.relpath(fn['file'])}:{fn['first_line']} - {fn['name']}")
     return "\n".join(out) + "\n"

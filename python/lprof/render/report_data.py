@@ -147,8 +147,10 @@ def _lineprof(profile):
             source = {str(k): lines[k - 1] for k in range(first, min(last, len(lines)) + 1)}
         else:
             source = {}
+        total = sum(r[2] for r in rows)  # the listing's rule (render/listing.line_sum)
         out.append({"file": path, "name": fn["name"], "first_line": fn["first_line"],
-                    "total_s": fn.get("total_s", 0.0), "lines": rows, "source": source,
+                    "total_s": total, "outermost_s": fn.get("total_s", total),
+                    "lines": rows, "source": source,
                     "wait": fn.get("wait", [])})
     return out
 

@@ -467,7 +467,7 @@
       });
       tbl.appendChild(body);
       var waited = waits ? fn.wait.reduce(function (s, w) { return s + w[1]; }, 0) : 0;
-      sec.appendChild(el("details", { open: "" }, [el("summary", { text: fn.name + " \u2014 " + base(fn.file) + ":" + fn.first_line + " \u2014 " + (fmt(fn.total_s, "s") || "0 s") + (waits ? " (waited " + fmt(waited, "s") + ")" : "") }), tbl]));
+      sec.appendChild(el("details", { open: "" }, [el("summary", { text: fn.name + " \u2014 " + base(fn.file) + ":" + fn.first_line + " \u2014 " + (fmt(fn.total_s, "s") || "0 s") + (fn.outermost_s != null && fn.total_s > fn.outermost_s * 1.01 ? " (sum of the lines; outermost calls " + fmt(fn.outermost_s, "s") + ": recursive, nested calls counted at every level)" : "") + (waits ? " (waited " + fmt(waited, "s") + ")" : "") }), tbl]));
     });
     return sec;
   }
