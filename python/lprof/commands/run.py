@@ -2,7 +2,6 @@
 then save and print its profile on every exit path."""
 import atexit
 import builtins
-import contextlib
 import os
 import signal
 import sys
@@ -342,9 +341,22 @@ def main(args, raw_argv):
 
     run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
                            checkpoints=not args.output_interval, quiet=args.quiet)
-    with _program_output_silenced(args.verbosity):
+    # kernprof's -qq (verbosity -2) silences the program's sys.stdout, -qqq
+    # its sys.stderr too. Plain code, no context manager: contextlib's
+    # __exit__ would be code outside lprof's files run after the program
+    saved_streams, sink = (sys.stdout, sys.stderr), None
+    if args.verbosity <= -2:
+        sink = open(os.devnull, "w")
+        sys.stdout = sink
+        if args.verbosity <= -3:
+            sys.stderr = sink
+    try:
         outcome = runner.run(target, args.args, kind=kind, code=code,
                              setup=args.setup, on_start=on_start)
+    finally:
+        if sink is not None:
+            sys.stdout, sys.stderr = saved_streams
+            sink.close()
     # the program is over: what follows is lprof's, unsampled, with the headroom;
     # no code outside lprof's files may run before the pause (its stack would
     # begin at that code once lprof's frames are cut from it)
@@ -410,24 +422,6 @@ def _save_and_print(run, args, outfile, exit_code, how, listing=True):
     if listing:
         _print_outputs(args, prof)
     return written
-
-
-@contextlib.contextmanager
-def _program_output_silenced(verbosity):
-    """kernprof's -qq (verbosity -2) silences the program's sys.stdout, -qqq
-    its sys.stderr too; the user asked for it, as of kernprof."""
-    if verbosity > -2:
-        yield
-        return
-    saved = sys.stdout, sys.stderr
-    with open(os.devnull, "w") as sink:
-        sys.stdout = sink
-        if verbosity <= -3:
-            sys.stderr = sink
-        try:
-            yield
-        finally:
-            sys.stdout, sys.stderr = saved
 
 
 def _kernprof_wrote(args, outfile):
