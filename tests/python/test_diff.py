@@ -75,3 +75,43 @@ def test_diff_errors(two_runs, run_lprof):
     assert r.returncode == 2 and r.stderr.startswith("lprof: ") and "Traceback" not in r.stderr
     r = run_lprof("diff", "before.lprof", "after.lprof", "--metric", "bogus")
     assert r.returncode == 2 and "--metric bogus" in r.stderr
+
+
+def _seconds(text):
+    value, unit = text.split()
+    return float(value) * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[unit]
+
+
+def _change_and_noise(row):
+    """(change, noise, marked within) of a text diff row, in seconds."""
+    m = re.match(r"\s*([+-]?[\d.]+ (?:s|ms|us))\s.*?±([\d.]+ (?:s|ms|us))( ~)?", row)
+    assert m, row
+    return abs(_seconds(m.group(1))), _seconds(m.group(2)), bool(m.group(3))
+
+
+def test_diff_says_labels_and_sampling_noise(two_runs, run_lprof, write_script):
+    """Every total has a label in words (it mixed 'CPU total' with raw keys
+    like cpu_python_s), and sampled time says its sampling noise (two
+    standard deviations from the samples): a change of 4x the work is far
+    outside it; two runs of the same code differ by less than twice it
+    (four standard deviations: a bound the samples make near certain)."""
+    r = run_lprof("diff", "before.lprof", "after.lprof")
+    assert r.returncode == 0, r.stderr
+    totals = r.stdout.split("Totals (your code):", 1)[1].split("\n\n", 1)[0]
+    assert "CPU Python" in totals and not re.search(r"\b[a-z]+_[a-z_]+\b", totals), totals
+    assert "noise: about two standard deviations" in r.stdout
+    rows = [ln for ln in r.stdout.split("Lines by", 1)[1].splitlines()[2:] if " grows " in ln]
+    assert rows, r.stdout
+    for row in rows:
+        change, noise, within = _change_and_noise(row)
+        assert change > noise and not within, row
+    write_script("same.py", "import time\n\ndef burn():\n    end = time.process_time() + 0.3\n"
+                            "    while time.process_time() < end:\n        pass\n\nburn()\n")
+    for name in ("one", "two"):
+        assert run_lprof("-q", "-o", f"{name}.lprof", "same.py").returncode == 0
+    r = run_lprof("diff", "one.lprof", "two.lprof")
+    assert r.returncode == 0, r.stderr
+    for row in r.stdout.split("Lines by", 1)[1].splitlines()[2:]:
+        if "same.py:" in row:
+            change, noise, _within = _change_and_noise(row)
+            assert change <= 2 * noise, r.stdout

@@ -1,6 +1,7 @@
 """`lprof diff` output: text for the terminal, and a self-contained HTML page
 (the report's style sheet, tables drawn here: no script needed)."""
 import os
+import textwrap
 from html import escape
 
 from .source import read_lines
@@ -21,8 +22,49 @@ def fmt(v, unit, signed=False):
     return sign + (f"{v:g}" if isinstance(v, float) else str(v))
 
 
+# every column a diff can show, in words (the profile's own names are for files)
+_LABELS = {
+    "cpu_s": "CPU total", "cpu_python_s": "CPU Python", "cpu_native_s": "CPU native",
+    "cpu_system_s": "CPU system", "wall_s": "wall", "samples": "samples",
+    "wait_s": "await wait", "time_s": "time (-l)", "hits": "hits (-l)",
+    "line_wait_s": "wait (-l)", "alloc_bytes": "allocated", "alloc_count": "allocations",
+    "python_bytes": "allocated by Python", "freed_bytes": "freed", "live_bytes": "live at end",
+    "peak_bytes": "live at peak", "alloc_samples": "alloc samples",
+    "free_samples": "free samples", "survivors": "survivors", "survivor_bytes": "survivor bytes",
+    "gpu_kernel_s": "GPU kernel time", "gpu_copy_s": "GPU copy time",
+    "gpu_kernels": "GPU kernels", "gpu_launches": "GPU launches",
+    "gpu_h2d_bytes": "GPU host-to-device", "gpu_d2h_bytes": "GPU device-to-host",
+    "gpu_d2d_bytes": "GPU device-to-device", "gpu_alloc_bytes": "GPU allocated",
+    "gpu_peak_bytes": "GPU at peak",
+}
+# sampled time: a line's value is its samples times a sample's weight, so
+# sampling alone moves it by about the square root of its samples
+SAMPLED_TIME = ("cpu_s", "cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
+
+
+NOISE_NOTE = ("noise: about two standard deviations of what sampling alone changes "
+              "between two runs of the same code; '~' marks a change within it. The "
+              "machine's own variation (load, caches, frequency) comes on top: compare "
+              "several runs before trusting a small change.")
+
+
 def _label(col):
-    return {"cpu_s": "CPU total", "time_s": "time (-l)", "line_wait_s": "wait (-l)", "wait_s": "await wait"}.get(col, col)
+    return _LABELS.get(col) or col.replace("_", " ")
+
+
+def sampling_noise(entry, metric):
+    """About two standard deviations of the change in `metric` that sampling
+    alone makes between two runs of the same code (Poisson counts of the
+    entry's samples before and after); None where the metric is not sampled
+    time or the samples are not known."""
+    if metric not in SAMPLED_TIME:
+        return None
+    nb, na = entry["before"].get("samples", 0), entry["after"].get("samples", 0)
+    b, a = entry["before"].get(metric, 0), entry["after"].get(metric, 0)
+    if nb + na <= 0:
+        return None
+    per_sample = (a + b) / (na + nb)
+    return 2.0 * per_sample * (na + nb) ** 0.5
 
 
 def _change(b, a):
@@ -62,15 +104,28 @@ def render_text(result, before_name, after_name, top=20):
                        f"{src.line(*e['key'])}")):
         shown = [e for e in entries
                  if e["after"].get(metric, 0) != e["before"].get(metric, 0)][:top]
+        noisy = metric in SAMPLED_TIME
         out.append("")
         out.append(f"{title} by change in {_label(metric)} (largest first):")
-        out.append(f"  {'change':>12} {'%':>6} {'before':>12} {'after':>12}  where")
+        out.append(f"  {'change':>12} {'%':>6} {'before':>12} {'after':>12}"
+                   + (f" {'noise':>10}" if noisy else "") + "  where")
         for e in shown:
             b, a = e["before"].get(metric, 0), e["after"].get(metric, 0)
+            noise = sampling_noise(e, metric)
+            mark = ""
+            if noise is not None:
+                mark = f" {'±' + fmt(noise, unit):>10}"
+                if abs(a - b) <= noise:
+                    mark += " ~"
+            elif noisy:
+                mark = f" {'':>10}"
             out.append(f"  {fmt(a - b, unit, True):>12} {_change(b, a):>6} {fmt(b, unit):>12} "
-                       f"{fmt(a, unit):>12}  {where(e)}".rstrip())
+                       f"{fmt(a, unit):>12}{mark}  {where(e)}".rstrip())
         if not shown:
             out.append("  (no change)")
+    if metric in SAMPLED_TIME:
+        out.append("")
+        out.append(textwrap.fill(NOISE_NOTE, width=80))
     return "\n".join(out) + "\n"
 
 
@@ -115,6 +170,9 @@ def render_html(result, before_name, after_name, top=100):
         parts.append(f"<h2>{title}: change per metric (after &minus; before)</h2>"
                      f"<table class=hot><thead><tr><th></th><th></th>{head}</tr></thead>"
                      f"<tbody>{''.join(body)}</tbody></table>")
+    if metric in SAMPLED_TIME:
+        parts.append(f"<p class=\"meta\">{escape(NOISE_NOTE)} (The noise of each line is in "
+                     f"the text diff.)</p>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>lprof diff</title><style>\n{asset('report.css')}</style></head>"
             f"<body><div id=\"app\">{''.join(parts)}</div></body></html>\n")
