@@ -44,6 +44,9 @@ static pthread_once_t g_wake_once = PTHREAD_ONCE_INIT;
 static atomic_int g_wake_ok;
 static atomic_int g_released;
 static char g_path[PATH_MAX], g_tmp[PATH_MAX];
+/* where a fatal signal also leaves a one-line note (a followed child's
+ * "<folder>/<pid>.died", read by the lprof command); "" = none */
+static char g_note[PATH_MAX];
 static struct sigaction g_old_fatal[N_FATAL], g_old_term;
 static int g_term_installed;
 
@@ -115,6 +118,22 @@ LP_SIGNAL_SAFE static int fatal_index(int sig) {
     return -1;
 }
 
+/* The note: "<signal number> <age of the checkpoint written, in ms, or -1:
+ * none>\n", replaced whole (written beside, then renamed). */
+LP_SIGNAL_SAFE static void write_note(int sig, long age_ms) {
+    if (!g_note[0]) return;
+    line_buf b = {.n = 0};
+    put_uint(&b, (unsigned long)sig);
+    put(&b, age_ms < 0 ? " -1" : " ");
+    if (age_ms >= 0) put_uint(&b, (unsigned long)age_ms);
+    b.buf[b.n++] = '\n';
+    int fd = open(g_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)g_mode);
+    if (fd < 0) return;
+    int ok = write_all(fd, b.buf, b.n) == 0;
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(g_tmp, g_note) != 0) unlink(g_tmp);
+}
+
 LP_SIGNAL_SAFE static void write_last_checkpoint(int sig) {
     line_buf b = {.n = 0};
     put(&b, "lprof: the program was killed by ");
@@ -123,6 +142,7 @@ LP_SIGNAL_SAFE static void write_last_checkpoint(int sig) {
     if (cur < 0) {
         put(&b, " before lprof's first checkpoint; no profile was written");
         say(&b);
+        write_note(sig, -1);
         return;
     }
     const checkpoint_slot *s = &g_slots[cur];
@@ -135,11 +155,13 @@ LP_SIGNAL_SAFE static void write_last_checkpoint(int sig) {
         put(&b, "; could not write its profile to ");
         put(&b, g_path);
         say(&b);
+        write_note(sig, -1);
         return;
     }
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long age = (long)(now.tv_sec - s->taken.tv_sec);
+    write_note(sig, (long)((now.tv_sec - s->taken.tv_sec) * 1000 + (now.tv_nsec - s->taken.tv_nsec) / 1000000));
     put(&b, "; wrote its profile as of ");
     put_uint(&b, (unsigned long)(age > 0 ? age : 0));
     put(&b, " s before (lprof's last checkpoint) to ");
@@ -319,5 +341,17 @@ int lp_emergency_checkpoint(const void *data, size_t len) {
 }
 
 int lp_emergency_pending(void) { return atomic_load(&g_term_pending); }
+
+int lp_emergency_note(const char *path) {
+    if (atomic_load(&g_armed)) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (path == NULL) {
+        g_note[0] = 0;
+        return 0;
+    }
+    return copy_path(g_note, path);
+}
 
 void lp_emergency_die(int sig) { die_now(sig); }

@@ -47,6 +47,11 @@ LP_INTERNAL int lp_emergency_wait(double timeout_s);
 LP_INTERNAL void lp_emergency_release(void);
 /* The SIGTERM received so far (0: none). */
 LP_INTERNAL int lp_emergency_pending(void);
+/* Before arming: a fatal signal also writes "<signal> <age of the profile
+ * written in ms, or -1: none>\n" to path (NULL: no note). A followed child's
+ * death, told to the lprof command (process/follow.py). 0, or -1 (armed,
+ * path too long). */
+LP_INTERNAL int lp_emergency_note(const char *path);
 /* Ends the process by `sig` with its default action (from any thread). */
 LP_INTERNAL void lp_emergency_die(int sig);
 

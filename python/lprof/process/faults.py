@@ -35,19 +35,26 @@ CHECKPOINT_COST_FACTOR = 50
 
 
 class Guard:
-    def __init__(self, finish, encode, path, checkpoints, wrap_os=True, quiet=False):
+    def __init__(self, finish, encode, path, checkpoints, wrap_os=True, quiet=False, term=True,
+                 note=None):
         """finish(how, exit_code): saves and prints the profile (the runner's
         end of run); encode(): the current profile, encoded; checkpoints:
-        False where -i's writer hands its own (see checkpoint()) or where
-        there is none to keep (a followed child); wrap_os: save before
-        os.exec*/os._exit (a followed child wraps os._exit itself); quiet:
-        the C handlers write nothing on stderr (-q, a followed child)."""
+        False where -i's writer hands its own (see checkpoint()); wrap_os:
+        save before os.exec*/os._exit (a followed child wraps os._exit
+        itself); quiet: the C handlers write nothing on stderr (-q, a
+        followed child); term: take SIGTERM (a followed child whose program
+        set its own handler leaves it alone); note: a file where a fatal
+        signal also writes which signal, and how old the profile it wrote
+        is (a followed child's death, told to the lprof command)."""
         self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
         self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
+        self._cp_lock = _thread.allocate_lock()  # a checkpoint being encoded
+        self._cp_off = False
         self._pid = os.getpid()
         self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
-        _lprof.emergency_arm(True, quiet, path, tmp, 0o666 & ~_umask())
+        _lprof.emergency_note(note)
+        _lprof.emergency_arm(term, quiet, path, tmp, 0o666 & ~_umask())
         self._exit_hook = (exec_guard.before_os_exit(lambda _status: self.before_leaving("os._exit"))
                            if wrap_os else None)
         self._exec_hook = (exec_guard.before_exec(lambda: self.before_leaving("exec"))
@@ -67,10 +74,13 @@ class Guard:
             if woken_by < 0:
                 return  # released: the run ended
             began = time.monotonic()
-            try:
-                _lprof.emergency_checkpoint(self._encode())
-            except Exception:  # a failed checkpoint must not end the program
-                pass
+            with self._cp_lock:
+                if self._cp_off:
+                    continue
+                try:
+                    _lprof.emergency_checkpoint(self._encode())
+                except Exception:  # a failed checkpoint must not end the program
+                    pass
             cost = time.monotonic() - began
             due = time.monotonic() + max(CHECKPOINT_EVERY_S, CHECKPOINT_COST_FACTOR * cost)
 
@@ -87,6 +97,14 @@ class Guard:
     def checkpoint(self, data):
         """-i's writer hands its encoded profile over (no second encoding)."""
         _lprof.emergency_checkpoint(data)
+
+    def stop_checkpoints(self):
+        """No checkpoint from here on; one being encoded ends first (before
+        the collectors stop for the save). What was handed over stays what
+        a fatal signal writes."""
+        with self._cp_lock:
+            self._cp_off = True
+            self._checkpoints = False  # the watcher waits for SIGTERM or the end alone
 
     def before_leaving(self, how):
         """exec or os._exit: save and print now (lprof's process only)."""
@@ -118,8 +136,8 @@ class Guard:
         _lprof.emergency_die(signum)
 
 
-def arm(finish, encode, path, checkpoints=True, wrap_os=True, quiet=False):
-    return Guard(finish, encode, path, checkpoints, wrap_os, quiet)
+def arm(finish, encode, path, checkpoints=True, wrap_os=True, quiet=False, term=True, note=None):
+    return Guard(finish, encode, path, checkpoints, wrap_os, quiet, term, note)
 
 
 def _flush():

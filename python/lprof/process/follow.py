@@ -20,14 +20,17 @@ terminate their workers so; the child then still dies by SIGTERM). SIGTERM
 is taken by lprof's C handler (faults.Guard), whose watcher thread saves:
 a Python-level handler runs only when the main thread next runs bytecode,
 and a worker blocked on a lock the pool holds for good never does (a
-SIGTERM landing just before its sem_wait left it hanging). A child
-killed by another signal loses its own profile, never the parent's. While a
-child runs, `<folder>/<pid>.running` exists; the parent waits for those
-markers whose process is alive, a few seconds at most."""
+SIGTERM landing just before its sem_wait left it hanging). A fatal signal
+(SIGSEGV, abort()) writes the child's last in-memory checkpoint and a note
+`<pid>.died`; SIGKILL leaves nothing: the parent names each child that died
+so, how, and what of it was lost (Session.losses), never losing its own.
+While a child runs, `<folder>/<pid>.running` exists; the parent waits for
+those markers whose process is alive, a few seconds at most."""
 import atexit
 import json
 import os
 import signal
+import sys
 import time
 
 from ..collect import exec_guard
@@ -56,6 +59,7 @@ class Session:
         global _config
         self.dir = _folder_name()  # made by the first child (most runs have none)
         self.pid = os.getpid()
+        self._told = False
         _config = {"dir": self.dir, "options": dict(options)}
         os.environ[ENV] = json.dumps(_config)
         _bootstrap_path(os.environ)
@@ -96,7 +100,12 @@ class Session:
             time.sleep(0.02)
 
     def files(self):
-        """Paths of the children's profiles, oldest first."""
+        """Paths of the children's profiles, oldest first. Says first, on
+        stderr, which children died without saving their profile (once)."""
+        if not self._told:
+            self._told = True
+            for line in self.losses():
+                sys.stderr.write(line + "\n")
         paths = [os.path.join(self.dir, n) for n in self._names() if n.endswith(".lprof")]
 
         def mtime(p):
@@ -105,6 +114,55 @@ class Session:
             except OSError:
                 return 0.0
         return sorted(paths, key=lambda p: (mtime(p), p))
+
+    def losses(self):
+        """One line per child that ended without saving its profile: which
+        process, how it died (a fatal signal's note, written by C at its
+        death: the signal and the age of the checkpoint it wrote), and what
+        of it is lost. The checkpoint a fatal signal wrote is marked with
+        the signal (meta.exit_code) before it is merged."""
+        names = set(self._names())
+        out = []
+        for n in sorted(names):
+            if not n.endswith(".running"):
+                continue
+            try:
+                pid = int(n[:-len(".running")])
+            except ValueError:
+                continue
+            if _alive(pid):
+                continue  # still running: said by the caller
+            kept = any(m.endswith(f".{pid}.lprof") for m in names)
+            note = _read_note(os.path.join(self.dir, f"{pid}.died"))
+            if note is None:
+                how = "ended without saving its profile (killed by SIGKILL or another signal lprof cannot catch)"
+            else:
+                how = f"was killed by {_signal_name(note[0])}"
+            if note is not None and note[1] is not None and kept:
+                self._mark_killed(pid, note[0])
+                what = (f"its profile as of lprof's last checkpoint, {note[1]:.1f} s before, is merged; "
+                        f"what it ran after that is lost")
+            elif kept:
+                what = "its last -i checkpoint is merged; what it ran after that is lost"
+            else:
+                what = ("it died before lprof's first checkpoint: its profile is lost"
+                        if note is not None else "its profile is lost")
+            out.append(f"lprof: child process {pid} {how}; {what}")
+        return out
+
+    def _mark_killed(self, pid, signum):
+        """The child's file as the fatal signal left it (a checkpoint, whose
+        exit_code is null), rewritten with the signal as its exit code."""
+        from ..model import profile_file
+        for n in self._names():
+            if n.endswith(f".{pid}.lprof"):
+                path = os.path.join(self.dir, n)
+                try:
+                    prof = profile_file.load(path)
+                    prof.setdefault("meta", {})["exit_code"] = -signum
+                    profile_file.save(prof, path)
+                except Exception:  # merged as it is
+                    pass
 
     def close(self):
         global _config
@@ -143,6 +201,25 @@ def _own_folder(path):
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
 
 
+def _read_note(path):
+    """(signal, age of the checkpoint written in s or None) from a child's
+    `<pid>.died` (export/emergency.c), or None where there is none."""
+    try:
+        with open(path) as fh:
+            sig, age = fh.read().split()[:2]
+        sig, age = int(sig), int(age)
+    except (OSError, ValueError):
+        return None
+    return sig, (age / 1000 if age >= 0 else None)
+
+
+def _signal_name(signum):
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def _alive(pid):
     """A process that exists and is not a zombie (a finished child not yet reaped)."""
     try:
@@ -175,6 +252,7 @@ class _Child(Recording):
         self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
                                            f"{self.pid}.lprof")
         self.marker = os.path.join(self.dir, f"{self.pid}.running")
+        self.note = os.path.join(self.dir, f"{self.pid}.died")  # written at a fatal signal (C)
         self.interval = float(config["options"].get("output_interval") or 0)
 
     def start(self):
@@ -186,25 +264,31 @@ class _Child(Recording):
         except OSError:
             return False
         Recording.start(self)
-        self._arm_sigterm()
+        self._arm_guard()
         if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
             import threading
             self._lock = threading.Lock()
             self.start_checkpoints(self.interval, self._checkpoint)
         return True
 
-    def _arm_sigterm(self):
-        """SIGTERM left at its default: saved by a watcher thread, then the
-        child dies by it (faults.Guard, without checkpoints or os wrappers:
-        os._exit has its own hook below)."""
+    def _arm_guard(self):
+        """faults.Guard, without os wrappers (os._exit has its own hook
+        below): SIGTERM, where the program left it at its default, is saved
+        by a watcher thread, then the child dies by it; a fatal signal
+        (SIGSEGV in a C extension, abort()) writes the last in-memory
+        checkpoint (every few seconds, at most 2% of the time; -i's file
+        instead where -i runs) and a note `<pid>.died` the lprof command
+        reads to say which child died, how, and what of it was lost."""
         from .. import _lprof
+        from ..model import profile_file
         from . import faults
         try:
-            if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-                return  # the program's own handler: as without lprof
+            term = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # else the program's own
             _lprof.emergency_disarm()  # a fork's copy of the parent's guard
-            self._guard = faults.arm(self._saved_by_sigterm, None, self.path,
-                                     checkpoints=False, wrap_os=False, quiet=True)
+            self._guard = faults.arm(self._saved_by_sigterm,
+                                     lambda: profile_file.encode(self.build()), self.path,
+                                     checkpoints=self.interval <= 0, wrap_os=False, quiet=True,
+                                     term=term, note=self.note)
         except (OSError, ValueError):
             self._guard = None
 
@@ -240,6 +324,8 @@ class _Child(Recording):
             if not by_signal:
                 held = _hold_sigterm()
             try:
+                if self._guard is not None:  # no in-memory checkpoint while the collectors stop
+                    self._guard.stop_checkpoints()
                 if self.checkpointing:
                     self.stop_checkpoints()
                     with self._lock:  # a checkpoint under way ends first

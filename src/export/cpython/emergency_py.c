@@ -21,6 +21,21 @@ static PyObject *py_arm(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_note(PyObject *self, PyObject *arg) {
+    (void)self;
+    int rc;
+    if (arg == Py_None) {
+        rc = lp_emergency_note(NULL);
+    } else {
+        PyObject *path = PyUnicode_EncodeFSDefault(arg);
+        if (!path) return NULL;
+        rc = lp_emergency_note(PyBytes_AS_STRING(path));
+        Py_DECREF(path);
+    }
+    if (rc < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_disarm(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -79,6 +94,8 @@ static PyMethodDef methods[] = {
      "emergency_wait(timeout_s): the SIGTERM received, 0 on timeout (timeout_s < 0: none), -1 once released."},
     {"emergency_release", py_release, METH_NOARGS, "Wake the watcher for good (the run is ending)."},
     {"emergency_disarm", py_disarm, METH_NOARGS, "Restore the previous signal handlers."},
+    {"emergency_note", py_note, METH_O,
+     "emergency_note(path or None), before arming: a fatal signal also writes '<signal> <age ms or -1>' there."},
     {"emergency_checkpoint", py_checkpoint, METH_O,
      "Keep these bytes (an encoded profile) as what a fatal signal writes."},
     {"emergency_pending", py_pending, METH_NOARGS, "The SIGTERM received, or 0."},
