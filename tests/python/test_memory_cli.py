@@ -214,3 +214,35 @@ def test_reexec_command_line_is_the_same_command():
     # main() called by another program with its own arguments
     assert reexec_args(args, ["python3", "-m", "tool", "a"], ["/x/tool.py", "a"])[-8:] == \
         ["-m", "lprof", *args]
+
+
+NATIVE_AT_IMPORT = """
+import ctypes
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+KEEP = [libc.malloc(4 << 20) for _ in range(4)]  # kept for the process's life, as BLAS buffers
+for p in KEEP:
+    ctypes.memset(p, 1, 4 << 20)
+"""
+
+
+def test_import_that_keeps_native_memory_gets_a_word(run_lprof, write_script):
+    """An import line that keeps megabytes outside Python objects (numpy's
+    OpenBLAS buffers: 41.7 MB net at one BLAS thread, 100.1 MB at two) gets
+    a note saying what it is; a line that allocates the same natively but is
+    no import does not."""
+    # installed as a library is: its lines are not the program's, the import line is
+    write_script("lib/site-packages/nativeheavy.py", NATIVE_AT_IMPORT)
+    write_script("main.py", "import sys\nsys.path.insert(0, 'lib/site-packages')\n"
+                            "import nativeheavy\n"
+                            "import ctypes\n"
+                            "more = [nativeheavy.libc.malloc(4 << 20) for _ in range(4)]\n"
+                            "[ctypes.memset(p, 1, 4 << 20) for p in more]\n"
+                            "print('ok')\n")
+    r = run_lprof("--memory", "--all", "main.py")
+    assert r.returncode == 0, r.stderr
+    notes = [ln for ln in r.stdout.splitlines() if ln.strip().startswith("note: line")]
+    assert len(notes) == 1 and notes[0].strip().startswith("note: line 3 (an import) keeps"), \
+        r.stdout
+    assert "outside Python" in r.stdout
