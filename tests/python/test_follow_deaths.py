@@ -67,3 +67,10 @@ def test_a_child_killed_by_sigsegv_is_named_and_its_last_checkpoint_merged(
 def test_a_child_killed_by_sigkill_is_named_with_what_was_lost(write_script, run_lprof, run_python):
     pid, said = _run(write_script, run_lprof, run_python, "kill")
     assert "SIGKILL" in said and "its profile is lost" in said, said
+
+
+def test_quiet_says_nothing_of_a_dead_child(write_script, run_lprof):
+    write_script("dies.py", PROGRAM)
+    r = run_lprof("-q", "-o", "d.lprof", "dies.py", "kill", timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert "lprof:" not in r.stderr, r.stderr

@@ -180,3 +180,30 @@ def test_a_blas_threaded_matmul_loop_is_counted_on_its_line(tmp_path):
     # numpy import and the random arrays is small)
     assert row[4] >= others["charged_s"] * 0.8, (row, others)
     assert sum(row[3:6]) >= 0.7 * samp["process_cpu_s"], (row, samp)
+
+
+def test_merge_adds_threads_without_python_and_validate_checks_it(tmp_path):
+    """Merged profiles (children, ranks) add up the CPU of threads without
+    Python, as they add every other CPU count; a file whose counts are not
+    numbers is refused in one line."""
+    from lprof.model import profile_file
+    from lprof.model.merge import Merger
+    from lprof.common.errors import ProfileFileError
+
+    def prof(cpu, charged):
+        return {"format": "lprof", "version": 2,
+                "meta": {"argv": ["x.py"], "modes": ["sampling"], "pid": int(cpu * 10)},
+                "sampling": {"mode": "cpu", "samples": 1, "cpu_total_s": cpu,
+                             "threads_without_python": {"cpu_s": cpu, "charged_s": charged,
+                                                        "uncharged_s": cpu - charged}},
+                "stacks": {"frames": [], "columns": [], "stacks": []}}
+    merger = Merger()
+    merger.add(prof(1.5, 1.0))
+    merger.add(prof(0.5, 0.25))
+    others = merger.result()["sampling"]["threads_without_python"]
+    assert others == {"cpu_s": 2.0, "charged_s": 1.25, "uncharged_s": 0.75}
+    bad = prof(1.0, 0.5)
+    bad["sampling"]["threads_without_python"]["charged_s"] = "most"
+    profile_file.save(bad, str(tmp_path / "bad.lprof"))
+    with pytest.raises(ProfileFileError, match="threads_without_python"):
+        profile_file.load(str(tmp_path / "bad.lprof"))

@@ -313,6 +313,7 @@ def main(args, raw_argv):
     session = None
     if args.follow:
         session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
+        session.quiet = args.quiet
         # after the program's own atexit handlers (multiprocessing's joins its
         # children there), before _die_by_sigint
         atexit.register(_finish_children)

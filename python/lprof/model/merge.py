@@ -35,6 +35,8 @@ _SAMPLING_SUMS = ("samples", "signals", "dropped", "in_profiler", "truncated",
                   "stack_overflows", "native_mismatch", "threads_unsampled", "cpu_total_s", "wall_total_s",
                   "process_cpu_s", "wait_total_s")
 _WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling section's "waits"
+# the sampling section's "threads_without_python": CPU of threads that run no Python
+_OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
 # exact line timing (lprof -l) joins the imbalance view under these names
 LINE_TIME, LINE_HITS = "line_time_s", "line_hits"
 # the CPU columns of a line (cpu_*_s: Python, native, system) summed
@@ -177,17 +179,19 @@ class Merger:
     def _add_sampling(self, samp):
         if self._sampling is None:
             self._sampling = {k: v for k, v in samp.items() if k not in ("lines", "threads")}
-            if "waits" in samp:
-                self._sampling["waits"] = dict(samp["waits"])
+            for sub in ("waits", "threads_without_python"):
+                if sub in samp:
+                    self._sampling[sub] = dict(samp[sub])
             return
         into = self._sampling
         for k in _SAMPLING_SUMS:
             if k in samp:
                 into[k] = into.get(k, 0) + samp[k]
-        if "waits" in samp:
-            waits = into.setdefault("waits", {})
-            for k in _WAITS_SUMS:
-                waits[k] = waits.get(k, 0) + samp["waits"].get(k, 0)
+        for sub, keys in (("waits", _WAITS_SUMS), ("threads_without_python", _OTHERS_SUMS)):
+            if sub in samp:
+                acc = into.setdefault(sub, {})
+                for k in keys:
+                    acc[k] = acc.get(k, 0) + samp[sub].get(k, 0)
         into["duration_s"] = max(into.get("duration_s", 0.0), samp.get("duration_s", 0.0))
 
     def _add_memory(self, mem, meta):

@@ -123,6 +123,10 @@ def _sampling(s):
         _optional_nums(waits, ("suspensions", "resumes", "evicted", "charged_s"), "sampling waits")
         if "note" in waits:
             _str(waits["note"], "sampling waits note")
+    if "threads_without_python" in s:  # CPU of threads that run no Python
+        others = _dict(s["threads_without_python"], "sampling threads_without_python")
+        _optional_nums(others, ("cpu_s", "charged_s", "uncharged_s"),
+                       "sampling threads_without_python")
     if "threads" in s:
         for k, v in _dict(s["threads"], "sampling threads").items():
             _str(v, "sampling thread name")

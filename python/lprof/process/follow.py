@@ -60,6 +60,7 @@ class Session:
         self.dir = _folder_name()  # made by the first child (most runs have none)
         self.pid = os.getpid()
         self._told = False
+        self.quiet = False  # lprof -q: the losses are not said
         _config = {"dir": self.dir, "options": dict(options)}
         os.environ[ENV] = json.dumps(_config)
         _bootstrap_path(os.environ)
@@ -104,7 +105,7 @@ class Session:
         stderr, which children died without saving their profile (once)."""
         if not self._told:
             self._told = True
-            for line in self.losses():
+            for line in ([] if self.quiet else self.losses()):
                 sys.stderr.write(line + "\n")
         paths = [os.path.join(self.dir, n) for n in self._names() if n.endswith(".lprof")]
 
