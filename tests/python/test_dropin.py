@@ -29,7 +29,7 @@ def test_words_after_module_go_to_the_module(run_lprof, write_script):
     r = run_lprof("-m", "showargs", "-q", "-l", "--rate", "5")
     assert r.returncode == 0, r.stderr
     assert "argv ['" in r.stdout and "'-q', '-l', '--rate', '5']" in r.stdout
-    assert "lprof sampling" in r.stdout  # lprof was not made quiet, nor -l
+    assert "lprof sampled CPU time" in r.stdout  # lprof was not made quiet, nor -l
     r = run_lprof("-mshowargs", "x")
     assert "'x']" in r.stdout, r.stderr
 

@@ -84,7 +84,11 @@ def test_what_lprofs_command_calls_for_itself_is_left_out_of_the_stacks(tmp_path
     roots = r.stdout.splitlines()
     # threading._shutdown: the program's end (the runner joins its threads
     # there, as Python's exit does), a program entry's too
-    program = [root for root in roots if not (root.startswith("_shutdown (") and "threading.py:" in root)]
+    # and "[threads without Python]": CPU no Python thread's clock holds (a
+    # fraction of a millisecond here: lprof's threads before they say who
+    # they are), stated on no line, not a stack of lprof's command
+    program = [root for root in roots if not (root.startswith("_shutdown (") and "threading.py:" in root)
+               and not root.startswith("[threads without Python] (<lprof>:0)")]
     assert program and all(root.startswith("<module> (") and "prog.py:" in root for root in program), roots
 
 
@@ -597,7 +601,7 @@ def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_
             import time
             def work():
                 t = time.process_time()
-                while time.process_time() - t < 0.004:
+                while time.process_time() - t < 0.02:  # a few CPU ticks: sampled, under 5%
                     pass
         """)
     write_script("main.py", """
