@@ -52,9 +52,11 @@ def fake_ze(tmp_path_factory):
     if not os.path.exists("/usr/include/level_zero/ze_ddi.h"):
         pytest.skip("Level Zero headers not found (Debian: libze-dev)")
     d = tmp_path_factory.mktemp("fake_ze")
-    with open("/usr/include/level_zero/ze_api.h") as fh:  # spec 1.6: loader 1.10 and newer
-        list_sync = "zeCommandListHostSynchronize" in fh.read()
-    _cc(d / "libfake_ze.so", "fake_ze_driver.c", "-fvisibility=hidden", *(["-DFAKE_ZE_LIST_SYNC"] if list_sync else []))
+    with open("/usr/include/level_zero/ze_ddi.h") as fh:  # spec 1.14+ (loader 1.25 and newer)
+        new = "pfnAppendLaunchKernelWithArguments" in fh.read()
+    # the driver fills the entries newer than its headers by their place in
+    # the loader's table; where the headers declare them, it checks the places
+    _cc(d / "libfake_ze.so", "fake_ze_driver.c", "-fvisibility=hidden", *(["-DFAKE_ZE_NEW_HEADERS"] if new else []))
     return d / "libfake_ze.so"
 
 
