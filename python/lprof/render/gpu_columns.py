@@ -32,6 +32,31 @@ def cells(g, total):
             f"{fmt_bytes(g['d2h_bytes']):>9} {fmt_bytes(g['alloc_bytes']):>9}")
 
 
+def levelzero_summary(lz):
+    """What the Level Zero collector could not time, said in the listing:
+    Level Zero has no activity stream to show unknown work as unattributed."""
+    out = []
+    parts = [(lz.get("no_event", 0), "had no event to time them (lprof's event pool used up, or a command "
+                                     "list made before lprof started)"),
+             (lz.get("reused", 0), "had their event signalled or reset again while they ran"),
+             (lz.get("unfinished", 0), "were still running at the end or their event was destroyed first"),
+             (lz.get("no_timestamps", 0), "had an event without kernel timestamps")]
+    said = [f"{n} {why}" for n, why in parts if n]
+    if said:
+        out.append(f"  Level Zero: {lz.get('lost', 0)} of {lz.get('appends', 0)} kernels/copies not timed: "
+                   + "; ".join(said))
+    if lz.get("reexecuted"):
+        out.append(f"  Level Zero: {lz['reexecuted']} kernels/copies of regular command lists executed "
+                   f"again, not timed (each list is timed at its first execution)")
+    if lz.get("untimed_calls"):
+        out.append(f"  Level Zero: {lz['untimed_calls']} appends of work lprof does not time (image copies, "
+                   f"graphs)")
+    if lz.get("loader_newer"):
+        out.append(f"  Level Zero loader {lz.get('loader_version')} is newer than the calls lprof knows "
+                   f"(1.32): work appended by calls added since is not seen")
+    return out
+
+
 def summary(profile):
     """Lines under a listing: backends used, totals, what was not charged."""
     gpu = profile.get("gpu")
@@ -55,6 +80,7 @@ def summary(profile):
                    f"charged to their launch all the same")
     if join.get("aged_out"):
         out.append(f"  {join['aged_out']} launches aged out before their records arrived")
+    out.extend(levelzero_summary(stats.get("levelzero") or {}))
     out.extend(f"  {note}" for note in gpu.get("notes", []))
     tensors = gpu.get("tensor_memory")
     if tensors:

@@ -159,7 +159,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_levelzero_get_info(&z);
     return Py_BuildValue(
         "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
-        "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i}}",
+        "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},"
+        "s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:s,s:s,s:i}}",
         "join", "records", (unsigned long long)j.records, "unattributed", (unsigned long long)j.unattributed,
         "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches,
         "kept", (unsigned long long)j.kept, "late", (unsigned long long)j.late,
@@ -179,7 +180,10 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         "records", (unsigned long long)z.records, "pending", (unsigned long long)z.pending,
         "lost", (unsigned long long)z.lost, "retried", (unsigned long long)z.retried,
         "reused", (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked,
-        "layer_turned_on", z.layer_turned_on);
+        "layer_turned_on", z.layer_turned_on, "no_event", (unsigned long long)z.no_event,
+        "unfinished", (unsigned long long)z.unfinished, "no_timestamps", (unsigned long long)z.no_timestamps,
+        "untimed_calls", (unsigned long long)z.untimed_calls, "reexecuted", (unsigned long long)z.reexecuted,
+        "hooked", z.hooked, "loader_version", z.loader_version, "loader_newer", z.loader_newer);
 }
 
 static PyMethodDef methods[] = {

@@ -26,6 +26,7 @@ void lp_levelzero_get_info(lp_levelzero_info *out) { memset(out, 0, sizeof *out)
 
 #include <dlfcn.h>
 #include <level_zero/layers/zel_tracing_api.h>
+#include <level_zero/loader/ze_loader.h>
 #include <level_zero/ze_api.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -54,6 +55,7 @@ static struct {
     ze_result_t (*layer_enable)(void);
     ze_result_t (*layer_disable)(void);
     ze_result_t (*layer_state)(bool *);
+    ze_result_t (*loader_versions)(size_t *, zel_component_version_t *);
     ze_result_t (*pool_create)(ze_context_handle_t, const ze_event_pool_desc_t *, uint32_t, ze_device_handle_t *,
                                ze_event_pool_handle_t *);
     ze_result_t (*event_create)(ze_event_pool_handle_t, const ze_event_desc_t *, ze_event_handle_t *);
@@ -68,6 +70,7 @@ static struct {
 
 typedef struct {
     ze_event_handle_t event;
+    ze_command_list_handle_t list; /* a regular list: lprof's event stays with it (see release) */
     uint32_t correlation;
     lp_gpu_op op;
     lp_gpu_dir dir;
@@ -82,6 +85,9 @@ typedef struct {
     ze_command_list_handle_t list;
     ze_context_handle_t context;
     ze_device_handle_t device;
+    int immediate;
+    uint64_t appends;    /* work appended to a regular list since its creation or reset */
+    uint64_t executions; /* times a regular list was executed since then */
 } list_info;
 
 typedef struct {
@@ -95,6 +101,10 @@ typedef struct {
     ze_event_pool_handle_t pool;
     ze_event_handle_t events[POOL_EVENTS];
     unsigned char busy[POOL_EVENTS];
+    /* the regular list whose recorded work signals the event: every
+     * execution signals it again, so it is not handed to other work
+     * until that list is reset or destroyed */
+    ze_command_list_handle_t owner[POOL_EVENTS];
 } own_pool;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -114,7 +124,7 @@ static size_t npools;
 static lp_levelzero_info info;
 static __thread int in_lprof; /* a call lprof itself makes: pass through */
 
-static const list_info *find_list(ze_command_list_handle_t l) {
+static list_info *find_list(ze_command_list_handle_t l) {
     for (size_t i = 0; i < nlists; i++)
         if (lists[i].list == l) return &lists[i];
     return NULL;
@@ -156,6 +166,7 @@ static ze_event_handle_t take_event(ze_context_handle_t ctx, int *pool, int *slo
         pools[p].context = ctx;
         memset(pools[p].events, 0, sizeof pools[p].events);
         memset(pools[p].busy, 0, sizeof pools[p].busy);
+        memset(pools[p].owner, 0, sizeof pools[p].owner);
         npools++;
     }
     for (int s = 0; s < POOL_EVENTS; s++) {
@@ -175,11 +186,42 @@ static ze_event_handle_t take_event(ze_context_handle_t ctx, int *pool, int *slo
 
 static void release(pending *e) {
     if (e->pool >= 0) {
-        (void)fn.host_reset(e->event);
-        pools[e->pool].busy[e->slot] = 0;
+        if (e->list) {
+            pools[e->pool].owner[e->slot] = e->list; /* kept until the list is reset or destroyed */
+        } else {
+            (void)fn.host_reset(e->event);
+            pools[e->pool].busy[e->slot] = 0;
+        }
     }
     e->used = 0;
     info.pending--;
+}
+
+/* A regular list reset or destroyed: its recorded work is gone, and the
+ * events lprof gave that work are free again. Lock held. */
+static void list_gone(ze_command_list_handle_t l, int destroyed) {
+    for (size_t p = 0; p < npools; p++)
+        for (int s = 0; s < POOL_EVENTS; s++)
+            if (pools[p].owner[s] == l) {
+                (void)fn.host_reset(pools[p].events[s]);
+                pools[p].owner[s] = NULL;
+                pools[p].busy[s] = 0;
+            }
+    for (size_t i = 0; i < pend_high; i++) /* recorded, never executed */
+        if (pend[i].used && pend[i].list == l) {
+            info.lost++;
+            info.unfinished++;
+            pend[i].list = NULL;
+            release(&pend[i]);
+        }
+    list_info *li = find_list(l);
+    if (!li) return;
+    if (destroyed) {
+        *li = lists[--nlists];
+    } else {
+        li->appends = 0;
+        li->executions = 0;
+    }
 }
 
 /* Joins every finished launch; with `final`, the rest are lost. Lock held. */
@@ -190,6 +232,7 @@ static void sweep(int final) {
         if (fn.query_status(e->event) != ZE_RESULT_SUCCESS) {
             if (final) {
                 info.lost++;
+                info.unfinished++;
                 release(e);
             }
             continue;
@@ -205,6 +248,7 @@ static void sweep(int final) {
             info.records++;
         } else {
             info.lost++; /* e.g. the program's event pool had no timestamps */
+            info.no_timestamps++;
         }
         release(e);
     }
@@ -248,10 +292,12 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     lp_gpu_join_note_launch(corr, stack);
     if (info.pending > MAX_PENDING / 2) sweep(0);
     event_reused(*signal);
-    const list_info *li = find_list(list);
+    list_info *li = find_list(list);
+    if (li && !li->immediate) li->appends++;
     size_t i = 0;
     while (i < MAX_PENDING && pend[i].used) i++;
-    pending e = {*signal, corr, op, dir, bytes, name, li ? li->device : NULL, -1, -1, 1};
+    pending e = {*signal, li && !li->immediate ? list : NULL, corr, op, dir, bytes, name, li ? li->device : NULL,
+                 -1, -1, 1};
     if (!e.event && li && !(e.event = take_event(li->context, &e.pool, &e.slot))) {
         sweep(0); /* lprof's pool is used up: free the events of finished work */
         e.event = take_event(li->context, &e.pool, &e.slot);
@@ -259,6 +305,7 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     }
     if (i == MAX_PENDING || !e.event) {
         info.lost++;
+        info.no_event++; /* lprof's events used up, a list lprof did not see made, or its table full */
         lp_gpu_join_forget(corr);
         *instance = NULL;
     } else {
@@ -276,6 +323,7 @@ static void drop_append(ze_result_t result, void **instance) {
     if (result == ZE_RESULT_SUCCESS || !*instance) return;
     pthread_mutex_lock(&lock);
     pending *e = &pend[(uintptr_t)*instance - 1];
+    e->list = NULL; /* nothing recorded: the event is free at once */
     if (e->used) release(e);
     pthread_mutex_unlock(&lock);
 }
@@ -283,24 +331,143 @@ static void drop_append(ze_result_t result, void **instance) {
 #define ENTER_CB() do { if (in_lprof || !__atomic_load_n(&active, __ATOMIC_ACQUIRE)) return; in_lprof = 1; } while (0)
 #define LEAVE_CB() (in_lprof = 0)
 
+static const char *kernel_name(ze_kernel_handle_t k) {
+    char buf[1024];
+    size_t size = sizeof buf;
+    if (!k || !fn.kernel_name || fn.kernel_name(k, &size, buf) != ZE_RESULT_SUCCESS) return NULL;
+    return lp_gpu_name(buf, size < sizeof buf ? size : sizeof buf - 1);
+}
+
+static void launch(ze_command_list_handle_t list, ze_kernel_handle_t k, ze_event_handle_t *signal, void **inst) {
+    note_append(list, signal, LP_GPU_KERNEL, kernel_name(k), 0, LP_GPU_DIR_OTHER, inst);
+}
+
+/* Every append call's epilogue: an append that failed queued nothing. */
+#define AFTER(fname, ptype) \
+    static void fname(ptype *p, ze_result_t r, void *user, void **inst) { \
+        (void)p; (void)user; \
+        ENTER_CB(); \
+        drop_append(r, inst); \
+        LEAVE_CB(); \
+    }
+
 static void on_launch(ze_command_list_append_launch_kernel_params_t *p, ze_result_t r, void *user, void **inst) {
     (void)r; (void)user;
     ENTER_CB();
-    char buf[1024];
-    size_t size = sizeof buf;
-    const char *name = NULL;
-    if (fn.kernel_name && fn.kernel_name(*p->phKernel, &size, buf) == ZE_RESULT_SUCCESS)
-        name = lp_gpu_name(buf, size < sizeof buf ? size : sizeof buf - 1);
-    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_KERNEL, name, 0, LP_GPU_DIR_OTHER, inst);
+    launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
 }
+AFTER(after_launch, ze_command_list_append_launch_kernel_params_t)
 
-static void after_launch(ze_command_list_append_launch_kernel_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)p; (void)user;
+static void on_cooperative(ze_command_list_append_launch_cooperative_kernel_params_t *p, ze_result_t r, void *user,
+                           void **inst) {
+    (void)r; (void)user;
     ENTER_CB();
-    drop_append(r, inst);
+    launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
 }
+AFTER(after_cooperative, ze_command_list_append_launch_cooperative_kernel_params_t)
+
+static void on_indirect(ze_command_list_append_launch_kernel_indirect_params_t *p, ze_result_t r, void *user,
+                        void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_indirect, ze_command_list_append_launch_kernel_indirect_params_t)
+
+/* several kernels, one signal event: one unit of work, named by the first
+ * kernel (their count lies in device memory, unread) */
+static void on_multiple(ze_command_list_append_launch_multiple_kernels_indirect_params_t *p, ze_result_t r, void *user,
+                        void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    ze_kernel_handle_t k = *p->pnumKernels && *p->pphKernels ? (*p->pphKernels)[0] : NULL;
+    launch(*p->phCommandList, k, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_multiple, ze_command_list_append_launch_multiple_kernels_indirect_params_t)
+
+/* Calls newer than the 1.0 callback table, registered one by one where the
+ * loader has them (loader versions in docs/design-gpu.md). Their params as
+ * the Level Zero spec declares them (1.14: launch with parameters or
+ * arguments; 1.16: copy and fill with parameters; 1.9: immediate append of
+ * command lists): declared here, since lprof builds against older headers. */
+typedef struct {
+    ze_command_list_handle_t *phCommandList;
+    ze_kernel_handle_t *phKernel;
+    const ze_group_count_t *pgroupCounts;
+    const void *pgroupSizes;
+    void ***ppArguments;
+    const void **ppNext;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_launch_with_arguments_params;
+typedef struct {
+    ze_command_list_handle_t *phCommandList;
+    ze_kernel_handle_t *phKernel;
+    const ze_group_count_t **ppGroupCounts;
+    const void **ppNext;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_launch_with_parameters_params;
+typedef struct {
+    ze_command_list_handle_t *phCommandList;
+    void **pdstptr;
+    const void **psrcptr;
+    size_t *psize;
+    const void **ppNext;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_copy_with_parameters_params;
+typedef struct {
+    ze_command_list_handle_t *phCommandList;
+    void **pptr;
+    const void **ppattern;
+    size_t *ppattern_size;
+    size_t *psize;
+    const void **ppNext;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_fill_with_parameters_params;
+typedef struct { /* ...ImmediateAppendCommandListsExp; ...WithParameters has ppNext before the event */
+    ze_command_list_handle_t *phCommandListImmediate;
+    uint32_t *pnumCommandLists;
+    ze_command_list_handle_t **pphCommandLists;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_immediate_append_lists_params;
+typedef struct {
+    ze_command_list_handle_t *phCommandListImmediate;
+    uint32_t *pnumCommandLists;
+    ze_command_list_handle_t **pphCommandLists;
+    const void **ppNext;
+    ze_event_handle_t *phSignalEvent;
+    uint32_t *pnumWaitEvents;
+    ze_event_handle_t **pphWaitEvents;
+} lp_ze_immediate_append_lists_with_parameters_params;
+
+static void on_launch_args(lp_ze_launch_with_arguments_params *p, ze_result_t r, void *user, void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_launch_args, lp_ze_launch_with_arguments_params)
+
+static void on_launch_params(lp_ze_launch_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_launch_params, lp_ze_launch_with_parameters_params)
 
 static int on_device(ze_context_handle_t ctx, const void *ptr) {
     ze_memory_allocation_properties_t props;
@@ -310,37 +477,183 @@ static int on_device(ze_context_handle_t ctx, const void *ptr) {
     return props.type == ZE_MEMORY_TYPE_DEVICE || props.type == ZE_MEMORY_TYPE_SHARED;
 }
 
+static void copy(ze_command_list_handle_t list, const void *dst, const void *src, uint64_t bytes,
+                 ze_event_handle_t *signal, void **inst) {
+    pthread_mutex_lock(&lock);
+    const list_info *li = find_list(list);
+    ze_context_handle_t ctx = li ? li->context : NULL;
+    pthread_mutex_unlock(&lock);
+    int from = on_device(ctx, src), to = on_device(ctx, dst);
+    lp_gpu_dir dir = from && to ? LP_GPU_DIR_D2D : to ? LP_GPU_DIR_H2D : from ? LP_GPU_DIR_D2H : LP_GPU_DIR_OTHER;
+    note_append(list, signal, LP_GPU_MEMCPY, NULL, bytes, dir, inst);
+}
+
 static void on_copy(ze_command_list_append_memory_copy_params_t *p, ze_result_t r, void *user, void **inst) {
     (void)r; (void)user;
     ENTER_CB();
-    pthread_mutex_lock(&lock);
-    const list_info *li = find_list(*p->phCommandList);
-    ze_context_handle_t ctx = li ? li->context : NULL;
-    pthread_mutex_unlock(&lock);
-    int src = on_device(ctx, *p->psrcptr), dst = on_device(ctx, *p->pdstptr);
-    lp_gpu_dir dir = src && dst ? LP_GPU_DIR_D2D : dst ? LP_GPU_DIR_H2D : src ? LP_GPU_DIR_D2H : LP_GPU_DIR_OTHER;
-    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMCPY, NULL, (uint64_t)*p->psize, dir, inst);
+    copy(*p->phCommandList, *p->pdstptr, *p->psrcptr, (uint64_t)*p->psize, p->phSignalEvent, inst);
     LEAVE_CB();
 }
+AFTER(after_copy, ze_command_list_append_memory_copy_params_t)
 
-static void after_copy(ze_command_list_append_memory_copy_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)p; (void)user;
+static void on_copy_params(lp_ze_copy_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
+    (void)r; (void)user;
     ENTER_CB();
-    drop_append(r, inst);
+    copy(*p->phCommandList, *p->pdstptr, *p->psrcptr, (uint64_t)*p->psize, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_copy_params, lp_ze_copy_with_parameters_params)
+
+/* a rectangular copy: the bytes of its source region (depth 0: 2D) */
+static void on_copy_region(ze_command_list_append_memory_copy_region_params_t *p, ze_result_t r, void *user,
+                           void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    const ze_copy_region_t *sr = *p->psrcRegion;
+    uint64_t bytes = sr ? (uint64_t)sr->width * sr->height * (sr->depth ? sr->depth : 1) : 0;
+    copy(*p->phCommandList, *p->pdstptr, *p->psrcptr, bytes, p->phSignalEvent, inst);
+    LEAVE_CB();
+}
+AFTER(after_copy_region, ze_command_list_append_memory_copy_region_params_t)
+
+/* from another context's memory: its direction is not looked up */
+static void on_copy_context(ze_command_list_append_memory_copy_from_context_params_t *p, ze_result_t r, void *user,
+                            void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMCPY, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    LEAVE_CB();
+}
+AFTER(after_copy_context, ze_command_list_append_memory_copy_from_context_params_t)
+
+/* fills go to the memset columns, as CUDA's memsets */
+static void on_fill(ze_command_list_append_memory_fill_params_t *p, ze_result_t r, void *user, void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    LEAVE_CB();
+}
+AFTER(after_fill, ze_command_list_append_memory_fill_params_t)
+
+static void on_fill_params(lp_ze_fill_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
+    (void)r; (void)user;
+    ENTER_CB();
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    LEAVE_CB();
+}
+AFTER(after_fill_params, lp_ze_fill_with_parameters_params)
+
+/* A barrier, a signal or an appended set of lists signals its event again:
+ * a launch still waiting on that event is read first, or counted reused. */
+static void signalled_again(ze_event_handle_t ev) {
+    if (!ev) return;
+    pthread_mutex_lock(&lock);
+    event_reused(ev);
+    pthread_mutex_unlock(&lock);
+}
+static void on_barrier(ze_command_list_append_barrier_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    signalled_again(*p->phSignalEvent);
+    LEAVE_CB();
+}
+static void on_ranges_barrier(ze_command_list_append_memory_ranges_barrier_params_t *p, ze_result_t r, void *u,
+                              void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    signalled_again(*p->phSignalEvent);
+    LEAVE_CB();
+}
+static void on_signal_event(ze_command_list_append_signal_event_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    signalled_again(*p->phEvent);
     LEAVE_CB();
 }
 
-static void remember_list(ze_command_list_handle_t *out, ze_context_handle_t ctx, ze_device_handle_t dev) {
+/* Regular lists run again: their work was timed at its first execution
+ * (lprof's events were attached when it was recorded); every later
+ * execution is counted, not timed. Finished work is read first, so the
+ * first execution's times are not overwritten. */
+static void executed(uint32_t n, ze_command_list_handle_t *ls) {
+    pthread_mutex_lock(&lock);
+    int again = 0;
+    for (uint32_t k = 0; ls && k < n; k++) {
+        list_info *li = find_list(ls[k]);
+        if (!li || li->immediate) continue;
+        if (li->executions++) {
+            info.reexecuted += li->appends;
+            again = 1;
+        }
+    }
+    if (again) sweep(0);
+    pthread_mutex_unlock(&lock);
+}
+static void on_execute(ze_command_queue_execute_command_lists_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    executed(*p->pnumCommandLists, *p->pphCommandLists);
+    LEAVE_CB();
+}
+static void on_immediate_append(lp_ze_immediate_append_lists_params *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    signalled_again(*p->phSignalEvent);
+    executed(*p->pnumCommandLists, *p->pphCommandLists);
+    LEAVE_CB();
+}
+static void on_immediate_append_params(lp_ze_immediate_append_lists_with_parameters_params *p, ze_result_t r, void *u,
+                                       void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    signalled_again(*p->phSignalEvent);
+    executed(*p->pnumCommandLists, *p->pphCommandLists);
+    LEAVE_CB();
+}
+static void on_list_reset(ze_command_list_reset_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    pthread_mutex_lock(&lock);
+    sweep(0);
+    list_gone(*p->phCommandList, 0);
+    pthread_mutex_unlock(&lock);
+    LEAVE_CB();
+}
+static void on_list_destroy(ze_command_list_destroy_params_t *p, ze_result_t r, void *u, void **i) {
+    (void)r; (void)u; (void)i;
+    ENTER_CB();
+    pthread_mutex_lock(&lock);
+    sweep(0);
+    list_gone(*p->phCommandList, 1);
+    pthread_mutex_unlock(&lock);
+    LEAVE_CB();
+}
+
+/* Device work lprof does not time (image copies, graphs, ray-tracing
+ * structure copies): counted, so the listing says it is missing. */
+static void on_untimed(void *p, ze_result_t r, void *u, void **i) {
+    (void)p; (void)r; (void)u; (void)i;
+    ENTER_CB();
+    pthread_mutex_lock(&lock);
+    info.untimed_calls++;
+    pthread_mutex_unlock(&lock);
+    LEAVE_CB();
+}
+
+static void remember_list(ze_command_list_handle_t *out, ze_context_handle_t ctx, ze_device_handle_t dev,
+                          int immediate) {
     if (!out || !*out) return;
     pthread_mutex_lock(&lock);
-    if (nlists < MAX_LISTS && !find_list(*out)) lists[nlists++] = (list_info){*out, ctx, dev};
+    list_info *li = find_list(*out); /* a handle the driver gave again after a destroy lprof missed */
+    if (li) *li = (list_info){*out, ctx, dev, immediate, 0, 0};
+    else if (nlists < MAX_LISTS) lists[nlists++] = (list_info){*out, ctx, dev, immediate, 0, 0};
     pthread_mutex_unlock(&lock);
 }
 
 static void after_list_create(ze_command_list_create_params_t *p, ze_result_t r, void *user, void **inst) {
     (void)user; (void)inst;
     ENTER_CB();
-    if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice);
+    if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice, 0);
     LEAVE_CB();
 }
 
@@ -348,7 +661,7 @@ static void after_immediate_create(ze_command_list_create_immediate_params_t *p,
                                    void **inst) {
     (void)user; (void)inst;
     ENTER_CB();
-    if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice);
+    if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice, 1);
     LEAVE_CB();
 }
 
@@ -432,6 +745,7 @@ static void on_event_destroy(ze_event_destroy_params_t *p, ze_result_t r, void *
     for (size_t k = 0; k < MAX_PENDING; k++) /* still running: its event goes away */
         if (pend[k].used && pend[k].event == *p->phEvent) {
             info.lost++;
+            info.unfinished++;
             release(&pend[k]);
         }
     pthread_mutex_unlock(&lock);
@@ -462,6 +776,34 @@ static void on_free(ze_mem_free_params_t *p, ze_result_t r, void *u, void **i) {
     LEAVE_CB();
 }
 
+/* The per-API registration functions (loader 1.10+): (tracer, 0 prologue
+ * or 1 epilogue, callback). zel_tracer_reg_t and the newer callback types
+ * are not in Debian 12's headers: declared here as lprof calls them. */
+typedef void (*lp_ze_cb)(void *, ze_result_t, void *, void **);
+typedef ze_result_t (*lp_ze_register_fn)(zel_tracer_handle_t, int, lp_ze_cb);
+typedef struct {
+    const char *call; /* zelTracer<call>RegisterCallback */
+    const char *since; /* the first loader that exports it */
+    lp_ze_cb pro, epi;
+} lp_ze_per_api;
+#define CB(f) ((lp_ze_cb)(void (*)(void))(f))
+static const lp_ze_per_api per_api[] = {
+    {"CommandListHostSynchronize", "1.10", NULL, CB(after_list_sync)},
+    {"CommandListAppendLaunchKernelWithArguments", "1.25", CB(on_launch_args), CB(after_launch_args)},
+    {"CommandListAppendLaunchKernelWithParameters", "1.25", CB(on_launch_params), CB(after_launch_params)},
+    {"CommandListAppendMemoryCopyWithParameters", "1.29", CB(on_copy_params), CB(after_copy_params)},
+    {"CommandListAppendMemoryFillWithParameters", "1.29", CB(on_fill_params), CB(after_fill_params)},
+    {"CommandListImmediateAppendCommandListsExp", "1.16", CB(on_immediate_append), NULL},
+    {"CommandListImmediateAppendCommandListsWithParameters", "1.29", CB(on_immediate_append_params), NULL},
+    {"CommandListAppendImageCopyToMemoryExt", "1.6.2", CB(on_untimed), NULL},
+    {"CommandListAppendImageCopyFromMemoryExt", "1.6.2", CB(on_untimed), NULL},
+    {"RTASBuilderCommandListAppendCopyExt", "1.22", CB(on_untimed), NULL},
+    {"CommandListAppendGraphExt", "1.32", CB(on_untimed), NULL},
+};
+/* the newest loader whose append calls lprof knows (above and the 1.0 table) */
+#define KNOWN_LOADER_MAJOR 1
+#define KNOWN_LOADER_MINOR 32
+
 #define BIND(field, name) (*(void **)&fn.field = dlsym(lib, name))
 
 int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size_t why_len) {
@@ -481,6 +823,7 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     BIND(layer_enable, "zelEnableTracingLayer");
     BIND(layer_disable, "zelDisableTracingLayer");
     BIND(layer_state, "zelGetTracingLayerState");
+    BIND(loader_versions, "zelLoaderGetVersions");
     BIND(pool_create, "zeEventPoolCreate");
     BIND(event_create, "zeEventCreate");
     BIND(query_status, "zeEventQueryStatus");
@@ -503,6 +846,20 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     if (r != ZE_RESULT_SUCCESS) {
         snprintf(why, why_len, "no Level Zero driver (zeInit: 0x%x)", (unsigned)r);
         return -1;
+    }
+    /* the loader's own version: one newer than lprof knows may have append
+     * calls lprof does not hook (said in the listing) */
+    zel_component_version_t vers[16];
+    size_t nvers = 0;
+    if (fn.loader_versions && fn.loader_versions(&nvers, NULL) == ZE_RESULT_SUCCESS && nvers &&
+        nvers <= sizeof vers / sizeof vers[0] && fn.loader_versions(&nvers, vers) == ZE_RESULT_SUCCESS) {
+        for (size_t k = 0; k < nvers; k++) {
+            if (strncmp(vers[k].component_name, "loader", sizeof vers[k].component_name) != 0) continue;
+            zel_version_t v = vers[k].component_lib_version;
+            snprintf(info.loader_version, sizeof info.loader_version, "%d.%d.%d", v.major, v.minor, v.patch);
+            info.loader_newer = v.major > KNOWN_LOADER_MAJOR ||
+                                (v.major == KNOWN_LOADER_MAJOR && v.minor > KNOWN_LOADER_MINOR);
+        }
     }
     /* The loader's rule: the layer is on from the first zeInit when the
      * variable is exactly "1". A user who set it to anything else turned
@@ -566,17 +923,52 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     epi.Mem.pfnAllocSharedCb = after_alloc_shared;
     pro.Mem.pfnFreeCb = on_free;
     pro.CommandList.pfnAppendEventResetCb = on_append_event_reset;
+    pro.CommandList.pfnAppendLaunchCooperativeKernelCb = on_cooperative;
+    epi.CommandList.pfnAppendLaunchCooperativeKernelCb = after_cooperative;
+    pro.CommandList.pfnAppendLaunchKernelIndirectCb = on_indirect;
+    epi.CommandList.pfnAppendLaunchKernelIndirectCb = after_indirect;
+    pro.CommandList.pfnAppendLaunchMultipleKernelsIndirectCb = on_multiple;
+    epi.CommandList.pfnAppendLaunchMultipleKernelsIndirectCb = after_multiple;
+    pro.CommandList.pfnAppendMemoryFillCb = on_fill;
+    epi.CommandList.pfnAppendMemoryFillCb = after_fill;
+    pro.CommandList.pfnAppendMemoryCopyRegionCb = on_copy_region;
+    epi.CommandList.pfnAppendMemoryCopyRegionCb = after_copy_region;
+    pro.CommandList.pfnAppendMemoryCopyFromContextCb = on_copy_context;
+    epi.CommandList.pfnAppendMemoryCopyFromContextCb = after_copy_context;
+    pro.CommandList.pfnAppendBarrierCb = on_barrier;
+    pro.CommandList.pfnAppendMemoryRangesBarrierCb = on_ranges_barrier;
+    pro.CommandList.pfnAppendSignalEventCb = on_signal_event;
+    pro.CommandList.pfnResetCb = on_list_reset;
+    pro.CommandList.pfnDestroyCb = on_list_destroy;
+    pro.CommandQueue.pfnExecuteCommandListsCb = on_execute;
+    pro.CommandList.pfnAppendImageCopyCb = (ze_pfnCommandListAppendImageCopyCb_t)(void (*)(void))on_untimed;
+    pro.CommandList.pfnAppendImageCopyRegionCb =
+        (ze_pfnCommandListAppendImageCopyRegionCb_t)(void (*)(void))on_untimed;
+    pro.CommandList.pfnAppendImageCopyToMemoryCb =
+        (ze_pfnCommandListAppendImageCopyToMemoryCb_t)(void (*)(void))on_untimed;
+    pro.CommandList.pfnAppendImageCopyFromMemoryCb =
+        (ze_pfnCommandListAppendImageCopyFromMemoryCb_t)(void (*)(void))on_untimed;
     host = *h;
-    /* (tracer, ZEL_REGISTER_EPILOGUE = 1, callback); zel_tracer_reg_t is in
-     * the register header of newer loaders only (1.10+). Like the prologue
-     * and epilogue sets, it is refused once the tracer is enabled. */
-    typedef ze_result_t (*reg_fn)(zel_tracer_handle_t, int, void (*)(lp_ze_list_sync_params *, ze_result_t, void *,
-                                                                     void **));
-    reg_fn reg = NULL;
-    void *sym = dlsym(lib, "zelTracerCommandListHostSynchronizeRegisterCallback");
-    memcpy(&reg, &sym, sizeof reg);
     int ok = fn.set_prologues(tracer, &pro) == ZE_RESULT_SUCCESS && fn.set_epilogues(tracer, &epi) == ZE_RESULT_SUCCESS;
-    int list_sync_hooked = ok && reg && reg(tracer, 1, after_list_sync) == ZE_RESULT_SUCCESS;
+    int list_sync_hooked = 0;
+    /* The calls past the 1.0 table, each through its own registration
+     * function where the loader exports it; like the prologue and epilogue
+     * sets, refused once the tracer is enabled. */
+    for (size_t k = 0; ok && k < sizeof per_api / sizeof per_api[0]; k++) {
+        const lp_ze_per_api *c = &per_api[k];
+        char name[128];
+        snprintf(name, sizeof name, "zelTracer%sRegisterCallback", c->call);
+        lp_ze_register_fn reg = NULL;
+        void *sym = dlsym(lib, name);
+        memcpy(&reg, &sym, sizeof reg);
+        if (!reg) continue;
+        int done = (!c->pro || reg(tracer, 0, c->pro) == ZE_RESULT_SUCCESS) &&
+                   (!c->epi || reg(tracer, 1, c->epi) == ZE_RESULT_SUCCESS);
+        if (!done) continue;
+        size_t used = strlen(info.hooked);
+        snprintf(info.hooked + used, sizeof info.hooked - used, "%s%s", used ? "," : "", c->call);
+        if (c->epi == CB(after_list_sync)) list_sync_hooked = 1;
+    }
     if (!ok || fn.set_enabled(tracer, 1) != ZE_RESULT_SUCCESS) {
         if (fn.tracer_destroy) fn.tracer_destroy(tracer);
         if (layer_turned_on && fn.layer_disable) (void)fn.layer_disable();
