@@ -112,6 +112,17 @@ static int by_start(const void *a, const void *b) {
 
 static int in_file(size_t off, size_t len, size_t file_len) { return off <= file_len && len <= file_len - off; }
 
+/* A sizeless symbol of a full .symtab (hand-written assembly; _init, the
+ * .init section's label) reaches at most to its section's end: past it lie
+ * the PLT's stubs, which are no function of its (they were named _init).
+ * The next symbol ends it sooner (the lookup takes the last start). */
+static uintptr_t to_section_end(const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, const ElfW(Sym) *sym) {
+    if (sym->st_shndx >= eh->e_shnum) return 0; /* SHN_ABS and the other special indexes */
+    const ElfW(Shdr) *sec = &sh[sym->st_shndx];
+    if (sym->st_value < sec->sh_addr || sym->st_value >= sec->sh_addr + sec->sh_size) return 0;
+    return (uintptr_t)(sec->sh_addr + sec->sh_size - sym->st_value);
+}
+
 /* The function symbols of one section (SHT_SYMTAB or SHT_DYNSYM), or 0. */
 static int read_table(object *o, const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, unsigned type) {
     const char *base = o->map;
@@ -133,6 +144,7 @@ static int read_table(object *o, const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, uns
             fns[n].start = (uintptr_t)syms[k].st_value + o->bias;
             fns[n].size = (uintptr_t)syms[k].st_size;
             fns[n].name = syms[k].st_name;
+            if (!fns[n].size && type == SHT_SYMTAB) fns[n].size = to_section_end(eh, sh, &syms[k]);
             n++;
         }
         if (n == 0) {
@@ -183,8 +195,11 @@ static int function_of(object *o, uintptr_t addr) {
     }
     if (lo == 0) return -1;
     const function *f = &o->fns[lo - 1];
-    uintptr_t end = f->size ? f->start + f->size : (lo < o->nfns ? o->fns[lo].start : o->hi);
-    return addr < end ? (int)(lo - 1) : -1;
+    /* Sizeless here: a .dynsym symbol (a stripped object: the functions
+     * between two exported ones are missing, so it cannot say where it ends)
+     * or one outside any section: unnamed is true, a neighbour's name not */
+    if (!f->size) return -1;
+    return addr < f->start + f->size ? (int)(lo - 1) : -1;
 }
 
 /* ---- lookup --------------------------------------------------------------- */

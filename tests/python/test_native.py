@@ -3,6 +3,7 @@ stacks, checked with a C extension built here (tests/native_ext): a hot C
 function under its Python line, a Python callback under the C function that
 called it, a demangled C++ name, numpy, deep recursion and threads."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -328,3 +329,52 @@ def test_functions_are_found_in_the_unwind_tables_under_python():
     assert found is not None and found[0] == start < start + 1 < found[1]
     assert _lprof.unwind_table_range(id(object())) is None  # heap, not code
     assert _lprof.eval_loop_ranges()
+
+
+STATIC_FIRST = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* static and first in .text: in the stripped object, the symbol before it
+ * is the sizeless _init */
+static __attribute__((noinline)) double static_spin(long n) {
+    double r = 0;
+    for (long i = 0; i < n; i++) r += (double)i * 0.5;
+    return r;
+}
+
+static PyObject *spin(PyObject *self, PyObject *arg) {
+    (void)self;
+    return PyFloat_FromDouble(static_spin(PyLong_AsLong(arg)));
+}
+
+static PyMethodDef methods[] = {{"spin", spin, METH_O, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "lpstatic", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_lpstatic(void) { return PyModule_Create(&module); }
+"""
+
+
+def test_a_stripped_extensions_static_functions_are_unnamed_not_misnamed(
+        run_lprof, write_script, tmp_path):
+    """A stripped extension keeps only its exported symbols (.dynsym): its
+    static function is shown by its object and offset, never by a
+    neighbour's name (the PLT stubs' _init: tests/c/test_symbols.c)."""
+    src = tmp_path / "lpstatic.c"
+    src.write_text(STATIC_FIRST)
+    so = tmp_path / ("lpstatic" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(["gcc", *CFLAGS, "-shared", "-I", sysconfig.get_paths()["include"], str(src),
+                    "-o", str(so)], check=True)
+    subprocess.run(["strip", "--strip-all", str(so)], check=True)
+    dynsyms = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True,
+                             text=True).stdout
+    assert "static_spin" not in dynsyms and "PyInit_lpstatic" in dynsyms, dynsyms
+    write_script("st.py", "import lpstatic\nlpstatic.spin(60_000_000)  # spin\n")
+    r = run_lprof("--native", "--rate", "1000", "-q", "-o", "s.lprof", "--stacks", "s.folded",
+                  "st.py")
+    assert r.returncode == 0, r.stderr
+    below = _frames_after(_folded(tmp_path / "s.folded"), f"<module> ({tmp_path / 'st.py'}:2)")
+    assert below, "no stack holds the spin line"
+    heaviest = max(below, key=lambda fv: fv[1])[0]
+    names = [f.split(" (")[0] for f in heaviest]
+    assert not {"_init", "_fini", "PyInit_lpstatic"} & set(names), heaviest
+    assert any(re.fullmatch(r"lpstatic.*\.so\+0x[0-9a-f]+", n) for n in names), heaviest
