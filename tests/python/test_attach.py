@@ -146,7 +146,7 @@ def test_top_prints_frames_of_the_hottest_lines(tmp_path, target):
         assert lines[0].startswith(f"lprof attach {p.pid}: CPU time by line")
         assert len(lines) <= 2 + 3  # header, column names, --top-lines rows
     last = frames[-1].splitlines()
-    # the main thread's loop leads; "now" and "total" are shares of what was sampled
+    # the main thread's loop leads; "now" and "total" are shares of the whole CPU time
     assert any("s ^= i" in row or "for i in range(n)" in row for row in last[2:])
     assert "\x1b[" not in r.stdout  # no terminal codes into a pipe
     p.kill()
@@ -173,6 +173,15 @@ def test_top_frame_now_is_the_last_interval():
     rows = text.splitlines()[2:]
     assert rows[0].split()[:3] == ["55.6%", "53.8%", "3.500"]  # g: 2.5 s of the 4.5 s new
     assert rows[1].split()[:3] == ["44.4%", "46.2%", "3.000"]  # f: 3 s of the 6.5 s in all
+    # shares of the process's whole CPU time, not of the lines shown: a
+    # process that spent as much again elsewhere (lprof's own code, a
+    # thread without Python) halves every percent (issue #34)
+    before, now = prof(1.0, 1.0), prof(1.0, 3.0)
+    before["sampling"]["process_cpu_s"], now["sampling"]["process_cpu_s"] = 4.0, 8.0
+    text = top.render([before], [now], 42)
+    assert "4.00 s on the program's lines of 8.00 s CPU time" in text, text
+    rows = text.splitlines()[2:]
+    assert rows[0].split()[:3] == ["50.0%", "37.5%", "3.000"]  # 2 s of the 4 s now; 3 of 8
 
 
 @needs_remote_exec

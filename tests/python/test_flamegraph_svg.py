@@ -140,6 +140,31 @@ def test_svg_total_is_the_profile_s(import_profile, load_profile):
     assert sum(top) == int(root.get("data-total"))
 
 
+def test_svg_percents_are_shares_of_the_process(import_profile, load_profile, tmp_path):
+    """A frame's percent is its share of the process's CPU time (issue #34),
+    which the flame may not hold whole (lprof's own code, CPU on no sampled
+    stack): the title says both; a flame holding a quarter of the whole says
+    25%, not 100%."""
+    from lprof.export.svg import write_svg
+    from lprof.model import shares
+    root, titles = _titles(import_profile / "f.svg")
+    prof = load_profile(str(import_profile / "p.lprof"))
+    whole_us = shares.breakdown(prof)["cpu_whole_s"] * 1e6
+    head = next(t.text for t in root.iter(SVG + "text") if t.text and t.text.startswith("lprof"))
+    assert "percents are shares of the process's CPU time" in head, head
+    for g in root.iter(SVG + "g"):
+        if g.get("data-d") == "0":
+            title = next(g.iter(SVG + "title")).text
+            pct = float(re.search(r", ([\d.]+)%\)$", title).group(1))
+            assert pct == pytest.approx(100.0 * int(g.get("data-w")) / max(whole_us, float(
+                root.get("data-total"))), abs=0.011), title
+    write_svg(["all"], [(0, 0, 0, 100)], 100, str(tmp_path / "q.svg"), whole=400,
+              whole_name="the process's CPU time")
+    q_root, q_titles = _titles(tmp_path / "q.svg")
+    assert q_titles == ["all (100 us, 25.00%)"]
+    assert "25.0% of the process's CPU time (400 us)" in ET.tostring(q_root, encoding="unicode")
+
+
 def test_thread_labels_and_width(import_profile):
     root, titles = _titles(import_profile / "f.svg")
     assert root.get("width") == "100%"

@@ -78,8 +78,12 @@ def _fit(name, px):
     return name if len(name) <= chars else name[:chars - 1] + "\u2026"
 
 
-def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
-    """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their scale."""
+def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=None, whole_name=None):
+    """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their
+    scale. whole (same unit): what each frame's percent is a share of, the
+    process's whole CPU or wall time (the flame may hold less of it:
+    lprof's own code, threads without Python); the total where None."""
+    whole = whole if whole and whole >= total else total
     depth = 1 + max((r[0] for r in rects), default=0)
     height = TOP + depth * ROW + ROW
     scale = (FALLBACK_WIDTH - 20) / total if total else 0
@@ -91,8 +95,11 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
            '.f{cursor:pointer}.f:hover rect{stroke:#000;stroke-width:0.7}'
            '.f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}</style>',
            f'<rect x="0" y="0" width="100%" height="{height}" fill="#f8f8f8"/>',
-           f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}; '
-           f'click a frame to zoom)</text>',
+           f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}'
+           + (f', {100.0 * total / whole:.1f}% of {escape(whole_name)} ({whole} {escape(unit)})'
+              if whole_name and whole != total else '')
+           + '; percents are shares of '
+           + (escape(whole_name) if whole_name else 'the total') + '; click a frame to zoom)</text>',
            f'<text id="search" class="b" x="10" y="{ROW + 12}">Search</text>',
            f'<text id="reset" class="b" x="70" y="{ROW + 12}" style="display:none">Reset zoom</text>',
            f'<text id="matched" x="170" y="{ROW + 12}"></text>']
@@ -101,10 +108,11 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us"):
         pw = w * scale
         y = TOP + d * ROW
         pct = 100.0 * w / total if total else 0
+        share = 100.0 * w / whole if whole else 0
         color = _color(name)
         short = short_name(name)
         out.append(f'<g class="f" data-d="{d}" data-x="{x}" data-w="{w}" data-n={quoteattr(short)}>'
-                   f'<title>{escape(name)} ({w} {escape(unit)}, {pct:.2f}%)</title>'
+                   f'<title>{escape(name)} ({w} {escape(unit)}, {share:.2f}%)</title>'
                    f'<rect x="{100.0 * x / total if total else 0:.4f}%" y="{y}" '
                    f'width="{pct:.4f}%" height="{ROW - 1}" fill="{color}" data-c="{color}" rx="2"/>'
                    f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'
@@ -125,4 +133,20 @@ def write(profile, path, metric="cpu", fold_imports=True):
         st = stack_rows.fold_imports(st)
     st = stack_rows.thread_roots(profile, st)
     names, (_lines, total, rects) = stack_rows.fold(st, metric, None, MIN_FRACTION)
-    write_svg(names, rects, total, path, title=f"lprof {metric}", unit=unit)
+    whole, whole_name = _time_whole(profile, metric, unit)
+    write_svg(names, rects, total, path, title=f"lprof {metric}", unit=unit, whole=whole,
+              whole_name=whole_name)
+
+
+def _time_whole(profile, metric, unit):
+    """(the process's whole CPU or wall time in the flame's unit, its name)
+    for the time metrics; (None, None) for the others (bytes, GPU time: the
+    flame's total is their whole)."""
+    if metric not in ("cpu", "wall") or unit != "us" or not profile.get("sampling"):
+        return None, None
+    from ..model import shares
+    parts = shares.breakdown(profile)
+    seconds = parts["cpu_whole_s"] if metric == "cpu" else parts["wall_whole_s"]
+    name = ("the process's CPU time" if metric == "cpu"
+            else "the wall time summed over threads")
+    return (int(round(seconds * 1e6)) if seconds else None), name

@@ -46,6 +46,13 @@ def _sum_lines(profiles):
     return out
 
 
+def _whole(profiles):
+    """The processes' whole CPU (or, in wall mode, wall) time, added up: what
+    every percent is a share of (lprof.model.shares)."""
+    from ..model import shares
+    return sum(shares.breakdown(p)["whole_s"] for p in profiles if p.get("sampling"))
+
+
 def _source(cache, path, line):
     if path not in cache:
         cache[path] = read_lines(path)
@@ -62,21 +69,26 @@ def render(previous, current, pid, limit=20, cache=None):
     now_total = _sum_lines(current)
     before = _sum_lines(previous)
     delta = {k: v[1] - before.get(k, (None, 0.0))[1] for k, v in now_total.items()}
-    sum_delta = sum(max(v, 0.0) for v in delta.values())
     sum_total = sum(v[1] for v in now_total.values())
+    # percents are shares of the processes' whole time, now and since the
+    # attach (what the listing does), never of the lines shown alone
+    whole_total = max(_whole(current), sum_total)
+    whole_now = max(whole_total - _whole(previous), sum(max(v, 0.0) for v in delta.values()))
     sampling = [p.get("sampling") or {} for p in current]
     mode = sampling[0].get("mode", "cpu") if sampling else "cpu"
     span = max((s.get("duration_s", 0.0) for s in sampling), default=0.0)
     more = f" and {len(current) - 1} child process(es)" if len(current) > 1 else ""
+    whole_name = "CPU time" if mode == "cpu" else "wall time summed over threads"
     head = (f"lprof attach {pid}{more}: {mode.upper() if mode == 'cpu' else mode} time by line, "
-            f"{span:.1f} s attached, {sum_total:.2f} s sampled on the program's lines")
+            f"{span:.1f} s attached, {sum_total:.2f} s on the program's lines of "
+            f"{whole_total:.2f} s {whole_name} (percents are shares of the whole)")
     rows = sorted(now_total, key=lambda k: (-max(delta[k], 0.0), -now_total[k][1]))[:limit]
     out = [head, f"{'now%':>6} {'total%':>7} {'total(s)':>9}  {'line':<28} {'function':<20} source"]
     for key in rows:
         func, total = now_total[key]
         path, line = key
-        now_pct = 100.0 * max(delta[key], 0.0) / sum_delta if sum_delta else 0.0
-        tot_pct = 100.0 * total / sum_total if sum_total else 0.0
+        now_pct = 100.0 * max(delta[key], 0.0) / whole_now if whole_now else 0.0
+        tot_pct = 100.0 * total / whole_total if whole_total else 0.0
         where = f"{os.path.basename(path)}:{line}"
         out.append(f"{now_pct:5.1f}% {tot_pct:6.1f}% {total:9.3f}  {where:<28.28} "
                    f"{func:<20.20} {_source(cache, path, line)}")
