@@ -30,22 +30,29 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 all: build
 
 help:
-	@echo "make deps     install apt and pip packages the project needs (idempotent)"
+	@echo "quick, while working:"
 	@echo "make build    build the C extension in place (PYTHON=$(PYTHON))"
+	@echo "make ctest    the C unit tests (ASan/UBSan) and the signal handler's symbol check"
+	@echo "make pytest   build, then the pytest suite on PYTHON"
 	@echo "make example  deps + build + profile examples/primes.py end to end"
-	@echo "make test     deps + build + C unit tests + pytest + version matrix + ASan/UBSan run"
+	@echo "the whole suite and its tiers:"
+	@echo "make deps     install apt and pip packages the project needs (idempotent)"
+	@echo "make test     deps + build + every tier below (what .ci/run runs)"
+	@echo "make tsan     the C unit tests that start threads, under ThreadSanitizer"
+	@echo "make reliability-quick  a handful of the differential corpus, a bounded fuzz run"
 	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine, and"
 	@echo "              on SID_VERSIONS in a Debian unstable chroot (build/sid-chroot, needs root)"
 	@echo "make asan     build the extension with ASan/UBSan and run the pytest suite under it"
 	@echo "make sdist-check  the sdist installs in a fresh venv and its lprof profiles --memory"
 	@echo "make kernprof-conformance  line_profiler 5.1's kernprof tests with lprof in kernprof's place"
+	@echo "by hand:"
 	@echo "make bench    benchmarks against the peer profilers, table in docs/benchmarks.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU and PyTorch: lprof --gpu vs torch.profiler, docs/gpu-check.md"
 	@echo "make reliability  differential corpus (CPython tests, PyPI suites, examples) in every"
 	@echo "              mode and the fault tests; writes docs/reliability.md"
 	@echo "make fuzz     10^6 fuzzed profile files through view/export (atheris); docs/reliability.md"
 	@echo "make longrun  a 10-minute synthetic run under sampling and --memory; docs/reliability.md"
-	@echo "make tsan     the C unit tests under ThreadSanitizer"
+	@echo "make clean    remove build outputs (unmounts the sid chroot first)"
 
 deps:
 	@$(PYTHON) tools/deps.py apt $(APT_PACKAGES)
