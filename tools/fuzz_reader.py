@@ -59,7 +59,9 @@ def make_seeds(folder):
         with open(out, "rb") as f:
             data = f.read()
         seeds.append(b"\x00" + data)
-        payload = zlib.decompress(data[HEADER_SIZE:])
+        # a -l file starts with line_profiler's pickle: the container follows it
+        container = data[data.index(MAGIC):]
+        payload = zlib.decompress(container[HEADER_SIZE:])
         seeds.append(b"\x01" + payload)
     for name in ("kernprof_5_1.lprof", "v1_sampled_memory.lprof"):
         with open(os.path.join(ROOT, "tests", "fixtures", name), "rb") as f:
@@ -83,6 +85,7 @@ def wrap(payload):
 # a profile file of at most 64 KiB must not need hundreds of MB to read or show
 GROWTH_LIMIT_MB = 200
 HEADER_SIZE = 24  # docs/formats.md
+MAGIC = b"LPROF\x00\r\n"  # the container's first bytes (docs/formats.md)
 
 
 def make_target(scratch):
