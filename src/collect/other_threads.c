@@ -23,11 +23,6 @@ typedef struct {
     uint64_t last_ns;
 } py_seen;
 
-typedef struct {
-    pid_t tid;
-    uint64_t last_ns;
-} own_seen;
-
 static struct {
     pthread_t thread;
     int running, started, have_thread;
@@ -35,8 +30,7 @@ static struct {
     int64_t pending_ns; /* measured, not handed on yet (a tick's reads are not
                          * simultaneous: a tick may come out slightly negative) */
     py_seen py[LP_SAMPLER_MAX_THREADS];
-    own_seen own[LP_OWN_TIDS_MAX];
-    int n_own;
+    uint64_t own_last_ns; /* own_total() at the last tick */
     uint64_t measured_ns, lost_ns, ticks;
 } O;
 
@@ -85,27 +79,25 @@ static uint64_t python_delta(uint64_t d[LP_SAMPLER_MAX_THREADS]) {
     return sum;
 }
 
-/* The CPU time lprof's own threads spent since the last tick. */
-static uint64_t own_delta(void) {
+/* The CPU time lprof's own threads ever had: the live ones' clocks, and
+ * what the ended ones had at their end (own_tids.h). Counted as a total, so
+ * that a thread that ended since the last tick (the -i writer after a last,
+ * heavy checkpoint; the clock itself at the stop) or started since (all of
+ * its time) is lprof's, not a thread without Python's. */
+static uint64_t own_total(void) {
     pid_t live[LP_OWN_TIDS_MAX];
     int n = lp_own_tids_list(live, LP_OWN_TIDS_MAX);
-    own_seen next[LP_OWN_TIDS_MAX];
-    int m = 0;
-    uint64_t sum = 0;
-    for (int k = 0; k < n; k++) {
-        uint64_t now = clock_ns(tid_clock(live[k]));
-        if (!now) continue;
-        uint64_t last = now; /* first seen: from now on */
-        for (int j = 0; j < O.n_own; j++)
-            if (O.own[j].tid == live[k]) last = O.own[j].last_ns;
-        if (now > last) sum += now - last;
-        next[m].tid = live[k];
-        next[m].last_ns = now;
-        m++;
-    }
-    memcpy(O.own, next, sizeof(own_seen) * (size_t)m);
-    O.n_own = m;
+    uint64_t sum = lp_own_tids_exited_cpu_ns();
+    for (int k = 0; k < n; k++) sum += clock_ns(tid_clock(live[k]));
     return sum;
+}
+
+/* The CPU time lprof's own threads spent since the last tick. */
+static uint64_t own_delta(void) {
+    uint64_t total = own_total();
+    uint64_t d = total > O.own_last_ns ? total - O.own_last_ns : 0;
+    O.own_last_ns = total > O.own_last_ns ? total : O.own_last_ns;
+    return d;
 }
 
 /* Reads slot t's stack (frozen while it does not hold the GIL; or while a
@@ -235,14 +227,13 @@ static void *others_main(void *arg) {
 int lp_others_start(void) {
     if (O.have_thread) return 0;
     memset(O.py, 0, sizeof O.py);
-    O.n_own = 0;
     O.pending_ns = 0;
     __atomic_store_n(&O.measured_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&O.lost_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&O.ticks, 0, __ATOMIC_RELAXED);
     lp_ring_reset(&S.others_ring);
     O.proc_last_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-    own_delta(); /* lprof's threads from now on */
+    O.own_last_ns = own_total(); /* lprof's threads from now on */
     __atomic_store_n(&O.running, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&O.started, 0, __ATOMIC_RELEASE);
     if (lp_thread_create_quiet(&O.thread, others_main, NULL) != 0) {
@@ -268,7 +259,7 @@ void lp_others_stop(void) {
 void lp_others_after_fork(void) {
     O.have_thread = 0;
     __atomic_store_n(&O.running, 0, __ATOMIC_RELEASE);
-    O.n_own = 0;
+    O.own_last_ns = 0; /* the child's table starts empty (lp_own_tids_reset) */
     O.pending_ns = 0;
 }
 

@@ -23,6 +23,9 @@ LP_INTERNAL void lp_own_tid_remove_self(void);
 LP_INTERNAL int lp_own_tids_list(pid_t *out, int max);
 /* Is tid one of lprof's threads? */
 LP_INTERNAL int lp_own_tid_is(pid_t tid);
+/* The CPU time lprof's threads had when they removed themselves, summed:
+ * what a reader of live threads' clocks can no longer see of them. */
+LP_INTERNAL unsigned long long lp_own_tids_exited_cpu_ns(void);
 /* In a forked child: none of the parent's threads exist. */
 LP_INTERNAL void lp_own_tids_reset(void);
 
