@@ -1,6 +1,7 @@
 """Sampling through the lprof command: stacks start at the program, exports, API."""
 import json
 import os
+import re
 import textwrap
 import subprocess
 import sys
@@ -619,6 +620,11 @@ def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_
     assert r.returncode == 0, r.stderr
     headers = [ln for ln in r.stdout.splitlines() if ln.startswith("File:")]
     assert len(headers) == 1 and "main.py" in headers[0], r.stdout
-    assert "in 30 more selected files (--all lists them)" in " ".join(r.stdout.split()), r.stdout
+    # each small file's 20 ms is a few CPU ticks: on a busy machine a signal
+    # can land after work() returned and charge its ticks to main.py, so a
+    # file or two may hold no sample and is then no selected file at all
+    hidden = re.search(r"in (\d+) more selected files \(--all lists them\)",
+                       " ".join(r.stdout.split()))
+    assert hidden and 24 <= int(hidden.group(1)) <= 30, r.stdout
     r = run_lprof("view", "main.py.sample.lprof", "--all", "--threshold", "5")
     assert sum(ln.startswith("File:") for ln in r.stdout.splitlines()) > 10
