@@ -128,8 +128,12 @@ def test_chrome_trace_round_trip(sampled, run_lprof):
     doc = json.loads((tmp / "t.json").read_text())
     assert "no sample timeline" in doc["otherData"]["layout"]
     by_tid = validate_trace(doc)
+    # CPU of threads without Python that no line took (a thread's time before
+    # the sampler registers it; more of it on a busy machine) is a track of its own
+    by_tid = {tid: ev for tid, ev in by_tid.items()
+              if not all(e["name"].startswith("[threads without Python]") for e in ev)}
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
-             if e["name"] == "thread_name"}
+             if e["name"] == "thread_name" and (e["pid"], e["tid"]) in by_tid}
     assert len(by_tid) == 2 and set(by_tid) == set(names)
     assert any(n.startswith("worker (") for n in names.values())
     assert any(n.startswith("MainThread (") for n in names.values())

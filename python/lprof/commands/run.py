@@ -304,6 +304,9 @@ def main(args, raw_argv):
     outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
                    ("--html", args.html)],
                   protected=[args.script] if kind == "script" else [])
+    # before any of lprof's threads starts: none imports while the program forks
+    from ..common import fork_safe_imports
+    fork_safe_imports.import_all(("lprof.export", "lprof.export.html") if args.html else ())
     try:
         collectors, modes = make_collectors(args)
     except ValueError as exc:  # e.g. LPROF_SIGNAL naming a signal the sampler must not take

@@ -1,0 +1,35 @@
+"""Imports, before the program runs, every module lprof's own threads and a
+followed child's save import lazily.
+
+A thread that is importing a module holds that module's import lock. When
+the program forks meanwhile (its first lines may fork at once), the child
+inherits the lock held by a thread it does not have, and the child's first
+import of that module waits forever: lprof's fault watcher built its first
+checkpoint (0.5 s in) while the program forked 20 times, and the child's
+save at its os._exit hung on `from ..model import assemble` (seen under two
+CPU hogs, 1 run in ~20, tests/python/test_thread_start_handshake.py). A
+module already imported takes no lock, so importing them all here, on the
+main thread and before any of lprof's threads starts, leaves none to be
+held at a fork."""
+import importlib
+
+# what the checkpoints, the drain, the fault watcher and a child's save
+# import inside functions (start-up cost stays off the plain command line:
+# this runs only for a run that profiles)
+MODULES = (
+    "lprof.model.assemble", "lprof.model.sections", "lprof.model.stacks",
+    "lprof.model.timeline", "lprof.model.selection", "lprof.model.shares",
+    "lprof.model.profile_file", "lprof.model.kernprof_file", "lprof.model.validate",
+    "lprof.model.frames", "lprof.model.merge", "lprof.common.own_thread",
+    "lprof.common.files", "lprof.common.procinfo", "lprof.collect.exec_guard",
+    "lprof.process.faults", "lprof.process.follow",
+    "pickletools", "shutil", "stat", "traceback", "opcode", "importlib.util",
+)
+
+
+def import_all(extra=()):
+    for name in MODULES + tuple(extra):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional part (its own feature says so when used)
+            pass
