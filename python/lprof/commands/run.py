@@ -305,7 +305,7 @@ def main(args, raw_argv):
                    ("--html", args.html)],
                   protected=[args.script] if kind == "script" else [])
     # before any of lprof's threads starts: none imports while the program forks
-    from ..common import fork_safe_imports
+    from ..process import fork_safe_imports
     fork_safe_imports.import_all(("lprof.export", "lprof.export.html") if args.html else ())
     try:
         collectors, modes = make_collectors(args)
