@@ -25,11 +25,12 @@ void lp_levelzero_get_info(lp_levelzero_info *out) { memset(out, 0, sizeof *out)
 #else
 
 #include <dlfcn.h>
+/* before the loader's headers: loader 1.32's ze_loader.h uses bool without it */
+#include <stdbool.h>
 #include <level_zero/layers/zel_tracing_api.h>
 #include <level_zero/loader/ze_loader.h>
 #include <level_zero/ze_api.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 
 #include "aggregate/agg.h"
