@@ -126,8 +126,10 @@ class _Attached:
             elif not os.path.isdir(self.control):
                 self.finish(None)  # nobody will read it: sampling just stops
             elif not _alive(self.cli_pid):
+                # the folder first (the command cannot remove it): once sampling
+                # stops, the program may end before this thread runs again
+                shutil.rmtree(self.control, ignore_errors=True)
                 self.finish(None)
-                shutil.rmtree(self.control, ignore_errors=True)  # the command cannot
 
     def _profile(self, reason):
         modes = [self.mode] + (["memory"] if len(self.collectors) > 1 else [])
