@@ -83,10 +83,20 @@ def test_shares_are_of_the_process_whole_and_the_rest_is_said(run_lprof, write_s
     assert want - 3 <= file_share <= want + 5, (file_share, want, out)
     assert abs(file_pct - file_share * whole / 100) < 0.01
     # the hot line's share, of the whole too (not of the file: 100% before)
+    # The loop's time splits between its two lines in proportions that vary
+    # by version and load, so the bound that must hold is on the pair; the
+    # hot line alone is checked for being a share of the whole (below the
+    # file's share), not of the file.
     hot = line_of(script, "hot")
-    row = next(ln for ln in out.splitlines() if ln.split()[:1] == [str(hot)])
-    assert 100.0 * (measured["main"] + measured["second"]) / whole - 10 <= sum(
-        float(c[:-1]) for c in row.split() if c.endswith("%")) <= file_share + 0.2, row
+
+    def row_share(lineno):
+        row = next((ln for ln in out.splitlines() if ln.split()[:1] == [str(lineno)]), "")
+        return sum(float(c[:-1]) for c in row.split() if c.endswith("%")), row
+
+    hot_share, hot_row = row_share(hot)
+    body_share, body_row = row_share(hot + 1)
+    assert 0 < hot_share <= file_share + 0.2, hot_row
+    assert want - 6 <= hot_share + body_share <= file_share + 0.2, (hot_row, body_row, want)
     # the standard library's thread: not shown, and said, with its share
     lib = _share(out, r"([\d.]+)% in the standard library \(")
     want_lib = 100.0 * measured["stdlib"] / whole
