@@ -86,6 +86,11 @@ typedef struct {
     lp_reader interrupted_read; /* the handler walking its own, interrupted thread */
     lp_reader safe_read;        /* fault-safe reads of another or an unowned thread */
     uintptr_t interp_lo, interp_hi; /* interpreter's executable segment: LP_SF_IN_INTERP */
+    /* the dynamic linker's __tls_get_addr where the interpreter is a shared
+     * library (libpython): its thread-local reads (3.13's thread state, on
+     * every small-object allocation) call it, some 8% of a pure-Python
+     * loop's samples; interpreter work too (LP_SF_IN_INTERP). 0, 0: none */
+    uintptr_t tls_lo, tls_hi;
     lp_ranges eval;                 /* the eval loop function's parts: LP_SF_IN_EVAL */
     uintptr_t self_lo, self_hi;     /* lprof's own code: signals there are not counted */
     /* around stop's wait for the wall thread; both NULL: nothing to release */

@@ -70,7 +70,8 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     lp_reader rd = t->safe_reads ? h->safe_read : h->interrupted_read;
     uint32_t flags = 0;
     if (h->holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
-    if (pc >= h->interp_lo && pc < h->interp_hi) flags |= LP_SF_IN_INTERP;
+    if ((pc >= h->interp_lo && pc < h->interp_hi) || (pc >= h->tls_lo && pc < h->tls_hi))
+        flags |= LP_SF_IN_INTERP;
     if (after_syscall(pc)) flags |= LP_SF_SYSCALL;
     if (lp_ranges_has(&h->eval, pc)) flags |= LP_SF_IN_EVAL;
     int truncated = 0;

@@ -123,10 +123,6 @@ def test_threads_working_beside_a_caller_computing_with_the_gil_are_its_native_c
     assert used["beside"] * 0.85 <= on_marker <= used["beside"] * 1.1, (on_marker, used)
 
 
-@pytest.mark.xfail(sys.version_info >= (3, 13), strict=False,
-                   reason="on 3.13 a GIL holder running `x += i` is often taken for one in "
-                          "native code (the int addition runs outside the eval loop's code), "
-                          "so background threads' CPU goes to the loop line: a known defect")
 def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     script, prof, used = cpu_run
     samp = prof["sampling"]
@@ -157,10 +153,13 @@ def test_wall_mode_counts_them_too(ext_dir, tmp_path):
     assert total * 0.9 <= prof["sampling"]["threads_without_python"]["cpu_s"] <= total * 1.1
 
 
+# long enough (about 1.3 s of CPU) that lprof's own CPU and each thread's
+# last partial tick stay well inside the 5% left on a busy machine (5.1% of
+# a 0.76 s run once under load)
 MATMUL = """
 import numpy as np
 a = np.random.rand(1500, 1500)
-for _ in range(6):
+for _ in range(12):
     c = a @ a  # matmul
 """
 

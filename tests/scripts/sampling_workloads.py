@@ -45,6 +45,16 @@ def w_native():
         sum(range(2_000_000))  # MARK:native
 
 
+def w_pyloop():
+    # big ints: every addition allocates (3.13+ reads its thread state through
+    # the dynamic linker there, where libpython is a shared library)
+    t0 = time.process_time()
+    x = 1 << 40
+    while time.process_time() - t0 < 1.0:
+        for i in range(20000):  # MARK:pyloop_for
+            x += i  # MARK:pyloop_add
+
+
 def w_sleep():
     time.sleep(0.4)  # MARK:sleep
     spin(0.3)  # MARK:spin

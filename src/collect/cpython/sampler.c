@@ -8,7 +8,9 @@
 #define _GNU_SOURCE 1
 #include "cpython/module.h"
 
+#include <dlfcn.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -233,6 +235,12 @@ static const lp_sampler_host *interpreter_host(void) {
     host.release_gil = save_thread;
     host.reacquire_gil = restore_thread;
     lp_sampler_text_range((uintptr_t)(void *)&PyEval_EvalCode, &host.interp_lo, &host.interp_hi);
+    /* libpython's thread-local reads go through the dynamic linker (a
+     * statically linked interpreter reads them inline, and there the calls
+     * are an extension's own: native) */
+    Dl_info where;
+    if (dladdr((void *)&PyEval_EvalCode, &where) && where.dli_fname && strstr(where.dli_fname, "libpython"))
+        lp_sampler_symbol_range("__tls_get_addr", &host.tls_lo, &host.tls_hi);
     /* this extension's own code: the -l tracer's callbacks */
     lp_sampler_text_range((uintptr_t)(void *)&interpreter_host, &host.self_lo, &host.self_hi);
     find_eval_loop(&host.eval);
