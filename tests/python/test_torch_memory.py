@@ -50,9 +50,12 @@ def test_reader_per_line_allocated_peak_and_live(tmp_path):
     for source in (snapshot(), str(path)):
         got = torch_memory.read_snapshot(source, accept=accept)
         lines = {(f, ln): (alloc, peak, live) for f, ln, _fn, alloc, peak, live in got["lines"]}
-        assert lines == {(APP, 10): (4000, 4000, 3000), (APP, 20): (500, 0, 500)}
-        assert got["stats"]["peak_bytes"] == 4000 and got["stats"]["live_bytes"] == 3500
-        assert got["stats"]["unknown_frees"] == 1
+        # 0xDEAD (64 bytes, freed in the window, allocated before it with
+        # no frames kept) was live from the window's start to its free: it
+        # counts in the peak, on the marker of memory from before the history
+        assert lines == {(APP, 10): (4000, 4000, 3000), (APP, 20): (500, 0, 500), ("<torch>", 0): (64, 64, 0)}
+        assert got["stats"]["peak_bytes"] == 4064 and got["stats"]["live_bytes"] == 3500
+        assert got["stats"]["unknown_frees"] == 1 and got["stats"]["baseline_bytes"] == 64
     names = {tuple(got["stacks"]["frames"][i][1] for i in ids): m for ids, _t, m in got["stacks"]["stacks"]}
     # root first, torch's own frames left out
     assert names[("<module>", "step")] == {"gpu_alloc_bytes": 4000, "gpu_peak_bytes": 4000, "gpu_live_bytes": 3000}
@@ -63,9 +66,10 @@ def test_reader_two_devices_and_frameless_allocations():
     snap = snapshot()
     snap["device_traces"].append([{"action": "alloc", "addr": 0xE, "size": 7000, "frames": []}])
     got = torch_memory.read_snapshot(snap, accept=accept)
-    lines = {ln: (alloc, peak) for _f, ln, _fn, alloc, peak, _live in got["lines"]}
-    assert lines[0] == (7000, 7000)  # no program frame: one marker line, not lost
-    assert got["stats"]["peak_bytes"] == 4000 + 7000  # each device's own peak
+    lines = {(ln, fn): (alloc, peak) for _f, ln, fn, alloc, peak, _live in got["lines"]}
+    assert lines[(0, "[tensor memory without a Python frame]")] == (7000, 7000)  # one marker line, not lost
+    assert got["stats"]["peak_bytes"] == 4064 + 7000  # each device's own peak
+    assert [d["device"] for d in got["stats"]["devices"]] == ["cuda:0", "cuda:1"]
 
 
 def test_reader_takes_torch_2_0_blocks():
@@ -82,6 +86,108 @@ def test_reader_refuses_what_is_not_a_snapshot(tmp_path):
     bad.write_bytes(pickle.dumps([1, 2, 3]))
     with pytest.raises(ValueError, match="not a torch memory snapshot"):
         torch_memory.read_snapshot(str(bad))
+
+
+MiB = 1 << 20
+
+
+def wrapped_snapshot():
+    """The history kept only its latest 5 entries (max_entries=5): the
+    weights (1 GiB, line 5) and the optimizer's state (512 MiB, line 6) were
+    allocated before them. In the window, activations (100 MiB, line 10)
+    come and go, the old state is freed (its free entries carry the
+    allocation's stack, as torch writes them with context="alloc") and new
+    state (256 MiB, line 12) takes its address. The true peak is 1 GiB +
+    512 MiB + 100 MiB, while the activations were alive."""
+    weights, state, act, new = (frames((5, "setup")), frames((6, "setup")), frames((10, "step")),
+                                frames((12, "step")))
+    trace = [
+        {"action": "alloc", "addr": 0x300, "size": 100 * MiB, "frames": act},
+        {"action": "free_completed", "addr": 0x300, "size": 100 * MiB, "frames": act},
+        {"action": "free_requested", "addr": 0x200, "size": 512 * MiB, "frames": state},
+        {"action": "free_completed", "addr": 0x200, "size": 512 * MiB, "frames": state},
+        {"action": "alloc", "addr": 0x200, "size": 256 * MiB, "frames": new},
+    ]
+    blocks = [{"address": 0x100, "size": 1 << 30, "requested_size": 1 << 30, "state": "active_allocated",
+               "frames": weights},
+              {"address": 0x200, "size": 256 * MiB, "requested_size": 256 * MiB, "state": "active_allocated",
+               "frames": new},
+              {"address": 0x300, "size": 100 * MiB, "state": "inactive", "frames": []}]
+    return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [trace]}
+
+
+def test_wrapped_history_peak_counts_tensors_from_before_the_window():
+    from lprof.collect import torch_memory
+    from lprof.render.tensor_memory import summary
+    peak = (1 << 30) + 512 * MiB + 100 * MiB
+    got = torch_memory.read_snapshot(wrapped_snapshot(), accept=accept, max_entries=5,
+                                     allocator_peaks={0: ("requested_bytes.all.peak", peak)})
+    lines = {ln: (alloc, pk, live) for _f, ln, _fn, alloc, pk, live in got["lines"]}
+    assert lines == {5: (1 << 30, 1 << 30, 1 << 30),   # the weights, allocated before the window
+                     6: (512 * MiB, 512 * MiB, 0),      # the old state, freed in it
+                     10: (100 * MiB, 100 * MiB, 0),
+                     12: (256 * MiB, 0, 256 * MiB)}
+    st = got["stats"]
+    assert st["peak_bytes"] == peak and st["window_full"]
+    assert st["baseline_bytes"] == st["baseline_attributed_bytes"] == (1 << 30) + 512 * MiB
+    dev, = st["devices"]
+    assert dev["device"] == "cuda:0" and dev["allocator_agrees"]
+    text = "\n".join(summary(got))
+    assert "the history wrapped (only its latest 5 entries are kept)" in text
+    assert "1.6 GB was live before the history's first entry: 1.6 GB of it charged to the lines" in text
+    assert "the allocator's own peak (requested_bytes.all.peak, 1.7 GB) agrees" in text
+
+
+def test_allocator_peak_that_disagrees_is_said():
+    """The allocator saw 2 GiB, earlier than the window: lprof says so
+    instead of printing its window's peak as the run's."""
+    from lprof.collect import torch_memory
+    from lprof.render.tensor_memory import summary
+    got = torch_memory.read_snapshot(wrapped_snapshot(), accept=accept, max_entries=5,
+                                     allocator_peaks={0: ("requested_bytes.all.peak", 2 << 30)})
+    assert not got["stats"]["devices"][0]["allocator_agrees"]
+    text = "\n".join(summary(got))
+    assert ("cuda:0: the allocator's own peak (requested_bytes.all.peak) is 2.1 GB, lprof's replay of the "
+            "history gives 1.7 GB: they disagree: the peak came before the history's window") in text
+
+
+def backward_frames(line):
+    """What lprof's wrapper of torch.autograd.backward records: the calling
+    thread's stack, innermost first (torch's Tensor.backward under the line)."""
+    return [{"filename": "/usr/lib/python3/site-packages/torch/_tensor.py", "line": 625, "name": "backward"},
+            {"filename": APP, "line": line, "name": "train"}, {"filename": APP, "line": 60, "name": "<module>"}]
+
+
+def test_backward_allocations_go_to_the_line_that_called_backward():
+    """Allocations on autograd's threads have no frames: each goes to the
+    backward call whose time span holds its time_us; one outside any call
+    stays on the frameless marker. A gradient live at exit (its block has
+    no frames either) is live on the backward line."""
+    from lprof.collect import torch_memory
+    act = frames((40, "train"))
+    trace = [
+        {"action": "alloc", "addr": 0xA, "size": 4000, "frames": act, "time_us": 900},
+        {"action": "alloc", "addr": 0xB, "size": 3000, "frames": [], "time_us": 1500},  # a gradient
+        {"action": "alloc", "addr": 0xC, "size": 2000, "frames": [], "time_us": 1600},  # a temporary
+        {"action": "free_completed", "addr": 0xC, "size": 2000, "frames": [], "time_us": 1700},
+        {"action": "free_completed", "addr": 0xA, "size": 4000, "frames": act, "time_us": 1800},
+        {"action": "alloc", "addr": 0xD, "size": 500, "frames": [], "time_us": 3000},  # no call then
+        {"action": "free_completed", "addr": 0xD, "size": 500, "frames": [], "time_us": 3100},
+        {"action": "alloc", "addr": 0xE, "size": 700, "frames": [], "time_us": 5500},  # in autograd.grad
+    ]
+    blocks = [{"address": 0xB, "size": 3072, "requested_size": 3000, "state": "active_allocated", "frames": []},
+              {"address": 0xE, "size": 1024, "requested_size": 700, "state": "active_allocated", "frames": []}]
+    snap = {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [trace]}
+    calls = [(5000, 6000, backward_frames(44)), (1000, 2000, backward_frames(41))]
+    got = torch_memory.read_snapshot(snap, accept=accept, backward=calls)
+    lines = {(ln, fn): (alloc, pk, live) for _f, ln, fn, alloc, pk, live in got["lines"]}
+    assert lines == {(40, "train"): (4000, 4000, 0),
+                     (41, "train"): (5000, 5000, 3000),  # peak: the activation, the gradient, the temporary
+                     (44, "train"): (700, 0, 700),
+                     (0, "[tensor memory without a Python frame]"): (500, 0, 0)}
+    assert got["stats"]["backward_bytes"] == 5700 and got["stats"]["frameless_bytes"] == 500
+    names = {tuple(got["stacks"]["frames"][i][1] for i in ids) for ids, _t, _m in got["stacks"]["stacks"]}
+    assert ("<module>", "train") in names  # the caller's stack, torch's frame left out
 
 
 FAKE_TORCH = '''\

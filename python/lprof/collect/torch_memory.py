@@ -1,29 +1,51 @@
-"""Tensor memory per line (lprof --gpu with PyTorch): what the CUDA caching
-allocator handed to tensors, from its own history, not from cudaMalloc
+"""Tensor memory per line (lprof --gpu with PyTorch): what PyTorch's
+caching allocator (CUDA's, or XPU's where torch has the same history API)
+handed to tensors, from its own history, not from cudaMalloc / zeMemAlloc
 (which lprof sees per allocator segment, not per tensor).
 
 When the program imports torch, lprof turns on
-torch.cuda.memory._record_memory_history (Python stacks, a bounded number
-of entries); at the end it reads torch.cuda.memory._snapshot() and turns it
-into, per line and per stack: bytes allocated, bytes live when the device's
-tensor total peaked, bytes still live at exit. read_snapshot() is the pure
-part (a dict, or a pickle file as torch.cuda.memory._dump_snapshot writes
-it), tested without torch.
+torch.<device>.memory._record_memory_history (Python stacks, allocation
+stacks on free entries too, a bounded number of entries) at the device's
+first use, and wraps torch.autograd.backward/grad to know the line that
+called backward; at the end it reads torch.<device>.memory._snapshot() and
+the allocator's own peak counter, and turns them into, per line and per
+stack: bytes allocated, bytes live when the device's tensor total peaked,
+bytes still live at exit. read_snapshot()/read_snapshots() are the pure
+part (a dict, or a pickle file as _dump_snapshot writes it), tested
+without torch.
 
-Snapshot format (torch >= 2.1): "segments": [{"device", "blocks": [{"size",
-"state" ("active_allocated", "active_pending_free", "inactive"), "frames"}]}],
-"device_traces": [per device: [{"action" ("alloc", "free_requested",
-"free_completed", "segment_alloc", ...), "addr", "size", "frames"}]]; frames
-are {"filename", "line", "name"}, innermost first."""
+The rules (docs/design-gpu.md):
+- the window's start: the history is a ring; what was live before its
+  first entry is rebuilt by walking it back from the blocks allocated at
+  snapshot time (an alloc in the window was not live before it, a
+  completed free was), then the window is replayed from that baseline.
+  Baseline tensors are charged to their allocating stacks: a block's own
+  frames, or those of a free entry (lprof records context="alloc", where
+  torch writes the allocation's stack on frees).
+- backward: an alloc entry with no frames at all whose time_us falls in a
+  backward call's span is charged to that call's stack (the latest started
+  call, where calls nest or overlap).
+
+Snapshot format (torch >= 2.1): "segments": [{"device", "blocks": [{"address",
+"size", "requested_size", "state" ("active_allocated", "active_pending_free",
+"inactive"), "frames"}]}], "device_traces": [per device: [{"action"
+("alloc", "free_requested", "free_completed", "segment_alloc", ...), "addr",
+"size", "stream", "time_us", "frames"}]]; frames are {"filename", "line",
+"name"}, innermost first."""
+import collections
+import functools
 import os
 import pickle
 import sys
+import time
 
 from ..common import libdirs
 from ..model import stacks as stacks_model
 
 MAX_ENTRIES = 200000  # trace entries torch keeps (a ring: older ones are overwritten)
 UNKNOWN = ("<torch>", "[tensor memory without a Python frame]", 0, 0)
+BEFORE = ("<torch>", "[tensor memory allocated before the history began]", 0, 0)
+LIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
 
 
 def _torch_dir():
@@ -64,6 +86,8 @@ def load(path_or_dict):
     return snap
 
 
+
+
 class _Table:
     """Interned frames and stacks (root first), with per-stack bytes."""
 
@@ -72,15 +96,17 @@ class _Table:
         self.frames, self.frame_ids = [], {}
         self.stacks = {}
 
-    def stack_of(self, frames):
+    def stack_of(self, frames, none=UNKNOWN):
         """The program's frames of a torch stack (innermost first in the
         snapshot), root first, as frame ids; where it has none, its frames of
         code given as text (`python -c`, a notebook cell), as lprof's
-        attribution rule does; else the unknown marker."""
+        attribution rule does; else the unknown marker (`none` where the
+        entry has no frames at all)."""
         kept = [f for f in reversed(frames or []) if self.accept(f.get("filename", ""))]
         if not kept:
             kept = [f for f in reversed(frames or []) if _given_as_text(f.get("filename", ""))]
-        key = tuple((f.get("filename", ""), f.get("name", ""), 0, int(f.get("line", 0))) for f in kept) or (UNKNOWN,)
+        key = tuple((f.get("filename", ""), f.get("name", ""), 0, int(f.get("line", 0))) for f in kept) or (
+            (UNKNOWN if frames else none),)
         ids = []
         for fr in key:
             if fr not in self.frame_ids:
@@ -89,72 +115,174 @@ class _Table:
             ids.append(self.frame_ids[fr])
         return tuple(ids)
 
+    def is_marker(self, ids, marker):
+        return len(ids) == 1 and tuple(self.frames[ids[0]]) == marker
+
     def add(self, ids, col, n):
         row = self.stacks.setdefault(ids, {"gpu_alloc_bytes": 0, "gpu_peak_bytes": 0, "gpu_live_bytes": 0})
         row[col] += n
 
 
-def _replay(trace, table):
-    """One device's trace: bytes allocated per stack, and the live bytes
-    per stack at the trace's peak of the device's tensor total. Returns
-    (peak bytes, unknown frees)."""
-    live, total, peak, peak_at, unknown = {}, 0, 0, -1, 0
+def _size(e):
+    return int(e.get("size", 0) or 0)
+
+
+class _Backward:
+    """The program's backward calls, [(start_us, end_us, frames)], and the
+    rule that charges a frameless allocation to one: the call whose time
+    span holds the allocation's time_us, the latest started where calls
+    nest or overlap."""
+
+    def __init__(self, calls):
+        self.calls = sorted(calls or [], key=lambda c: c[0])
+        self.starts = [c[0] for c in self.calls]
+
+    def frames_at(self, t_us):
+        if t_us is None or not self.calls:
+            return None
+        import bisect
+        j = bisect.bisect_right(self.starts, t_us) - 1
+        for k in range(j, max(j - 64, -1), -1):  # nested or concurrent calls: a few back
+            start, end, frames = self.calls[k]
+            if start <= t_us <= end:
+                return frames
+        return None
+
+
+def _window_start(trace, end_blocks):
+    """What was live before the trace's first entry: {addr: (size, frames)}.
+    Walks the trace back from the snapshot's live blocks: an alloc in the
+    window was not live before it, a completed free was. None where the
+    blocks have no addresses (torch 2.0): the start is unknown."""
+    if end_blocks is None:
+        return None
+    state = {addr: (size, frames) for addr, size, frames in end_blocks}
+    for e in reversed(trace):
+        act = e.get("action")
+        if act == "alloc":
+            state.pop(e.get("addr"), None)
+        elif act == "free_completed":
+            state[e.get("addr")] = (_size(e), e.get("frames"))
+    return state
+
+
+def _replay(trace, end_blocks, table, backward, st):
+    """One device: the state at the window's start (charged to the lines
+    that allocated it where its frames are known), then the window's
+    allocs and completed frees; the peak of live bytes over the window from
+    that baseline, and who held them then. Fills st (the device's stats);
+    returns {addr: (size, stack ids)} live at the end."""
+    start = _window_start(trace, end_blocks)
+    st["window_start_known"] = start is not None
+    live, total, before = {}, 0, set()
+    for addr, (size, frames) in (start or {}).items():
+        ids = table.stack_of(frames, none=BEFORE)
+        live[addr] = (size, ids)
+        before.add(addr)
+        table.add(ids, "gpu_alloc_bytes", size)
+        total += size
+        st["baseline_bytes"] += size
+        if not table.is_marker(ids, BEFORE):
+            st["baseline_attributed_bytes"] += size
+    at_start = dict(live)
+    peak, peak_at, alloc_ids = total, -1, {}
     for i, e in enumerate(trace):
         act = e.get("action")
         if act == "alloc":
-            ids = table.stack_of(e.get("frames"))
-            live[e.get("addr")] = (int(e.get("size", 0)), ids)
-            table.add(ids, "gpu_alloc_bytes", int(e.get("size", 0)))
-            total += int(e.get("size", 0))
+            size, frames = _size(e), e.get("frames")
+            if not frames:
+                frames = backward.frames_at(e.get("time_us"))
+                st["backward_bytes" if frames else "frameless_bytes"] += size
+            ids = alloc_ids[i] = table.stack_of(frames)
+            live[e.get("addr")] = (size, ids)
+            before.discard(e.get("addr"))
+            table.add(ids, "gpu_alloc_bytes", size)
+            total += size
             if total > peak:
                 peak, peak_at = total, i
         elif act == "free_completed":
-            gone = live.pop(e.get("addr"), None)
-            if gone is None:
-                unknown += 1  # its alloc was before the trace's window
-            else:
+            addr = e.get("addr")
+            gone = live.pop(addr, None)
+            if gone is None or addr in before:
+                st["unknown_frees"] += 1  # allocated before the window
+                before.discard(addr)
+            if gone is not None:
                 total -= gone[0]
-    # second pass: who held the memory at the peak
-    live = {}
-    for e in trace[:peak_at + 1]:
-        act = e.get("action")
-        if act == "alloc":
-            live[e.get("addr")] = (int(e.get("size", 0)), table.stack_of(e.get("frames")))
-        elif act == "free_completed":
-            live.pop(e.get("addr"), None)
-    for size, ids in live.values():
+    held = dict(at_start)  # again up to the peak: who held the memory then
+    for i in range(peak_at + 1):
+        e = trace[i]
+        if i in alloc_ids:
+            held[e.get("addr")] = (_size(e), alloc_ids[i])
+        elif e.get("action") == "free_completed":
+            held.pop(e.get("addr"), None)
+    for size, ids in held.values():
         table.add(ids, "gpu_peak_bytes", size)
-    return peak, unknown
+    st["peak_bytes"] = peak
+    return live
 
 
-def read_snapshot(snap, accept=None):
-    """A snapshot (dict, or a pickle file's path) -> {"lines": [[file, line,
-    function, alloc, peak, live], ...], "stacks": {"frames": [[file, func,
-    0, line]], "stacks": [[ids root first, 0, {gpu_alloc_bytes,
-    gpu_peak_bytes, gpu_live_bytes}]]}, "stats": {...}}. Each line is charged
-    by the innermost program frame of the stack (accept: filename -> bool,
-    default program_frame). Live-at-exit comes from the segments' blocks
-    still allocated (exact even when the trace ring dropped old entries)."""
-    snap = load(snap)
-    table = _Table(accept or program_frame)
-    peaks, unknown, entries = [], 0, 0
-    for trace in snap.get("device_traces") or []:
-        p, u = _replay(list(trace or []), table)
-        peaks.append(p)
-        unknown += u
-        entries += len(trace or [])
-    live_total = 0
-    for seg in snap.get("segments") or []:
+def _live_blocks(segments, device):
+    """The device's blocks allocated at snapshot time: [(addr, size,
+    frames)], addr None where torch gave none."""
+    out = []
+    for seg in segments:
+        if int(seg.get("device", 0) or 0) != device:
+            continue
         for blk in seg.get("blocks") or []:
-            if blk.get("state") not in ("active_allocated", "active_pending_free"):
+            if blk.get("state") not in LIVE_STATES:
                 continue
             size = int(blk.get("requested_size") or blk.get("size") or 0)
             frames = blk.get("frames")
             if frames is None and blk.get("history"):  # torch 2.0's layout, as _memory_viz reads it
                 frames = blk["history"][0].get("frames")
                 size = int(blk["history"][0].get("real_size", size))
-            table.add(table.stack_of(frames), "gpu_live_bytes", size)
-            live_total += size
+            out.append((blk.get("address"), size, frames))
+    return out
+
+
+def _check(st, counter):
+    """The allocator's own peak beside the replay's: agree within 0.1% of
+    it for requested bytes (what the history's sizes are), 1% + 1 MiB for
+    allocated bytes (rounded up per block)."""
+    if not counter:
+        return
+    name, theirs = counter
+    slack = theirs // 1000 if name.startswith("requested") else theirs // 100 + (1 << 20)
+    st["allocator_counter"], st["allocator_peak_bytes"] = name, theirs
+    st["allocator_agrees"] = abs(theirs - st["peak_bytes"]) <= slack
+
+
+def read_snapshots(parts, accept=None, backward=None, max_entries=MAX_ENTRIES):
+    """Snapshots of one run, [(backend ("cuda", "xpu"), snapshot dict or
+    pickle path, {device index: (counter name, allocator's peak bytes)})],
+    into one result (see read_snapshot); backward: the program's backward
+    calls [(start_us, end_us, frames innermost first)] for frameless
+    allocations (made on autograd's threads)."""
+    table = _Table(accept or program_frame)
+    calls = _Backward(backward)
+    devices = []
+    for backend, snap, peaks in parts:
+        snap = load(snap)
+        segments = snap.get("segments") or []
+        traces = list(snap.get("device_traces") or [])
+        used = {int(s.get("device", 0) or 0) for s in segments} | {
+            d for d, t in enumerate(traces) if t}
+        for d in sorted(used):
+            trace = list(traces[d] or []) if d < len(traces) else []
+            blocks = _live_blocks(segments, d)
+            st = dict.fromkeys(("peak_bytes", "live_bytes", "baseline_bytes", "baseline_attributed_bytes",
+                                "backward_bytes", "frameless_bytes", "unknown_frees"), 0)
+            st.update(device=f"{backend}:{d}", trace_entries=len(trace), window_full=len(trace) >= max_entries)
+            known = None if any(addr is None for addr, _s, _f in blocks) else blocks
+            live = _replay(trace, known, table, calls, st)
+            for addr, size, frames in blocks:
+                # a block's own frames, or those its alloc was charged by
+                # (a backward call's, where torch recorded none)
+                ids = live[addr][1] if addr in live else table.stack_of(frames)
+                table.add(ids, "gpu_live_bytes", size)
+                st["live_bytes"] += size
+            _check(st, (peaks or {}).get(d))
+            devices.append(st)
     lines = {}
     for ids, m in table.stacks.items():
         fr = table.frames[ids[-1]]
@@ -163,12 +291,29 @@ def read_snapshot(snap, accept=None):
         row[0] += m["gpu_alloc_bytes"]
         row[1] += m["gpu_peak_bytes"]
         row[2] += m["gpu_live_bytes"]
+    stats = {k: sum(st[k] for st in devices) for k in (
+        "peak_bytes", "live_bytes", "trace_entries", "unknown_frees", "baseline_bytes",
+        "baseline_attributed_bytes", "backward_bytes", "frameless_bytes")}
+    stats["window_full"] = any(st["window_full"] for st in devices)
+    stats["devices"] = devices
     return {"lines": [[f, ln, fn] + vals for (f, ln, fn), vals in sorted(lines.items())],
             "stacks": {"frames": table.frames,
                        "stacks": [[list(ids), 0, m] for ids, m in table.stacks.items()]},
-            "stats": {"peak_bytes": sum(peaks), "live_bytes": live_total, "trace_entries": entries,
-                      "unknown_frees": unknown,
-                      "window_full": any(len(t or []) >= MAX_ENTRIES for t in snap.get("device_traces") or [])}}
+            "stats": stats}
+
+
+def read_snapshot(snap, accept=None, backward=None, backend="cuda", allocator_peaks=None,
+                  max_entries=MAX_ENTRIES):
+    """A snapshot (dict, or a pickle file's path) -> {"lines": [[file, line,
+    function, alloc, peak, live], ...], "stacks": {"frames": [[file, func,
+    0, line]], "stacks": [[ids root first, 0, {gpu_alloc_bytes,
+    gpu_peak_bytes, gpu_live_bytes}]]}, "stats": {..., "devices": [per
+    device]}}. Each line is charged by the innermost program frame of the
+    stack (accept: filename -> bool, default program_frame). The window's
+    start is rebuilt from the blocks live at snapshot time and the window's
+    frees, so the peak counts tensors allocated before a wrapped history;
+    live-at-exit comes from the blocks."""
+    return read_snapshots([(backend, snap, allocator_peaks or {})], accept, backward, max_entries)
 
 
 # ---- inside the profiled program (needs torch with CUDA) ----
