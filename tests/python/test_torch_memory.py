@@ -192,10 +192,15 @@ def test_backward_allocations_go_to_the_line_that_called_backward():
 
 FAKE_TORCH = '''\
 """A stand-in torch: CUDA build, an allocator history recording Python
-stacks (innermost first, as torch's does)."""
-import sys, traceback, types
+stacks (innermost first, as torch's does) in a ring of max_entries, free
+entries carrying the allocation's stack unless context is "all", times in
+Unix microseconds, the allocator's peak counter, and an autograd whose
+backward allocates on a thread of its own (no Python frames, as
+autograd's device threads)."""
+import sys, threading, time, traceback, types
 version = types.SimpleNamespace(cuda="13.0")
-_hist = {"on": False, "trace": [], "live": {}, "before_init": 0}
+_hist = {"on": False, "trace": [], "live": {}, "before_init": 0, "context": None, "max": 0}
+_stats = {"now": 0, "peak": 0, "resets": 0}
 _cuda = {"initialised": False, "queued": []}
 def _lazy_init():  # torch.cuda._lazy_init: the driver first, then the queued calls
     if not _cuda["initialised"]:
@@ -210,28 +215,56 @@ def _lazy_call(call):
 def _frames():
     return [{"filename": f.filename, "line": f.lineno, "name": f.name}
             for f in reversed(traceback.extract_stack()[:-2])]
+def _trace(entry):
+    entry["time_us"] = time.time_ns() // 1000
+    _hist["trace"].append(entry)
+    del _hist["trace"][:-_hist["max"]]  # the ring keeps the latest entries
 class _Memory:
     @staticmethod
     def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=0):
         _hist["on"] = enabled is not None
+        _hist["context"], _hist["max"] = context, max_entries
         _hist["before_init"] += not _cuda["initialised"]
     @staticmethod
     def _snapshot():
-        blocks = [{"size": s, "requested_size": s, "state": "active_allocated", "frames": f}
-                  for s, f in _hist["live"].values()]
-        return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [_hist["trace"]]}
+        blocks = [{"address": a, "size": s, "requested_size": s, "state": "active_allocated", "frames": f}
+                  for a, (s, f) in _hist["live"].items()]
+        return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [list(_hist["trace"])]}
+def _alloc(nbytes, addr, frames):
+    _stats["now"] += nbytes
+    _stats["peak"] = max(_stats["peak"], _stats["now"])
+    if _hist["on"]:
+        _trace({"action": "alloc", "addr": addr, "size": nbytes, "frames": frames})
+        _hist["live"][addr] = (nbytes, frames)
 def empty(nbytes, addr):
     _lazy_init()
-    if _hist["on"]:
-        f = _frames()
-        _hist["trace"].append({"action": "alloc", "addr": addr, "size": nbytes, "frames": f})
-        _hist["live"][addr] = (nbytes, f)
+    _alloc(nbytes, addr, _frames())
 def free(addr):
     if _hist["on"] and addr in _hist["live"]:
-        _hist["trace"].append({"action": "free_completed", "addr": addr, "size": _hist["live"].pop(addr)[0],
-                               "frames": _frames()})
+        size, frames = _hist["live"].pop(addr)
+        _stats["now"] -= size
+        _trace({"action": "free_completed", "addr": addr, "size": size,
+                "frames": _frames() if _hist["context"] == "all" else frames})
+def _reset(device=None):
+    _stats["peak"] = _stats["now"]
+    _stats["resets"] += 1
 cuda = types.SimpleNamespace(memory=_Memory, is_initialized=lambda: _cuda["initialised"],
-                             _lazy_call=_lazy_call)
+                             _lazy_call=_lazy_call, device_count=lambda: 1, reset_peak_memory_stats=_reset,
+                             memory_stats=lambda device=None: {"requested_bytes.all.peak": _stats["peak"]})
+def _engine(step):  # autograd's device thread: a temporary, then a gradient kept
+    _alloc(1 << 14, 0x7000 + step, [])
+    free(0x7000 + step)
+    _alloc(1 << 12, 0x8000 + step, [])
+def _backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    t = threading.Thread(target=_engine, args=(tensors.step,))
+    t.start()
+    t.join()
+autograd = types.SimpleNamespace(backward=_backward, grad=lambda *a, **k: None)
+class Tensor:
+    def __init__(self, step):
+        self.step = step
+    def backward(self):  # as torch's: torch.autograd.backward, looked up at the call
+        sys.modules["torch"].autograd.backward(self)
 '''
 
 
@@ -276,3 +309,122 @@ def test_tensor_memory_in_the_listing_json_and_stack_exports(run_lprof, tmp_path
                    "-o", tmp_path / "peak.folded")
     assert r2.returncode == 0, r2.stderr
     assert sum(int(l.rsplit(" ", 1)[1]) for l in (tmp_path / "peak.folded").read_text().splitlines()) == (1 << 20) + (3 << 10)
+
+
+def test_wrapped_history_and_backward_under_lprof(run_lprof, tmp_path, fake_cuda, write_script):
+    """A history of 6 entries (LPROF_TORCH_MEMORY_ENTRIES) wraps over three
+    steps: the weights and the previous step's activation were allocated
+    before the window and count in the peak, which matches the allocator's
+    own; backward's frameless allocations go to the backward() line."""
+    write_script("torch/__init__.py", FAKE_TORCH)
+    script = write_script("train.py", """\
+        import ctypes, os
+        import torch
+        lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+        torch.empty(1 << 20, 0x9000)  # weights
+        def step(i):
+            torch.empty(1 << 16, 0x1000 + i)  # activations
+            torch.Tensor(i).backward()  # backward
+            torch.free(0x1000 + i)
+            lib.fake_cupti_launch_kernel(b"k", 1000)
+        for i in range(3):
+            step(i)
+        print("peak resets:", torch._stats["resets"], "backward restored:", torch.autograd.backward is torch._backward)
+        """)
+    r = run_lprof("--gpu=cuda", "-o", tmp_path / "p.lprof", script,
+                  env=_cuda_env(fake_cuda, LPROF_TORCH_MEMORY_ENTRIES="6"))
+    assert r.returncode == 0, r.stderr
+    assert "peak resets: 1 backward restored: False" in r.stdout  # wrapped while profiling
+    k = 1 << 10
+    assert "the history wrapped (only its latest 6 entries are kept)" in r.stdout, r.stdout
+    assert "the allocator's own peak (requested_bytes.all.peak, 1.1 MB) agrees" in r.stdout, r.stdout
+    assert "20.5 KB allocated during backward (no Python frame) charged to the lines that called backward" in r.stdout
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    tm = doc["gpu"]["tensor_memory"]
+    rows = {row["line"]: row for row in tm["lines"] if row["file"] == str(script)}
+    weights, act, bwd = (line_of(script, m) for m in ("weights", "activations", "backward"))
+    # the peak: weights, step 2's activation and temporary, the two earlier gradients
+    assert tm["stats"]["peak_bytes"] == (1 << 20) + 64 * k + 16 * k + 8 * k
+    assert (rows[weights]["alloc_bytes"], rows[weights]["peak_bytes"], rows[weights]["live_bytes"]) == (1 << 20,) * 3
+    # step 1's activation was live at the window's start: charged by its free entry's (allocation) stack
+    assert (rows[act]["alloc_bytes"], rows[act]["peak_bytes"], rows[act]["live_bytes"]) == (128 * k, 64 * k, 0)
+    assert (rows[bwd]["alloc_bytes"], rows[bwd]["peak_bytes"], rows[bwd]["live_bytes"]) == (20 * k, 16 * k, 4 * k)
+    # the gradients of steps 0 and 1 came before the window, from a thread with no frames
+    before = [row for row in tm["lines"] if row["function"] == "[tensor memory allocated before the history began]"]
+    assert [(row["alloc_bytes"], row["peak_bytes"], row["live_bytes"]) for row in before] == [(8 * k, 8 * k, 8 * k)]
+
+
+def fake_xpu_torch(with_history=True):
+    """A stand-in torch built for XPU (torch.version.xpu), not CUDA, whose
+    torch.xpu.memory has the history API (or not)."""
+    import types
+    state = {"on": False, "trace": [], "live": {}, "queued": [], "init": False, "peak": 0, "now": 0}
+
+    def record(enabled="all", context="all", stacks="all", max_entries=0):
+        state["on"] = enabled is not None
+
+    def snapshot():
+        blocks = [{"address": a, "size": n, "requested_size": n, "state": "active_allocated", "frames": f}
+                  for a, (n, f) in state["live"].items()]
+        return {"segments": [{"device": 0, "blocks": blocks}], "device_traces": [list(state["trace"])]}
+
+    def alloc(n, addr, frames):
+        state["now"] += n
+        state["peak"] = max(state["peak"], state["now"])
+        state["trace"].append({"action": "alloc", "addr": addr, "size": n, "frames": frames,
+                               "time_us": __import__("time").time_ns() // 1000})
+        state["live"][addr] = (n, frames)
+
+    def lazy_call(call):
+        state["queued"].append(call)
+
+    memory = types.SimpleNamespace(_snapshot=snapshot)
+    if with_history:
+        memory._record_memory_history = record
+    xpu = types.SimpleNamespace(memory=memory, is_initialized=lambda: state["init"], _lazy_call=lazy_call,
+                                device_count=lambda: 1, reset_peak_memory_stats=lambda d=None: None,
+                                memory_stats=lambda d=None: {"requested_bytes.all.peak": state["peak"]})
+
+    def backward(*_a, **_k):  # autograd's thread: no frames
+        import threading
+        t = threading.Thread(target=alloc, args=(3000, 0xB, []))
+        t.start()
+        t.join()
+
+    torch = types.SimpleNamespace(version=types.SimpleNamespace(cuda=None, xpu="20250201"), xpu=xpu,
+                                  cuda=types.SimpleNamespace(), autograd=types.SimpleNamespace(backward=backward))
+    return torch, state, alloc
+
+
+def test_xpu_tensor_memory_through_torch_xpu(monkeypatch):
+    import sys
+    from lprof.collect import torch_memory
+    from lprof.render.tensor_memory import summary
+    torch, state, alloc = fake_xpu_torch()
+    original = torch.autograd.backward
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert torch_memory.start_recording(["cuda", "xpu"]) == ["xpu"]  # a CUDA-less build: XPU only
+    assert not state["on"]  # waits for the device's start
+    state["init"] = True
+    for call in state["queued"]:
+        call()
+    assert state["on"] and torch.autograd.backward is not original
+    alloc(1000, 0xA, [{"filename": __file__, "line": 7, "name": "forward"}])
+    here = sys._getframe().f_lineno + 1
+    torch.autograd.backward()
+    got = torch_memory.take_snapshot()
+    assert torch.autograd.backward is original and not state["on"]
+    st = got["stats"]
+    assert [d["device"] for d in st["devices"]] == ["xpu:0"] and st["devices"][0]["allocator_agrees"]
+    lines = {ln: (a, pk, live) for f, ln, _fn, a, pk, live in got["lines"] if f == __file__}
+    assert lines == {7: (1000, 1000, 1000), here: (3000, 3000, 3000)}
+    assert "peak 4.0 KB on xpu:0" in summary(got)[0]
+
+
+def test_xpu_without_the_history_api_is_said(monkeypatch):
+    import sys
+    from lprof.collect import torch_memory
+    torch, _state, _alloc = fake_xpu_torch(with_history=False)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert torch_memory.start_recording(["xpu"]) == []
+    assert torch_memory.NOTES == ["no XPU tensor memory: this torch's torch.xpu lacks _record_memory_history"]

@@ -316,42 +316,193 @@ def read_snapshot(snap, accept=None, backward=None, backend="cuda", allocator_pe
     return read_snapshots([(backend, snap, allocator_peaks or {})], accept, backward, max_entries)
 
 
-# ---- inside the profiled program (needs torch with CUDA) ----
+# ---- inside the profiled program (needs torch built for CUDA or XPU) ----
 
-def start_recording():
-    """Turns on the allocator's history at CUDA's first use in the program
-    (at once if that has come); False where torch has no CUDA."""
+_RECORDING = {}       # backend -> {"reset": allocator peaks reset when recording began}
+_BACKWARD = collections.deque(maxlen=1 << 20)  # (start_us, end_us, frames) per backward call
+_BACKWARD_STACKS = {}  # interned frames lists
+_HOOKS = []           # (module, name, original) while profiling
+NOTES = []            # why a backend lprof traces has no tensor memory
+
+
+def _device_module(torch, backend):
+    """torch.cuda / torch.xpu where this torch is built for it and its
+    memory module has the history API; else None (and, for a build that
+    has the device but not the API, a note)."""
+    if torch is None:
+        return None
+    mod = getattr(torch, backend, None)
+    if backend == "cuda":
+        built = bool(getattr(getattr(torch, "version", None), "cuda", None))
+    else:
+        built = bool(getattr(getattr(torch, "version", None), backend, None))
+        if not built and hasattr(mod, "_is_compiled"):
+            try:
+                built = bool(mod._is_compiled())
+            except Exception:
+                built = False
+    if not built or mod is None:
+        return None
+    memory = getattr(mod, "memory", None)
+    missing = [n for n in ("_record_memory_history", "_snapshot") if not hasattr(memory, n)]
+    missing += [n for n in ("is_initialized", "_lazy_call") if not hasattr(mod, n)]
+    if missing:
+        NOTES.append(f"no {backend.upper()} tensor memory: this torch's torch.{backend} lacks "
+                     + ", ".join(missing))
+        return None
+    return mod
+
+
+def start_recording(backends=("cuda",)):
+    """Turns on the allocator's history for each backend at the device's
+    first use in the program (at once if that has come), and wraps
+    torch.autograd.backward/grad to know which line called backward.
+    Returns the backends recording (empty where torch has none of them)."""
     torch = sys.modules.get("torch")
-    try:
-        # not torch.cuda.is_available(): it may initialise the driver, and a
-        # program that forks before its first CUDA call needs it untouched
-        if torch is None or not getattr(torch.version, "cuda", None):
-            return False
-        cuda = torch.cuda
-        if cuda.is_initialized():
-            _record(torch)
-        else:  # run by torch's own lazy initialisation, right after the driver's
-            cuda._lazy_call(lambda: _record(torch))
-        return True
-    except Exception:  # an old torch, or one without CUDA: GPU columns as before
-        return False
+    started = []
+    del NOTES[:]
+    for backend in backends:
+        try:
+            mod = _device_module(torch, backend)
+            if mod is None:
+                continue
+            # not is_available(): it may initialise the driver, and a
+            # program that forks before its first device call needs it untouched
+            if mod.is_initialized():
+                _record(mod, backend, at_init=False)
+            else:  # run by torch's own lazy initialisation, right after the driver's
+                mod._lazy_call(functools.partial(_record, mod, backend, True))
+            started.append(backend)
+        except Exception:  # an old torch: GPU columns as before
+            continue
+    if started:
+        _install_backward_hooks(torch)
+    return started
 
 
-def _record(torch):
+def history_entries():
+    """The history's ring size: LPROF_TORCH_MEMORY_ENTRIES, else 200,000."""
     try:
-        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
-                                                 max_entries=MAX_ENTRIES)
-    except Exception:  # never the program's error: its CUDA start-up runs this
-        pass
+        return max(1, int(os.environ.get("LPROF_TORCH_MEMORY_ENTRIES") or MAX_ENTRIES))
+    except ValueError:
+        return MAX_ENTRIES
+
+
+def _record(mod, backend, at_init):
+    entries = history_entries()
+    try:
+        mod.memory._record_memory_history(enabled="all", context="alloc", stacks="python",
+                                          max_entries=entries)
+    except Exception:  # never the program's error: its device start-up runs this
+        return
+    rec = _RECORDING[backend] = {"reset": False, "max_entries": entries}
+    # the allocator's own peak, to check the replay's against: reset here
+    # only at the device's start (nothing is allocated yet, so the program
+    # sees no change); when lprof starts later the counters are left alone
+    reset = getattr(mod, "reset_peak_memory_stats", None)
+    if at_init and reset is not None and hasattr(mod, "memory_stats"):
+        try:
+            for d in range(mod.device_count()):
+                reset(d)
+            rec["reset"] = True
+        except Exception:
+            pass
+
+
+def _caller_frames(frame):
+    """The calling thread's Python stack, innermost first, as torch writes
+    frames (interned: a loop calls backward from one stack)."""
+    key = []
+    while frame is not None and len(key) < 256:
+        key.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    key = tuple(key)
+    got = _BACKWARD_STACKS.get(key)
+    if got is None:
+        got = _BACKWARD_STACKS[key] = [{"filename": f, "line": ln, "name": n} for f, ln, n in key]
+    return got
+
+
+def _wrap(module, name):
+    orig = getattr(module, name, None)
+    if orig is None or getattr(orig, "_lprof_backward", False):
+        return
+
+    @functools.wraps(orig)
+    def backward_call(*args, **kwargs):
+        frames = _caller_frames(sys._getframe(1))
+        start = time.time_ns() // 1000
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            # torch's time_us is the Unix clock in microseconds; +1: the end
+            # is truncated like the entries' times
+            _BACKWARD.append((start, time.time_ns() // 1000 + 1, frames))
+
+    backward_call._lprof_backward = True
+    setattr(module, name, backward_call)
+    _HOOKS.append((module, name, orig, backward_call))
+
+
+def _install_backward_hooks(torch):
+    """torch.Tensor.backward calls torch.autograd.backward by name; the
+    engine's other entry from Python is torch.autograd.grad."""
+    autograd = getattr(torch, "autograd", None)
+    if autograd is None:
+        return
+    for name in ("backward", "grad"):
+        try:
+            _wrap(autograd, name)
+        except Exception:
+            pass
+
+
+def _remove_backward_hooks():
+    while _HOOKS:
+        module, name, orig, ours = _HOOKS.pop()
+        if getattr(module, name, None) is ours:  # not if the program replaced it since
+            setattr(module, name, orig)
+
+
+def _allocator_peaks(mod, snap, rec):
+    peaks = {}
+    stats = getattr(mod, "memory_stats", None)
+    if not rec.get("reset") or stats is None:
+        return peaks
+    for d, trace in enumerate(snap.get("device_traces") or []):
+        if not trace:
+            continue
+        try:
+            s = stats(d)
+        except Exception:
+            continue
+        for name in ("requested_bytes.all.peak", "allocated_bytes.all.peak"):
+            if name in s:
+                peaks[d] = (name, int(s[name]))
+                break
+    return peaks
 
 
 def take_snapshot():
-    """The snapshot, read into lprof's form, then recording off; None if
+    """Each recording backend's snapshot and allocator peaks, read into
+    lprof's form, then recording and the backward wrappers off; None if
     torch cannot give one."""
     torch = sys.modules.get("torch")
-    try:
-        snap = torch.cuda.memory._snapshot()
-        torch.cuda.memory._record_memory_history(enabled=None)
-    except Exception:
+    _remove_backward_hooks()
+    parts, entries = [], MAX_ENTRIES
+    for backend, rec in list(_RECORDING.items()):
+        entries = rec["max_entries"]
+        mod = getattr(torch, backend, None)
+        try:
+            snap = mod.memory._snapshot()
+            mod.memory._record_memory_history(enabled=None)
+        except Exception:
+            continue
+        parts.append((backend, snap, _allocator_peaks(mod, snap, rec)))
+    _RECORDING.clear()
+    calls = list(_BACKWARD)
+    _BACKWARD.clear()
+    _BACKWARD_STACKS.clear()
+    if not parts:
         return None
-    return read_snapshot(snap)
+    return read_snapshots(parts, backward=calls, max_entries=entries)
