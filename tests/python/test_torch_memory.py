@@ -190,6 +190,30 @@ def test_backward_allocations_go_to_the_line_that_called_backward():
     assert ("<module>", "train") in names  # the caller's stack, torch's frame left out
 
 
+def test_nested_backward_calls_take_the_latest_started():
+    """autograd.grad called from a hook inside backward: an allocation in
+    the inner call's span is the inner call's, the rest the outer's."""
+    from lprof.collect import torch_memory
+    trace = [{"action": "alloc", "addr": a, "size": n, "frames": [], "time_us": t}
+             for a, n, t in ((0x1, 100, 1100), (0x2, 200, 1600), (0x3, 400, 1900))]
+    calls = [(1000, 2000, backward_frames(41)), (1500, 1700, backward_frames(42))]
+    got = torch_memory.read_snapshot({"segments": [], "device_traces": [trace]}, accept=accept, backward=calls)
+    assert {ln: alloc for _f, ln, _fn, alloc, _p, _l in got["lines"]} == {41: 500, 42: 200}
+
+
+def test_blocks_without_addresses_leave_the_window_start_unknown():
+    """torch 2.0's blocks have no address: the replay starts at zero and
+    the listing says the memory from before the history is not counted."""
+    from lprof.collect import torch_memory
+    from lprof.render.tensor_memory import summary
+    snap = {"segments": [{"blocks": [{"size": 1024, "state": "active_allocated",
+                                      "history": [{"real_size": 1000, "frames": frames((10, "step"))}]}]}],
+            "device_traces": [[{"action": "free_completed", "addr": 0x5, "size": 64, "frames": []}]]}
+    got = torch_memory.read_snapshot(snap, accept=accept)
+    assert got["stats"]["devices"][0]["window_start_known"] is False and got["stats"]["peak_bytes"] == 0
+    assert "the blocks have no addresses (an old torch)" in "\n".join(summary(got))
+
+
 FAKE_TORCH = '''\
 """A stand-in torch: CUDA build, an allocator history recording Python
 stacks (innermost first, as torch's does) in a ring of max_entries, free
