@@ -220,7 +220,8 @@ class GPUCollector:
             if self.status["cuda"] == "active":
                 self._started = time.time()
                 watch_torch_profiler(self._yield_cupti)
-                watch_torch_import(self._torch_imported)
+        if self.active():  # tensor memory: CUDA's or XPU's allocator history
+            watch_torch_import(self._torch_imported)
         self._running = True
         if not self.active() and not self.quiet:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
@@ -229,7 +230,9 @@ class GPUCollector:
     def _torch_imported(self, _torch):
         """Tensor memory per line: PyTorch's allocator history, read at the end."""
         from . import torch_memory
-        self._tensor_history = torch_memory.start_recording()
+        wanted = [{"cuda": "cuda", "levelzero": "xpu"}[b] for b in self.active()]
+        self._tensor_history = torch_memory.start_recording(wanted)
+        self.notes.extend(torch_memory.NOTES)
 
     def _yield_cupti(self):
         """The program starts torch.profiler on a device: CUPTI takes one

@@ -84,11 +84,8 @@ def summary(profile):
     out.extend(f"  {note}" for note in gpu.get("notes", []))
     tensors = gpu.get("tensor_memory")
     if tensors:
-        ts = tensors.get("stats", {})
-        out.append(f"  tensor memory (PyTorch's allocator history): peak {fmt_bytes(ts.get('peak_bytes', 0)) or '0 B'}, "
-                   f"{fmt_bytes(ts.get('live_bytes', 0)) or '0 B'} live at exit"
-                   + ("; the history's window was full, older allocations are not counted"
-                      if ts.get("window_full") else ""))
+        from .tensor_memory import summary as tensor_summary
+        out.extend(tensor_summary(tensors))
     mem = stats.get("memory", {})
     if mem.get("allocs"):
         out.append(f"  device memory: peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}, "
