@@ -197,6 +197,19 @@ def main():
                "as leaking (lprof `memory.leaks`, Scalene `leaks`, memray leaked records) "
                "or with the largest peak share. memory_profiler only has RSS increments.",
                "", table(h, rows), ""]
+        log("bench: memory on test suites (peak RSS)")
+        import suite_rss
+        (h, rows), t = suite_rss.run(log)
+        targets += t
+        md += ["### Peak memory on test suites (RSS)", "",
+               "Peak RSS of the whole process tree (the largest ru_maxrss of the tool and its "
+               "children), one run each: test suites have many distinct stacks and many small "
+               "allocations. Scalene and memray run the suite through a script that runs the "
+               "module (they take a script). Target: lprof --memory at most "
+               f"{suite_rss.LIMIT:.0f}x the plain run and below Scalene. memray keeps its "
+               "records in a file and builds its reports in a later process, so its peak "
+               "leaves that out; lprof's includes building the profile at the end.", "",
+               table(h, rows), ""]
         log("bench: memory overhead")
         (h, rows), t = memory_bench.overhead(repeats, log)
         targets += t
