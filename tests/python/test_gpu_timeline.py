@@ -187,3 +187,45 @@ def test_level_zero_without_global_timestamps_anchors_at_the_first_append(run_lp
     # later work keeps the device's own spacing from there
     assert part["start_ns"][1] - part["start_ns"][0] == 2000 * 1000 + 70
     assert part["dur_ns"] == [2_000_000, 20_000_000_000, 1000]
+
+
+def test_merged_profiles_keep_each_process_gpu_timeline(run_lprof, tmp_path, fake_cuda, load_profile):
+    for name in ("a", "b"):
+        r = run_lprof("-l", "--gpu=cuda", "-o", tmp_path / f"{name}.lprof", CUDA,
+                      env=_cuda_env(fake_cuda, FAKE_CUPTI_REALTIME="1"))
+        assert r.returncode == 0, r.stderr
+    r = run_lprof("merge", tmp_path / "a.lprof", tmp_path / "b.lprof", "-o", tmp_path / "m.lprof")
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "m.lprof"))  # the loader validates the section
+    assert len(prof["gpu_timeline"]["parts"]) == 2
+    times, idle = _idle(prof, CUDA)
+    before = line_of(CUDA, "marker: cpu before")
+    assert idle[before] == pytest.approx(times[before], rel=1e-6, abs=1e-8)  # both runs' idle add up
+    doc = _trace(run_lprof, tmp_path, tmp_path / "m.lprof")
+    procs, _threads = _tracks(doc)
+    assert sorted(n.split(" (")[0] for p, n in procs.items() if p >= GPU_PID_BASE) == ["GPU 0", "GPU 0", "GPU 1", "GPU 1"]
+    work = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"].startswith("gpu,")]
+    assert sorted(e["name"] for e in work).count("long_kernel") == 2 and len(work) == 8
+    flows = [e for e in doc["traceEvents"] if e["ph"] == "f"]
+    assert len(flows) == 8 and len({e["id"] for e in flows}) == 8
+
+
+def test_malformed_gpu_timeline_is_refused(run_lprof, tmp_path, fake_cuda, load_profile):
+    import copy
+
+    from lprof.common.errors import ProfileFileError
+    from lprof.model import validate
+    r = run_lprof("-l", "--gpu=cuda", "-o", tmp_path / "p.lprof", CUDA, env=_cuda_env(fake_cuda, FAKE_CUPTI_REALTIME="1"))
+    assert r.returncode == 0, r.stderr
+    good = load_profile(str(tmp_path / "p.lprof"))
+    validate.check(good, "p")
+    for key, bad in (("name", [9, 0, 0, 0]), ("stack", [7, 0, 0, 0]), ("dur_ns", [-1, 0, 0, 0]),
+                     ("launch_ns", ["x", 0, 0, 0]), ("op", [9, 0, 0, 0]), ("device", [0])):
+        prof = copy.deepcopy(good)
+        prof["gpu_timeline"]["parts"][0][key] = bad
+        with pytest.raises(ProfileFileError):
+            validate.check(prof, "p")
+    prof = copy.deepcopy(good)
+    prof["gpu_timeline"]["parts"][0]["stacks"][0] = [10 ** 6]  # no such frame
+    with pytest.raises(ProfileFileError):
+        validate.check(prof, "p")
