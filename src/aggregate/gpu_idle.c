@@ -132,7 +132,7 @@ uint64_t lp_gpu_idle_of(uint64_t start, uint64_t end, const uint64_t (*busy)[2],
 typedef struct {
     const void *code;
     int32_t line;
-    uint64_t ns, idle;
+    uint64_t ticks, idle;
 } result;
 
 static int result_cmp(const void *a, const void *b) {
@@ -148,33 +148,35 @@ int lp_gpu_idle_compute(double ns_per_tick, uint64_t anchor_tick, uint64_t ancho
     result *res = malloc(sizeof *res * (count ? count : 1));
     uint64_t *before = NULL;
     int rc = -1;
-    if (!iv || !res) goto done;
+    if (!iv || !res || !(ns_per_tick > 0)) goto done;
+    /* the GPU's intervals onto the tracer's ticks: the lines' intervals stay
+     * exact, so a line idle throughout has exactly its time idle */
     uint32_t k = 0;
     for (uint32_t i = 0; i < recs; i++) {
         const lp_gpu_trace_rec *r = lp_gpu_trace_at(i);
-        if (r && r->end_ns > r->start_ns) iv[k++] = (ival){r->start_ns, r->end_ns};
+        if (!r || r->end_ns <= r->start_ns) continue;
+        double s = (double)anchor_tick + ((double)r->start_ns - (double)anchor_ns) / ns_per_tick;
+        double e = (double)anchor_tick + ((double)r->end_ns - (double)anchor_ns) / ns_per_tick;
+        if (e <= 0 || e <= s) continue;
+        iv[k++] = (ival){s > 0 ? (uint64_t)s : 0, e >= 1.8e19 ? UINT64_MAX : (uint64_t)e};
     }
     k = merge(iv, k);
     if (!(before = prefix(iv, k))) goto done;
     for (uint32_t i = 0; i < count; i++) {
         const span *sp = &log_[i];
-        double off = ((double)(int64_t)(sp->t - anchor_tick)) * ns_per_tick;
-        double end_d = (double)anchor_ns + off;
-        uint64_t dur = (uint64_t)((double)sp->elapsed * ns_per_tick + 0.5);
-        uint64_t end = end_d > 0 ? (uint64_t)(end_d + 0.5) : 0;
-        uint64_t start = end > dur ? end - dur : 0;
-        res[i] = (result){sp->code, sp->line, dur, idle_in(iv, before, k, start, end)};
+        uint64_t start = sp->t > sp->elapsed ? sp->t - sp->elapsed : 0;
+        res[i] = (result){sp->code, sp->line, sp->elapsed, idle_in(iv, before, k, start, sp->t)};
     }
     qsort(res, count, sizeof *res, result_cmp);
     rc = 0;
     for (uint32_t i = 0; i < count && rc == 0;) {
         uint32_t j = i;
-        uint64_t ns = 0, idle = 0;
+        uint64_t ticks = 0, idle = 0;
         for (; j < count && res[j].code == res[i].code && res[j].line == res[i].line; j++) {
-            ns += res[j].ns;
+            ticks += res[j].ticks;
             idle += res[j].idle;
         }
-        rc = emit(res[i].code, res[i].line, j - i, ns, idle, ud);
+        rc = emit(res[i].code, res[i].line, j - i, ticks, idle, ud);
         i = j;
     }
 done:

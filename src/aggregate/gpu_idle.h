@@ -4,10 +4,10 @@
  * (tracer_core.h: the code id, the line's index, the closing event's
  * timestamp and the line's program time, in tracer ticks); this module
  * logs them in a bounded table. After the GPU records are in (gpu_trace.h),
- * lp_gpu_idle_compute takes each interval as [end - time, end] on
- * CLOCK_MONOTONIC and subtracts the part of it covered by GPU work on any
- * stream of any device (the union of the records' [start, end)), then sums
- * per (code, line). A line interval's idle time is therefore the wall time
+ * lp_gpu_idle_compute takes each interval as [end - time, end] and
+ * subtracts the part of it covered by GPU work on any stream of any device
+ * (the union of the records' [start, end), brought from CLOCK_MONOTONIC
+ * onto the tracer's ticks), then sums per (code, line). A line interval's idle time is therefore the wall time
  * of that interval with no device busy, at most the line's own time.
  *
  * Bounded: LP_GPU_IDLE_DEFAULT_CAP intervals (LPROF_GPU_SPANS_MAX in the
@@ -34,12 +34,14 @@ LP_INTERNAL uint64_t lp_gpu_idle_spans(void);   /* intervals logged */
 LP_INTERNAL uint64_t lp_gpu_idle_dropped(void); /* intervals past the capacity */
 
 /* Per (code, line) of the logged intervals, in no set order: emit(code,
- * line index, intervals, their time in ns, of it idle ns, ud). Ticks become
- * ns as anchor_ns + (tick - anchor_tick) * ns_per_tick. Returns 0, -1 if
- * memory for the pass is short (nothing emitted), or what emit returned
- * when non-zero (the pass stops there). */
-typedef int (*lp_gpu_idle_emit)(const void *code, int32_t line, uint64_t spans, uint64_t span_ns, uint64_t idle_ns,
-                                void *ud);
+ * line index, intervals, their time in ticks, of it idle ticks, ud). The
+ * GPU records' times become ticks as anchor_tick + (ns - anchor_ns) /
+ * ns_per_tick (the intervals stay in the tracer's own ticks: a line idle
+ * throughout has exactly its time idle). Returns 0, -1 if memory for the
+ * pass is short (nothing emitted), or what emit returned when non-zero
+ * (the pass stops there). */
+typedef int (*lp_gpu_idle_emit)(const void *code, int32_t line, uint64_t spans, uint64_t span_ticks,
+                                uint64_t idle_ticks, void *ud);
 LP_INTERNAL int lp_gpu_idle_compute(double ns_per_tick, uint64_t anchor_tick, uint64_t anchor_ns,
                                     lp_gpu_idle_emit emit, void *ud);
 

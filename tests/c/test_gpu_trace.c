@@ -146,7 +146,8 @@ static int find(const rows *r, const void *code, int32_t line) {
     return -1;
 }
 
-/* Ticks at 2 ns each from tick 0 = 1000 ns: intervals summed per line. */
+/* Ticks at 2 ns each, tick 0 = 1000 ns (the kernel: ticks 500..1000);
+ * intervals in ticks summed per line. */
 TEST(idle_per_line_from_logged_intervals) {
     unsetenv("LPROF_GPU_SPANS_MAX");
     REQUIRE(lp_gpu_trace_reset() == 0);
@@ -154,18 +155,18 @@ TEST(idle_per_line_from_logged_intervals) {
     lp_gpu_activity a = kernel(1, 2000, 3000);
     lp_gpu_trace_add(&a, "k", 0, 1);
     static const char code_a, code_b;
-    lp_gpu_idle_note(&code_a, 3, 500, 250);  /* [1500, 2000): all idle */
-    lp_gpu_idle_note(&code_a, 3, 1100, 200); /* [2800, 3200): 200 idle */
-    lp_gpu_idle_note(&code_b, 0, 1000, 400); /* [2200, 3000): busy */
+    lp_gpu_idle_note(&code_a, 3, 500, 250);  /* ticks [250, 500): all idle */
+    lp_gpu_idle_note(&code_a, 3, 1100, 200); /* [900, 1100): 100 idle */
+    lp_gpu_idle_note(&code_b, 0, 1000, 400); /* [600, 1000): busy */
     rows r = {0};
     REQUIRE(lp_gpu_idle_compute(2.0, 0, 1000, collect, &r) == 0);
     REQUIRE(r.n == 2);
     int i = find(&r, &code_a, 3), j = find(&r, &code_b, 0);
     REQUIRE(i >= 0 && j >= 0);
     CHECK_EQ_INT(r.spans[i], 2);
-    CHECK_EQ_INT(r.ns[i], 500 + 400);
-    CHECK_EQ_INT(r.idle[i], 500 + 200);
-    CHECK_EQ_INT(r.ns[j], 800);
+    CHECK_EQ_INT(r.ns[i], 250 + 200);
+    CHECK_EQ_INT(r.idle[i], 250 + 100);
+    CHECK_EQ_INT(r.ns[j], 400);
     CHECK_EQ_INT(r.idle[j], 0);
     CHECK_EQ_INT(lp_gpu_idle_spans(), 3);
     CHECK_EQ_INT(lp_gpu_idle_dropped(), 0);

@@ -18,19 +18,17 @@ lib.fake_cupti_memcpy.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64
 lib.fake_cupti_set_stream.argtypes = [ctypes.c_uint32, ctypes.c_uint32]
 
 
-def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
 @profile
 def main():
-    spin(0.03)  # marker: cpu before
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:  # marker: cpu before
+        pass
     lib.fake_cupti_set_stream(0, 7)
     lib.fake_cupti_launch_kernel(b"short_kernel", 2_000_000)  # marker: short
     lib.fake_cupti_launch_kernel(b"long_kernel", 1000 * 10**9)  # marker: long
-    spin(0.03)  # marker: cpu during
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:  # marker: cpu during
+        pass
     lib.fake_cupti_set_stream(0, 9)
     lib.fake_cupti_memcpy(1, 4096, 3000)  # marker: copy
     lib.fake_cupti_set_stream(1, 3)

@@ -23,18 +23,16 @@ buf = P()
 check(ze.zeMemAllocDevice(ctx, ctypes.create_string_buffer(64), 6400, 64, dev, ctypes.byref(buf)))
 
 
-def spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
 @profile
 def main():
-    spin(0.03)  # marker: cpu before
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:  # marker: cpu before
+        pass
     check(ze.zeCommandListAppendLaunchKernel(lst, gemm, ctypes.byref(GroupCount(200, 1, 1)), None, 0, None))  # marker: short
     check(ze.zeCommandListAppendLaunchKernel(lst, axpy, ctypes.byref(GroupCount(2000000, 1, 1)), None, 0, None))  # marker: long
-    spin(0.03)  # marker: cpu during
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:  # marker: cpu during
+        pass
     check(ze.zeCommandListAppendMemoryCopy(lst2, buf, host, 6400, None, 0, None))  # marker: copy
 
 

@@ -80,6 +80,8 @@ def sections(collectors, started=None):
             from . import gpu_timeline
             gpu_part["clock"] = (out["gpu"].get("stats") or {}).get("clock", {})
             out["gpu_timeline"] = gpu_timeline.section(gpu_part)
+            if part and "sampling" in out:  # sampled runs: a sample with no GPU work is idle
+                out["gpu"]["idle_lines"] = gpu_timeline.sampled_idle(part, gpu_part, st["frames"])
     return out
 
 

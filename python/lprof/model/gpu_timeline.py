@@ -27,6 +27,7 @@ Section: {"parts": [part, ...]}, one part per process:
 """
 import os
 from array import array
+from bisect import bisect_right
 
 OPS = ("kernel", "memcpy", "memset")
 DIRS = ("", "HtoD", "DtoH", "DtoD")
@@ -114,3 +115,59 @@ def records(part):
 
 def dropped(section):
     return sum(p.get("dropped", 0) for p in (section or {}).get("parts", []))
+
+
+def busy_intervals(part):
+    """The union of the part's records' [start, end) in ns from its start_s,
+    as sorted disjoint (starts, ends) lists."""
+    spans = sorted((s, s + d) for s, d in zip(part.get("start_ns", []), part.get("dur_ns", [])) if d > 0)
+    starts, ends = [], []
+    for s, e in spans:
+        if ends and s <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
+def overlaps(starts, ends, lo, hi):
+    """Whether [lo, hi) meets any of the disjoint sorted intervals."""
+    i = bisect_right(starts, hi) - 1
+    if i >= 0 and starts[i] == hi:
+        i -= 1
+    return i >= 0 and ends[i] > lo
+
+
+def sampled_idle(tl_part, gpu_part, frames_raw):
+    """GPU idle time of a sampled run, per line: a sample counts as idle
+    when no GPU work of the process overlaps the wall interval it covers
+    ([its time - its weight, its time]); its weight times the stride goes
+    to the line the attribution rule charges its stack to. Returns [[file,
+    line, function, idle_s, samples_s]] (samples_s: the time of every
+    sample charged to the line, idle or not)."""
+    from . import stacks as stacks_model
+    from . import timeline as timeline_model
+    from .frames import GPU, MARKER, table
+    starts, ends = busy_intervals(gpu_part)
+    frames = table(frames_raw)
+    paths = timeline_model.stacks_of(tl_part)
+    shift_ns = int(round((tl_part.get("start_s", 0) - gpu_part.get("start_s", 0)) * 1e9))
+    stride = tl_part.get("stride", 1)
+    charged = {}
+    out = {}
+    t = 0
+    for dt, node, _th, w in zip(tl_part["t_us"], tl_part["node"], tl_part["thread"], tl_part["weight_us"]):
+        t += dt
+        if node not in charged:
+            f = stacks_model.charge(frames, paths[node])
+            charged[node] = None if f is None or f.kind in (GPU, MARKER) else (f[0], f[3], f[1])
+        key = charged[node]
+        if key is None:
+            continue
+        end = t * 1000 + shift_ns
+        row = out.setdefault(key, [0.0, 0.0])
+        row[1] += w * stride * 1e-6
+        if not overlaps(starts, ends, end - w * 1000, end):
+            row[0] += w * stride * 1e-6
+    return [[path, line, func, idle, total] for (path, line, func), (idle, total) in out.items()]

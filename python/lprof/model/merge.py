@@ -91,6 +91,7 @@ class Merger:
         self._timeline = []    # each process's timeline part
         self._gpu_timeline = []  # each process's GPU timeline part
         self._gpu_idle = {}    # (file, name, first line) -> {line: GPU idle seconds}
+        self._gpu_idle_lines = {}  # (file, line, function) -> [idle s, sampled s] (sampled runs)
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
@@ -241,6 +242,10 @@ class Merger:
                 into["backends"][backend] = status
         pid = self.members[member].get("pid")
         into["notes"].extend(f"pid {pid}: {n}" if pid is not None else n for n in gpu.get("notes", []))
+        for path, line, func, idle, total in gpu.get("idle_lines", []):
+            row = self._gpu_idle_lines.setdefault((path, line, func), [0.0, 0.0])
+            row[0] += idle
+            row[1] += total
         for part, values in (gpu.get("stats") or {}).items():
             have = into["stats"].setdefault(part, {})
             for k, v in (values or {}).items():
@@ -303,6 +308,8 @@ class Merger:
         if self._gpu is not None:
             from .sections import gpu_line_rows
             prof["gpu"] = dict(self._gpu, lines=gpu_line_rows(st))
+            if self._gpu_idle_lines:
+                prof["gpu"]["idle_lines"] = [[p, ln, fn, i, t] for (p, ln, fn), (i, t) in self._gpu_idle_lines.items()]
         if st["stacks"]:
             prof["stacks"] = st
             if self._timeline:

@@ -16,6 +16,17 @@ LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = 
 IDLE_HEADER = f" {'GPU idle':>10}"
 IDLE_LEGEND = ("GPU idle = wall time of the line's own intervals (lprof -l) during which no "
                "kernel, copy or memset ran on any device")
+SAMPLED_IDLE_LEGEND = ("GPU idle = time of the line's samples during which no kernel, copy or memset "
+                       "ran on any device")
+
+
+def sampled_idle(profile, accept=None):
+    """{(file, line): idle seconds} of a sampled run (empty without a GPU timeline)."""
+    out = {}
+    for path, line, _func, idle, _total in (profile.get("gpu") or {}).get("idle_lines", []):
+        if accept is None or accept(path):
+            out[(path, line)] = out.get((path, line), 0.0) + idle
+    return out
 
 
 def idle_cell(seconds):

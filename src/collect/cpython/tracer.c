@@ -342,17 +342,17 @@ static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(NK)", rows, (unsigned long long)lp_tc_waits_evicted());
 }
 
-static int idle_row(const void *code, int32_t line, uint64_t spans, uint64_t span_ns, uint64_t idle_ns, void *ud) {
+static int idle_row(const void *code, int32_t line, uint64_t spans, uint64_t ticks, uint64_t idle, void *ud) {
     lp_tc_code *c = lp_tc_find(code);
     if (!c) return 0; /* no longer registered: nothing to name it by */
     PyObject *t = Py_BuildValue("(OiKKK)", (PyObject *)c->user, c->firstlineno + (int)line, (unsigned long long)spans,
-                                (unsigned long long)span_ns, (unsigned long long)idle_ns);
+                                (unsigned long long)ticks, (unsigned long long)idle);
     int bad = !t || PyList_Append((PyObject *)ud, t) < 0;
     Py_XDECREF(t);
     return bad ? -2 : 0;
 }
 
-/* tracer_gpu_idle() -> [(code, lineno, intervals, ns, idle ns)]: per traced
+/* tracer_gpu_idle() -> [(code, lineno, intervals, ticks, idle ticks)]: per traced
  * line, the wall time of its intervals with no GPU work (aggregate/gpu_idle.h);
  * empty unless lprof --gpu logged the intervals. */
 static PyObject *py_tracer_gpu_idle(PyObject *self, PyObject *unused) {
@@ -381,7 +381,7 @@ static PyMethodDef tracer_methods[] = {
     {"tracer_add_code", py_tracer_add_code, METH_O,
      "Trace this code object and those nested in its constants; True if newly added."},
     {"tracer_gpu_idle", py_tracer_gpu_idle, METH_NOARGS,
-     "[(code, lineno, intervals, ns, idle_ns)]: GPU idle wall time of each traced line's intervals (--gpu)."},
+     "[(code, lineno, intervals, ticks, idle_ticks)]: GPU idle wall time of each traced line's intervals (--gpu)."},
     {"tracer_waits", py_tracer_waits, METH_NOARGS,
      "([(code, lineno, wait_ticks)], evicted): time suspended at each line (yield, await) until resumed."},
     {"tracer_enable", py_tracer_enable, METH_NOARGS,
