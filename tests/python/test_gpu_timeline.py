@@ -238,6 +238,10 @@ def test_malformed_gpu_timeline_is_refused(run_lprof, tmp_path, fake_cuda, load_
         with pytest.raises(ProfileFileError):
             validate.check(prof, "p")
     prof = copy.deepcopy(good)
+    prof["gpu"]["idle_lines"] = [["f.py", 3, "f", 0.5]]  # a number short
+    with pytest.raises(ProfileFileError):
+        validate.check(prof, "p")
+    prof = copy.deepcopy(good)
     prof["gpu_timeline"]["parts"][0]["stacks"][0] = [10 ** 6]  # no such frame
     with pytest.raises(ProfileFileError):
         validate.check(prof, "p")

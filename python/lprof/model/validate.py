@@ -159,6 +159,8 @@ def _gpu(g):
         _str(note, "gpu note")
     if "lines" in g:
         _named_rows(g["lines"], 10, "gpu")
+    if "idle_lines" in g:
+        _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:
         _dict(g["stats"], "gpu stats")
 
