@@ -61,10 +61,12 @@ static struct {
 } fn;
 
 /* CUPTI's timestamps to CLOCK_MONOTONIC: add this (mod 2^64), from one
- * (cuptiGetTimestamp, clock_gettime) pair read at start; 0 where CUPTI
- * lacks cuptiGetTimestamp (times kept as CUPTI gives them, said in the
- * stats as clock "cupti"). */
+ * (cuptiGetTimestamp, clock_gettime) pair read at the first traced call
+ * (not at start: lprof touches nothing of CUDA before the program does);
+ * 0 where CUPTI lacks cuptiGetTimestamp (times kept as CUPTI gives them,
+ * said in the stats). clock_state: 0 not yet, 1 being read, 2 read. */
 static uint64_t to_monotonic;
+static int clock_state;
 
 static lp_gpu_host host;
 static lp_cupti_subscriber subscriber;
@@ -110,6 +112,23 @@ static int role_of(int domain, uint32_t cbid) {
     return 0;
 }
 
+/* The offset from CUPTI's clock to CLOCK_MONOTONIC: the pair of readings
+ * closest together of a few tries (least scheduling noise). */
+static void align_clock(void) {
+    if (!fn.get_timestamp) return;
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t m0 = lp_clock_monotonic_ns(), c = 0;
+        if (fn.get_timestamp(&c) != LP_CUPTI_SUCCESS || !c) return;
+        uint64_t m1 = lp_clock_monotonic_ns();
+        if (m1 - m0 < best) {
+            best = m1 - m0;
+            to_monotonic = (m0 + (m1 - m0) / 2) - c;
+        }
+    }
+    __atomic_store_n(&info.clock_aligned, 1, __ATOMIC_RELAXED);
+}
+
 static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
     (void)userdata;
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || forked || !cbdata) return;
@@ -122,6 +141,13 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
         tls.depth = 0;
     }
     __atomic_fetch_add(&info.callbacks, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&clock_state, __ATOMIC_ACQUIRE) == 0) {
+        int expected = 0; /* one thread reads the pair; records come only after launches */
+        if (__atomic_compare_exchange_n(&clock_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            align_clock();
+            __atomic_store_n(&clock_state, 2, __ATOMIC_RELEASE);
+        }
+    }
     if (d->site == LP_CUPTI_API_ENTER) {
         if (tls.depth++ == 0) {
             tls.stack = host.launch_stack();
@@ -163,25 +189,6 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
         if (ptr) lp_gpu_devmem_alloc(ptr, size, tls.stack);
     }
     if (tls.depth > 0) tls.depth--;
-}
-
-/* The offset from CUPTI's clock to CLOCK_MONOTONIC: the pair of readings
- * closest together of a few tries (least scheduling noise). */
-static void align_clock(void) {
-    to_monotonic = 0;
-    info.clock_aligned = 0;
-    if (!fn.get_timestamp) return;
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 5; i++) {
-        uint64_t m0 = lp_clock_monotonic_ns(), c = 0;
-        if (fn.get_timestamp(&c) != LP_CUPTI_SUCCESS || !c) return;
-        uint64_t m1 = lp_clock_monotonic_ns();
-        if (m1 - m0 < best) {
-            best = m1 - m0;
-            to_monotonic = (m0 + (m1 - m0) / 2) - c;
-        }
-    }
-    info.clock_aligned = 1;
 }
 
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -251,8 +258,8 @@ static void parse_record(const uint8_t *rec) {
     default:
         return;
     }
-    if (a.start_ns && a.end_ns >= a.start_ns) { /* complete: onto the CPU timeline's clock */
-        a.start_ns += to_monotonic;
+    if (a.start_ns && a.end_ns >= a.start_ns && __atomic_load_n(&clock_state, __ATOMIC_ACQUIRE) == 2) {
+        a.start_ns += to_monotonic; /* complete: onto the CPU timeline's clock */
         a.end_ns += to_monotonic;
     }
     lp_gpu_join_add(&a);
@@ -482,7 +489,8 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     }
     host = *h;
     set_roles();
-    align_clock();
+    to_monotonic = 0;
+    __atomic_store_n(&clock_state, 0, __ATOMIC_RELEASE);
     char old[LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
     lp_cupti_result r;
     if (fn.subscribe_v2) {
