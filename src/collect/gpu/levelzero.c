@@ -100,7 +100,7 @@ typedef struct {
 /* A device and how its ticks become CLOCK_MONOTONIC ns: one anchor pair
  * (device ticks, CLOCK_MONOTONIC ns) from zeDeviceGetGlobalTimestamps at
  * first sight, else the first timed work's start taken as its append time
- * (anchor "append"). */
+ * (anchor "first append"). */
 typedef struct {
     ze_device_handle_t device;
     double ns_per_tick;
