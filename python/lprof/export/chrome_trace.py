@@ -29,6 +29,9 @@ import json
 import math
 
 from ..model import gpu_timeline
+from ..model import stacks as stacks_model
+from ..model.frames import Frame
+from ..model.frames import table as frame_table
 from ..model import timeline as timeline_model
 from .stack_rows import frame_name, row_form, time_columns
 PID = 1
@@ -151,6 +154,7 @@ def _gpu_events(profile, frames, names, started, shift, thread_track):
     launching thread's track, adding its metadata where it is new."""
     events = []
     flow = 0
+    ftable = frame_table(frames)
     for pi, part in enumerate(_gpu_parts(profile)):
         off = _offset_us(part.get("start_s", started), started) + shift
         pid = part.get("pid") or PID
@@ -179,12 +183,12 @@ def _gpu_events(profile, frames, names, started, shift, thread_track):
             if r["op"] == 1 and 0 < r["dir"] < len(gpu_timeline.DIRS):
                 args["direction"] = gpu_timeline.DIRS[r["dir"]]
             site = None
-            if r["stack"]:
-                f = frames[r["stack"][-1]] if r["stack"][-1] < len(frames) else None
-                if f is not None:
-                    site = {"file": f[0], "line": f[3], "function": f[1]}
-                    args["launched_from"] = f"{f[0]}:{f[3]}"
-                    args["launch_stack"] = [names[i] for i in r["stack"] if i < len(names)]
+            if r["stack"] and all(i < len(frames) for i in r["stack"]):
+                # the launching line by the attribution rule, as the listing charges it
+                f = stacks_model.charge(ftable, r["stack"]) or Frame.of(frames[r["stack"][-1]])
+                site = {"file": f[0], "line": f[3], "function": f[1]}
+                args["launched_from"] = f"{f[0]}:{f[3]}"
+                args["launch_stack"] = [names[i] for i in r["stack"]]
             events.append({"name": r["name"], "cat": f"gpu,{op}", "ph": "X", "pid": gpid, "tid": tid,
                            "ts": ts, "dur": round(r["dur_ns"] / 1000.0, 3), "args": args})
             if r["launch_ns"] is None or r["thread"] is None:
