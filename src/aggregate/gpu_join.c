@@ -6,6 +6,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_names.h"
+#include "aggregate/gpu_trace.h"
 #include "common/spinlock.h"
 
 /* A ring slot: bit 63 valid, 62 a record joined it, 61 nested (no record
@@ -213,12 +214,14 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
     int late = 0;
     uint32_t launch = find(a->correlation, 1, &late);
     if (late) ADD(late, 1);
-    if (launch == LP_STACK_NONE) {
+    int attributed = launch != LP_STACK_NONE;
+    if (!attributed) {
         ADD(unattributed, 1);
         launch = unattributed_stack();
     }
     const char *name = op_name(a);
     uint32_t leaf = name ? lp_agg_extend(launch, (void *)name, LP_OFFSET_GPU_OP) : LP_STACK_OVERFLOW;
+    lp_gpu_trace_add(a, name, leaf, attributed);
     int64_t dur = (int64_t)(a->end_ns - a->start_ns);
     if (a->op == LP_GPU_KERNEL) {
         lp_agg_add(leaf, LP_M_GPU_KERNEL, dur);

@@ -41,6 +41,8 @@ typedef struct {
     lp_gpu_dir dir;            /* copies */
     const char *name;          /* kernel name (mangled is fine); may be NULL */
     uint32_t name_len;         /* 0: NUL-terminated */
+    uint32_t device;           /* the backend's device index (gpu_trace.h) */
+    uint32_t stream;           /* CUDA stream id, Level Zero command list index */
 } lp_gpu_activity;
 
 /* Slots in the correlation ring (a power of two). */
@@ -61,7 +63,8 @@ LP_INTERNAL void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack);
 LP_INTERNAL void lp_gpu_join_forget(uint32_t corr);
 /* The launch stack of `corr`, LP_STACK_NONE if unknown or aged out. */
 LP_INTERNAL uint32_t lp_gpu_join_lookup(uint32_t corr);
-/* Charges one record; returns the leaf stack it was added to, or
+/* Charges one record and stores it in the GPU timeline (gpu_trace.h,
+ * with its launch stack; start/end must be CLOCK_MONOTONIC there); returns the leaf stack it was added to, or
  * LP_STACK_NONE for an incomplete record (counted, not added). A record
  * whose launch is unknown goes under the "[GPU work without a launch
  * record]" stack of thread 0, so no device time is dropped. */

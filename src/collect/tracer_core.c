@@ -9,6 +9,7 @@
 
 LP_INTERNAL uint64_t lp_tc_epoch = 1;
 LP_INTERNAL uint64_t lp_tc_fast_line_cost = 0;
+LP_INTERNAL lp_tc_span_fn lp_tc_span_hook = NULL;
 
 /* Registry: records in registration order + open-addressing pointer set. */
 static lp_tc_code **codes;
@@ -166,7 +167,9 @@ static void open_line(lp_tc_thread *th, lp_tc_frame *f, int line, uint64_t t, in
 
 static inline void close_line(lp_tc_thread *th, lp_tc_frame *f, uint64_t t) {
     if (f->line >= 0) {
-        f->code->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, lp_tc_program_clock(th, t));
+        uint64_t el = lp_tc_program_elapsed(f->p_line, lp_tc_program_clock(th, t));
+        f->code->lines[f->line].ticks += el;
+        if (LP_UNLIKELY(lp_tc_span_hook != NULL)) lp_tc_span_hook(f->code->id, f->line, t, el);
         f->line = -1;
     }
 }

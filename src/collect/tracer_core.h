@@ -70,6 +70,13 @@ extern LP_INTERNAL uint64_t lp_tc_epoch;
  * lp_tc_calibrate_fast_line sets it. */
 extern LP_INTERNAL uint64_t lp_tc_fast_line_cost;
 
+/* Observer of every closed line interval (NULL: none; lprof -l --gpu sets
+ * it to aggregate/gpu_idle.c's log): the code id, the line's index, the
+ * closing event's timestamp and the interval's program time in ticks.
+ * Called on the tracing thread, under the same one-thread rule. */
+typedef void (*lp_tc_span_fn)(const void *code_id, int32_t line, uint64_t t, uint64_t elapsed);
+extern LP_INTERNAL lp_tc_span_fn lp_tc_span_hook;
+
 /* Registry of traced code objects. Returns the record (existing or new),
  * NULL on allocation failure; *is_new tells which. */
 LP_INTERNAL lp_tc_code *lp_tc_register(const void *id, int firstlineno, void *user, int *is_new);
@@ -142,7 +149,11 @@ static inline int lp_tc_line_fast(lp_tc_thread *th, const void *id, int line, ui
     int64_t idx = (int64_t)line - c->firstlineno;
     if (LP_UNLIKELY(c->id != id || (uint64_t)idx >= c->nlines)) return 0;
     uint64_t p = lp_tc_program_clock(th, t);
-    if (f->line >= 0) c->lines[f->line].ticks += lp_tc_program_elapsed(f->p_line, p);
+    if (f->line >= 0) {
+        uint64_t el = lp_tc_program_elapsed(f->p_line, p);
+        c->lines[f->line].ticks += el;
+        if (LP_UNLIKELY(lp_tc_span_hook != NULL)) lp_tc_span_hook(c->id, f->line, t, el);
+    }
     f->line = (int32_t)idx;
     f->p_line = p;
     c->lines[idx].hits++;

@@ -21,7 +21,13 @@
  *   through the runtime takes two: its own and the nested driver call's;
  *   records carry the outer one).
  * Work is "running" from fake_cupti_launch_kernel_async until
- * fake_cupti_synchronize. FAKE_CUPTI_BUSY=name makes subscribing fail as
+ * fake_cupti_synchronize. By default device time is a counter that only
+ * the work advances (each unit starts 10 ns after the last ended);
+ * FAKE_CUPTI_REALTIME=1 in the environment makes it CLOCK_MONOTONIC plus FAKE_CUPTI_SKEW_NS,
+ * as a device's clock seen through cuptiGetTimestamp, with one in-order
+ * queue: work starts when it is launched or when the work before it ends,
+ * whichever is later. fake_cupti_set_stream(device, stream) sets the ids
+ * later records carry. FAKE_CUPTI_BUSY=name makes subscribing fail as
  * when another CUPTI client holds it; fake_cupti_hang_flushes(1) makes
  * every later flush block, as a stuck CUPTI flush does. */
 #include <cupti.h>
@@ -43,6 +49,30 @@ static uint32_t next_corr = 100;
 static int hang_flushes;
 static uint64_t flushes[2]; /* [0]: flag 0, [1]: forced */
 static uint64_t forced_incomplete;
+static int realtime;
+static uint32_t cur_device, cur_stream;
+#define FAKE_CUPTI_SKEW_NS 5000000000000ull /* the device clock runs this far ahead */
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((constructor)) static void read_mode(void) {
+    const char *v = getenv("FAKE_CUPTI_REALTIME");
+    realtime = v && strcmp(v, "1") == 0;
+}
+void fake_cupti_set_stream(uint32_t device, uint32_t stream) {
+    __atomic_store_n(&cur_device, device, __ATOMIC_RELAXED);
+    __atomic_store_n(&cur_stream, stream, __ATOMIC_RELAXED);
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
+    *timestamp = __atomic_load_n(&realtime, __ATOMIC_RELAXED) ? mono_ns() + FAKE_CUPTI_SKEW_NS
+                                                               : __atomic_load_n(&clock_ns, __ATOMIC_RELAXED);
+    return CUPTI_SUCCESS;
+}
 
 typedef union {
     CUpti_ActivityKernel10 kernel;
@@ -306,7 +336,12 @@ void fake_cupti_synchronize(void) {
 }
 
 static uint64_t advance(uint64_t dur_ns) {
-    return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&realtime, __ATOMIC_RELAXED)) return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
+    uint64_t now = mono_ns() + FAKE_CUPTI_SKEW_NS, free_at = __atomic_load_n(&clock_ns, __ATOMIC_RELAXED), start;
+    do {
+        start = free_at > now ? free_at : now;
+    } while (!__atomic_compare_exchange_n(&clock_ns, &free_at, start + dur_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return start;
 }
 
 static const char *keep_name(const char *name) {
@@ -328,6 +363,8 @@ static void kernel_record(uint32_t corr, const char *name, uint64_t dur_ns, int 
     r.kernel.start = advance(dur_ns);
     r.kernel.end = r.kernel.start + dur_ns;
     r.kernel.correlationId = corr;
+    r.kernel.deviceId = __atomic_load_n(&cur_device, __ATOMIC_RELAXED);
+    r.kernel.streamId = __atomic_load_n(&cur_stream, __ATOMIC_RELAXED);
     r.kernel.name = keep_name(name);
     emit(r, running);
 }
@@ -407,6 +444,8 @@ static void copy_record(uint32_t corr, int kind, uint64_t bytes, uint64_t dur_ns
     r.memcpy.start = advance(dur_ns);
     r.memcpy.end = r.memcpy.start + dur_ns;
     r.memcpy.correlationId = corr;
+    r.memcpy.deviceId = __atomic_load_n(&cur_device, __ATOMIC_RELAXED);
+    r.memcpy.streamId = __atomic_load_n(&cur_stream, __ATOMIC_RELAXED);
     emit(r, 0);
 }
 

@@ -12,13 +12,18 @@
  * arguments or parameters, copy and fill with parameters, immediate
  * append of command lists, list host sync) are filled in by their place
  * in the loader's table. Device memory is host memory tagged as device
- * memory. */
+ * memory. The device's clock is a counter only work advances, and
+ * zeDeviceGetGlobalTimestamps is unsupported, unless FAKE_ZE_REALTIME=1 is in
+ * the environment: then the clock is CLOCK_MONOTONIC in ticks (10 ns)
+ * plus FAKE_ZE_SKEW_TICKS, work starts at its submission or when the work
+ * before it ends, and zeDeviceGetGlobalTimestamps answers. */
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
 #include <level_zero/zet_ddi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define TICKS_PER_S 100000000ull
@@ -36,6 +41,15 @@ typedef struct { int immediate; size_t n; fake_work work[LIST_WORK]; } fake_list
 
 static int device_tag, driver_tag, context_tag, module_tag, queue_tag;
 static uint64_t now_ticks = 1000;
+static int realtime;
+#define FAKE_ZE_SKEW_TICKS 123456789ull
+
+static uint64_t real_ticks(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) / (1000000000ull / TICKS_PER_S) +
+           FAKE_ZE_SKEW_TICKS;
+}
 static void *device_blocks[4096];
 static size_t ndevice_blocks;
 
@@ -77,8 +91,27 @@ EXPORT void fake_ze_set_inflight(int n) {
 /* how many submissions are still running (a test program's check) */
 EXPORT int fake_ze_running(void) { return (int)ninflight; }
 
+__attribute__((constructor)) static void read_mode(void) {
+    const char *v = getenv("FAKE_ZE_REALTIME");
+    realtime = v && strcmp(v, "1") == 0;
+}
+
+static ze_result_t global_timestamps(ze_device_handle_t d, uint64_t *host, uint64_t *device) {
+    (void)d;
+    if (!realtime) return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* a host clock of the driver's own */
+    *host = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    *device = real_ticks();
+    return ZE_RESULT_SUCCESS;
+}
+
 static void submit(fake_work w) {
     if (ninflight == INFLIGHT_MAX) finish_oldest();
+    if (realtime && !w.reset) {
+        uint64_t now = real_ticks();
+        if (now > now_ticks) now_ticks = now;
+    }
     fake_running r = {w.event, w.reset, now_ticks & 0xffffffffu, (now_ticks + w.ticks) & 0xffffffffu};
     inflight[ninflight++] = r;
     if (!w.reset) now_ticks += w.ticks + 7;
@@ -378,6 +411,7 @@ EXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t v, ze_device_dditab
     (void)v;
     t->pfnGet = device_get;
     t->pfnGetProperties = device_properties;
+    t->pfnGetGlobalTimestamps = global_timestamps;
     return ZE_RESULT_SUCCESS;
 }
 EXPORT ze_result_t zeGetContextProcAddrTable(ze_api_version_t v, ze_context_dditable_t *t) {

@@ -223,6 +223,8 @@ class GPUCollector:
         if self.active():  # tensor memory: CUDA's or XPU's allocator history
             watch_torch_import(self._torch_imported)
         self._running = True
+        if self.active():
+            _lprof.gpu_line_spans(True)  # lprof -l: each line interval, for its GPU idle time
         if not self.active() and not self.quiet:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
             sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
@@ -264,7 +266,8 @@ class GPUCollector:
             self.tensor_memory = torch_memory.take_snapshot()
             self._tensor_history = False
         _lprof.gpu_stop(flush_timeout_ms())
-        self._stats = _lprof.gpu_stats()
+        _lprof.gpu_line_spans(False)
+        self._stats = _stats()
         if not self.quiet:
             for line in _warnings(self._stats):
                 sys.stderr.write(f"lprof: --gpu: {line}\n")
@@ -274,7 +277,7 @@ class GPUCollector:
             _lprof.gpu_flush()
 
     def section(self, stacks):
-        stats = getattr(self, "_stats", None) or _lprof.gpu_stats()
+        stats = getattr(self, "_stats", None) or _stats()
         out = {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
                "lines": line_rows(stacks or {})}
         if getattr(self, "tensor_memory", None):
@@ -282,8 +285,35 @@ class GPUCollector:
         return out
 
 
+def _stats():
+    """gpu_stats() with the GPU timeline's counters ("timeline") and how each
+    backend's device times were put on the CPU timeline's clock ("clock")."""
+    stats = _lprof.gpu_stats()
+    tl = _lprof.gpu_timeline_stats()
+    clock = {}
+    if stats.get("cupti", {}).get("version"):  # CUPTI was loaded
+        clock["cuda"] = ("cuptiGetTimestamp" if tl.pop("cupti_clock_aligned") else
+                         "CUPTI's own clock (no cuptiGetTimestamp: not aligned)")
+    else:
+        tl.pop("cupti_clock_aligned")
+    lz_clock = tl.pop("levelzero_clock")
+    if stats.get("levelzero", {}).get("appends"):
+        clock["levelzero"] = lz_clock or "none (no work timed)"
+    stats["timeline"] = tl
+    stats["clock"] = clock
+    return stats
+
+
 def _warnings(stats):
     out = []
+    tl = stats.get("timeline", {})
+    if tl.get("dropped"):
+        out.append(f"the GPU timeline kept {tl.get('capacity', 0)} kernels/copies and dropped "
+                   f"{tl['dropped']} (LPROF_GPU_TRACE_MAX raises the limit); the per-line columns "
+                   f"count them all, the Chrome trace and GPU idle time do not")
+    if tl.get("line_spans_dropped"):
+        out.append(f"{tl['line_spans_dropped']} line intervals past the {tl.get('line_spans', 0)} kept "
+                   f"(LPROF_GPU_SPANS_MAX) have no GPU idle time")
     cupti = stats.get("cupti", {})
     if cupti.get("flush_timed_out"):
         out.append("CUPTI's final flush did not return; GPU work still buffered there is missing")

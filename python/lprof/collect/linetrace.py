@@ -156,6 +156,10 @@ class LineCollector:
         for code, lineno, ticks in wait_rows:
             per_line = waits.setdefault(code_key(code), {})
             per_line[lineno] = per_line.get(lineno, 0) + ticks
+        idle = {}  # key -> {line: idle ticks} (lprof -l --gpu)
+        for code, lineno, _n, _ticks, idle_ticks in _lprof.tracer_gpu_idle():
+            per_line = idle.setdefault(code_key(code), {})
+            per_line[lineno] = per_line.get(lineno, 0) + idle_ticks
         functions = []
         for key, (total, lines) in merged.items():
             path, name, first = key
@@ -166,6 +170,8 @@ class LineCollector:
             }
             if key in waits:  # a generator or coroutine: time suspended per line
                 fn["wait"] = [[ln, w * unit] for ln, w in sorted(waits[key].items())]
+            if key in idle:  # lprof --gpu: wall time of the line's intervals with no GPU work
+                fn["gpu_idle"] = [[ln, t * unit] for ln, t in sorted(idle[key].items())]
             functions.append(fn)
         functions.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
         out = {"functions": functions}

@@ -63,6 +63,7 @@ def sections(collectors, started=None):
     st = (stacks_model.snapshot(start_s=STARTED if started is None else started)
           if any(hasattr(c, "section") for c in collectors) else None)
     part = st.pop("timeline", None) if st is not None else None
+    gpu_part = st.pop("gpu_timeline", None) if st is not None else None
     for c in collectors:
         if hasattr(c, "section"):
             sec = c.section(st)
@@ -75,6 +76,12 @@ def sections(collectors, started=None):
         if part and "sampling" in out:
             tl = out["timeline"] = timeline_model.section(part)
             timeline_model.name_threads(tl, out["sampling"].get("threads", {}))
+        if gpu_part and "gpu" in out:
+            from . import gpu_timeline
+            gpu_part["clock"] = (out["gpu"].get("stats") or {}).get("clock", {})
+            out["gpu_timeline"] = gpu_timeline.section(gpu_part)
+            if part and "sampling" in out:  # sampled runs: a sample with no GPU work is idle
+                out["gpu"]["idle_lines"] = gpu_timeline.sampled_idle(part, gpu_part, st["frames"])
     return out
 
 

@@ -89,6 +89,9 @@ class Merger:
         self._stack_acc = {}
         self._thread_ids = {}  # thread name -> the thread id the merge uses for it
         self._timeline = []    # each process's timeline part
+        self._gpu_timeline = []  # each process's GPU timeline part
+        self._gpu_idle = {}    # (file, name, first line) -> {line: GPU idle seconds}
+        self._gpu_idle_lines = {}  # (file, line, function) -> [idle s, sampled s] (sampled runs)
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
@@ -112,6 +115,7 @@ class Merger:
             self._fold_stacks(st, member)
             stacks_model.merge(self._stacks, self._by_thread_name(st, samp))
             self._add_timeline(prof.get("timeline"), st, meta)
+            self._add_gpu_timeline(prof.get("gpu_timeline"), st, meta)
         self._add_functions(prof.get("functions") or [], member)
         self._waits_evicted += prof.get("waits_evicted", 0)
         if samp:
@@ -152,6 +156,19 @@ class Merger:
                 part["pid"] = meta["pid"]
             self._timeline.append(part)
 
+    def _add_gpu_timeline(self, tl, st, meta):
+        """As the sample timeline: each part kept apart, frames remapped."""
+        if not tl:
+            return
+        from . import gpu_timeline
+        index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
+        remap = [index[tuple(f)] for f in st.get("frames", [])]
+        for part in tl.get("parts", []):
+            part = gpu_timeline.remap_frames(part, remap)
+            if part.get("pid") is None and meta.get("pid") is not None:
+                part["pid"] = meta["pid"]
+            self._gpu_timeline.append(part)
+
     def _add_functions(self, functions, member):
         per_line = {}
         for fn in functions:
@@ -163,6 +180,9 @@ class Merger:
             for ln, w in fn.get("wait", []):
                 waits = self._waits.setdefault(key, {})
                 waits[ln] = waits.get(ln, 0.0) + w
+            for ln, w in fn.get("gpu_idle", []):
+                idle = self._gpu_idle.setdefault(key, {})
+                idle[ln] = idle.get(ln, 0.0) + w
             for ln, hits, t in fn["lines"]:
                 row = entry[1].setdefault(ln, [0, 0.0])
                 row[0] += hits
@@ -222,6 +242,10 @@ class Merger:
                 into["backends"][backend] = status
         pid = self.members[member].get("pid")
         into["notes"].extend(f"pid {pid}: {n}" if pid is not None else n for n in gpu.get("notes", []))
+        for path, line, func, idle, total in gpu.get("idle_lines", []):
+            row = self._gpu_idle_lines.setdefault((path, line, func), [0.0, 0.0])
+            row[0] += idle
+            row[1] += total
         for part, values in (gpu.get("stats") or {}).items():
             have = into["stats"].setdefault(part, {})
             for k, v in (values or {}).items():
@@ -284,10 +308,14 @@ class Merger:
         if self._gpu is not None:
             from .sections import gpu_line_rows
             prof["gpu"] = dict(self._gpu, lines=gpu_line_rows(st))
+            if self._gpu_idle_lines:
+                prof["gpu"]["idle_lines"] = [[p, ln, fn, i, t] for (p, ln, fn), (i, t) in self._gpu_idle_lines.items()]
         if st["stacks"]:
             prof["stacks"] = st
             if self._timeline:
                 prof["timeline"] = {"parts": self._timeline}
+            if self._gpu_timeline:
+                prof["gpu_timeline"] = {"parts": self._gpu_timeline}
         prof["ranks"] = self._ranks_section()
         return prof
 
@@ -299,6 +327,8 @@ class Merger:
                   "lines": [[ln, h, t] for ln, (h, t) in sorted(lines.items())]}
             if key in self._waits:
                 fn["wait"] = [[ln, w] for ln, w in sorted(self._waits[key].items())]
+            if key in self._gpu_idle:
+                fn["gpu_idle"] = [[ln, w] for ln, w in sorted(self._gpu_idle[key].items())]
             out.append(fn)
         out.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
         return out

@@ -33,13 +33,15 @@ def columns():
 
 def snapshot(start_s=None):
     """The C stack table as a stacks section (launcher frames already cut).
-    With start_s (unix time): also its "timeline" (model/timeline.py), times
-    from start_s, under that key (assemble moves it to its own section)."""
+    With start_s (unix time): also its "timeline" (model/timeline.py) and,
+    where GPU work was recorded, its "gpu_timeline" (model/gpu_timeline.py),
+    times from start_s, under those keys (assemble moves them to their own
+    sections)."""
     from . import timeline as timeline_model
     origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
     _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snapshot.c)
     _lprof.set_launcher_roles(libdirs.COMMAND_CALLERS, libdirs.PROGRAM_ENTRIES)
-    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw = _lprof.stacks_snapshot(origin)
+    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw, gpu_raw = _lprof.stacks_snapshot(origin)
     cols = columns()
     rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b,
                               [name for name, _u, _m in cols],
@@ -47,6 +49,9 @@ def snapshot(start_s=None):
     out = {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
     if start_s is not None:
         out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
+        if gpu_raw is not None:
+            from . import gpu_timeline
+            out["gpu_timeline"] = gpu_timeline.from_snapshot(gpu_raw, parent_b, frame_b, out["frames"], start_s)
     return out
 
 

@@ -91,11 +91,12 @@ def _functions(funcs):
             _line(row[0], "line row", low=1)
             _num(row[1], "line row")
             _num(row[2], "line row")
-        for row in _list(fn.get("wait", []), "function wait"):
-            if not isinstance(row, list) or len(row) != 2:
-                _fail("wait row")
-            _line(row[0], "wait row", low=1)
-            _num(row[1], "wait row")
+        for key in ("wait", "gpu_idle"):
+            for row in _list(fn.get(key, []), f"function {key}"):
+                if not isinstance(row, list) or len(row) != 2:
+                    _fail(f"{key} row")
+                _line(row[0], f"{key} row", low=1)
+                _num(row[1], f"{key} row")
 
 
 def _named_rows(rows, numbers, where):
@@ -158,6 +159,8 @@ def _gpu(g):
         _str(note, "gpu note")
     if "lines" in g:
         _named_rows(g["lines"], 10, "gpu")
+    if "idle_lines" in g:
+        _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:
         _dict(g["stats"], "gpu stats")
 
@@ -236,6 +239,43 @@ def _timeline(tl, frames):
                 _fail(f"timeline {key}")
 
 
+_MAX_NS = _MAX_US * 1000
+
+
+def _gpu_timeline(tl, frames):
+    _dict(tl, "gpu_timeline")
+    for part in _list(tl.get("parts", []), "gpu_timeline parts"):
+        _dict(part, "gpu_timeline part")
+        if part.get("pid") is not None:
+            _count(part["pid"], "gpu_timeline pid")
+        _num(part.get("start_s"), "gpu_timeline start_s")
+        if abs(part["start_s"]) > 1e11:
+            _fail("gpu_timeline start_s")
+        for key in ("capacity", "dropped"):
+            _count(part.get(key, 0), f"gpu_timeline {key}")
+        _dict(part.get("clock", {}), "gpu_timeline clock")
+        names = _list(part.get("names"), "gpu_timeline names")
+        if any(not isinstance(n, str) for n in names):
+            _fail("gpu_timeline name")
+        stacks = _list(part.get("stacks"), "gpu_timeline stacks")
+        for ids in stacks:
+            _int_column(ids, "gpu_timeline stack", 0, frames - 1)
+        threads = _list(part.get("threads"), "gpu_timeline threads")
+        if any(not isinstance(t, (int, str)) or isinstance(t, bool) for t in threads):
+            _fail("gpu_timeline thread")
+        n = len(_int_column(part.get("start_ns"), "gpu_timeline start_ns", -_MAX_NS, _MAX_NS))
+        launch = _list(part.get("launch_ns"), "gpu_timeline launch_ns")
+        if len(launch) != n or any(t is not None and (not isinstance(t, int) or isinstance(t, bool)
+                                                      or abs(t) > _MAX_NS) for t in launch):
+            _fail("gpu_timeline launch_ns")
+        for key, low, high in (("dur_ns", 0, _MAX_NS), ("device", 0, 2 ** 32), ("stream", 0, 2 ** 32),
+                               ("op", 0, 2), ("dir", 0, 3), ("bytes", 0, 2 ** 64), ("corr", 0, 2 ** 32),
+                               ("name", 0, len(names) - 1), ("stack", -1, len(stacks) - 1),
+                               ("thread", -1, len(threads) - 1)):
+            if len(_int_column(part.get(key), f"gpu_timeline {key}", low, high)) != n:
+                _fail(f"gpu_timeline {key}")
+
+
 def _count(v, what):
     if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
         _fail(what)
@@ -306,6 +346,9 @@ def check(profile, name):
         if "timeline" in profile:
             st = profile.get("stacks")
             _timeline(profile["timeline"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
+        if "gpu_timeline" in profile:
+            st = profile.get("stacks")
+            _gpu_timeline(profile["gpu_timeline"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
         if "ranks" in profile:
             st = profile.get("stacks")
             _ranks(profile["ranks"], len(st.get("frames", [])) if isinstance(st, dict) else 0)

@@ -13,6 +13,27 @@ LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = 
           "device memory allocated (per tensor when PyTorch's allocator history was read)")
 
 
+IDLE_HEADER = f" {'GPU idle':>10}"
+IDLE_LEGEND = ("GPU idle = wall time of the line's own intervals (lprof -l) during which no "
+               "kernel, copy or memset ran on any device")
+SAMPLED_IDLE_LEGEND = ("GPU idle = time of the line's samples during which no kernel, copy or memset "
+                       "ran on any device")
+
+
+def sampled_idle(profile, accept=None):
+    """{(file, line): idle seconds} of a sampled run (empty without a GPU timeline)."""
+    out = {}
+    for path, line, _func, idle, _total in (profile.get("gpu") or {}).get("idle_lines", []):
+        if accept is None or accept(path):
+            out[(path, line)] = out.get((path, line), 0.0) + idle
+    return out
+
+
+def idle_cell(seconds):
+    """The GPU idle cell of a line (lprof -l --gpu); blank where none was measured."""
+    return f" {seconds:>10.6f}" if seconds is not None else " " * 11
+
+
 def for_listing(profile, accept=None, functions=None):
     """{(file, line): columns} of lines whose file `accept` takes."""
     cols = gpu_line_columns(profile, functions=functions)
@@ -83,6 +104,13 @@ def summary(profile):
     out.extend(levelzero_summary(stats.get("levelzero") or {}))
     out.extend(f"  {note}" for note in gpu.get("notes", []))
     tensors = gpu.get("tensor_memory")
+    tl = stats.get("timeline", {})
+    if tl.get("dropped"):
+        out.append(f"  GPU timeline: {tl['dropped']} kernels/copies past its {tl.get('capacity', 0)} "
+                   f"(LPROF_GPU_TRACE_MAX) are not in the Chrome trace nor in GPU idle time")
+    if tl.get("line_spans_dropped"):
+        out.append(f"  GPU idle: {tl['line_spans_dropped']} line intervals past the "
+                   f"{tl.get('line_spans', 0)} kept (LPROF_GPU_SPANS_MAX) are not counted")
     if tensors:
         from .tensor_memory import summary as tensor_summary
         out.extend(tensor_summary(tensors))

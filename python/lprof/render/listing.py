@@ -44,6 +44,7 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
     # ([tool.line_profiler.show.column_widths]) may widen them
     w = {k: max(v, (widths or {}).get(k, 0)) for k, v in _MIN_WIDTHS.items()}
     memory = memory or {}
+    idle_on = gpu is not None
     gpu = gpu or {}
     source_cache = source_cache if source_cache is not None else {}
     path = fn["file"]
@@ -53,6 +54,7 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
     rows = {ln: (hits, t) for ln, hits, t in fn["lines"]}
     total = line_sum(fn)
     waits = {ln: w for ln, w in fn.get("wait", [])}
+    idle = {ln: s for ln, s in fn.get("gpu_idle", [])} if idle_on else {}
     out = [f"Total time: {total:g} s"]
     note = outermost_note(fn, total)
     if note:
@@ -73,6 +75,8 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
         header += f" {'Alloc':>10} {'Net':>10} {'At peak':>10}"
     if gpu_rows:
         header += gpu_columns.HEADER
+    if idle:
+        header += gpu_columns.IDLE_HEADER
     header += "  Line Contents"
     out += [header, "=" * len(header)]
     if lines is None:
@@ -101,6 +105,8 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
                       f" {fmt_bytes(m['peak_bytes']):>10}" if m else f" {'':>10} {'':>10} {'':>10}")
         if gpu_rows:
             cells += gpu_columns.cells(gpu_rows.get((path, ln)), gpu_total)
+        if idle:
+            cells += gpu_columns.idle_cell(idle.get(ln))
         out.append(f"{cells}  {text}".rstrip() if not text else f"{cells}  {text}")
     out.append("")
     return "\n".join(out) + "\n"
@@ -118,7 +124,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
     else:
         functions.sort(key=lambda f: (f["file"], f["first_line"]))
     memory = memory_lines(profile)
-    gpu = gpu_columns.for_listing(profile, functions=functions) if profile.get("gpu") else {}
+    gpu = gpu_columns.for_listing(profile, functions=functions) if profile.get("gpu") else None
     parts = [f"Timer unit: {unit:g} s\n\n"]
     if not functions:
         parts.append("No @profile functions were registered or run.\n"
@@ -133,6 +139,8 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
         parts.append(f"Wait: {profile['waits_evicted']} suspensions had no room in the tracer's "
                      "table; their frames' waits, if they resumed, are not counted.\n")
     mem = memory_summary(profile) + gpu_columns.summary(profile)
+    if gpu is not None and any(f.get("gpu_idle") for f in functions):
+        mem.append(gpu_columns.IDLE_LEGEND)
     if mem:
         parts.append("\n".join(mem).lstrip("\n") + "\n")
     return "".join(parts)

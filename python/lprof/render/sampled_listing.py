@@ -88,6 +88,7 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     alloc_total = sum(m["alloc_bytes"] for m in memory.values())
     gpu = gpu_columns.for_listing(profile, accept) if thread is None else {}
     gpu_total = sum(g["gpu_s"] for g in gpu.values())
+    idle = gpu_columns.sampled_idle(profile, accept) if thread is None else {}
     out = []
     if not lines and not memory and not gpu:
         out.append("(no samples in the selected files)")
@@ -115,6 +116,8 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
     if gpu:
         hdr += gpu_columns.HEADER
+    if idle:
+        hdr += gpu_columns.IDLE_HEADER
     hdr += "  source"
 
     def mem_cells(path, ln):
@@ -139,7 +142,8 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
         return bool(g and g["alloc_bytes"])
 
     def gpu_cells(path, ln):
-        return gpu_columns.cells(gpu.get((path, ln)), gpu_total) if gpu else ""
+        cells = gpu_columns.cells(gpu.get((path, ln)), gpu_total) if gpu else ""
+        return cells + (gpu_columns.idle_cell(idle.get((path, ln))) if idle else "")
 
     def main_value(v):
         return v[3] if mode == "wall" else sum(v[:3])
@@ -268,6 +272,8 @@ def legend(profile, cols=None):
                  "process's peak, py% = share allocated by Python objects")
     if (profile.get("gpu") or {}).get("lines"):
         text += "; " + gpu_columns.LEGEND
+    if (profile.get("gpu") or {}).get("idle_lines"):
+        text += "; " + gpu_columns.SAMPLED_IDLE_LEGEND
     return "\n".join(_wrap(text + ".", cols or width()))
 
 

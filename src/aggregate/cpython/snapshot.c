@@ -11,6 +11,15 @@
  *       int32 into its own trie, thread int32 into threads, weight_us
  *       uint32; trie parent int32, trie frame int32 (output frame ids);
  *       threads uint64; stride). stacks_snapshot(origin_ns=0).
+ *     gpu: None, or the GPU timeline (aggregate/gpu_trace.h) in columns,
+ *       in store order: (start_ns int64, end_ns int64, launch_ns int64
+ *       (INT64_MIN: unknown), all from origin_ns; device uint32, stream
+ *       uint32, op uint8, dir uint8, attributed uint8, bytes uint64,
+ *       correlation uint32; node int32: the record's leaf node in the
+ *       output trie above (its frame the work's, its parent the launch
+ *       stack; -1 where the stack has no output node); name int32 into
+ *       names; thread uint64 (the launching thread's key); names: list of
+ *       str (the interned raw names); capacity; dropped).
  *   stacks_reset(), metric_names(), metric_groups(), internal_metrics(),
  *   set_launcher_dir(path), set_launcher_roles(caller_files, entries).
  * Building it: every stack-table node is resolved (resolve.c) and interned
@@ -33,6 +42,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/cpython/resolve.h"
+#include "aggregate/gpu_trace.h"
 #include "aggregate/timeline.h"
 
 #define ROOT -1       /* the trie's root: no frame yet */
@@ -429,6 +439,76 @@ done:
     return out;
 }
 
+/* ---- the GPU timeline -------------------------------------------------- */
+/* Its columns (see the header comment), Py_None when no record is stored.
+ * Call after the rows: it maps nodes with s. */
+static PyObject *gpu_columns(snap *s, uint32_t count, uint64_t origin_ns) {
+    uint32_t n = lp_gpu_trace_count();
+    if (n == 0 && lp_gpu_trace_dropped() == 0) Py_RETURN_NONE;
+    vec start = {0, 0, 0, sizeof(int64_t)}, end = {0, 0, 0, sizeof(int64_t)}, launch = {0, 0, 0, sizeof(int64_t)},
+        dev = {0, 0, 0, sizeof(uint32_t)}, stream = {0, 0, 0, sizeof(uint32_t)}, op = {0, 0, 0, 1},
+        dir = {0, 0, 0, 1}, attr = {0, 0, 0, 1}, bytes = {0, 0, 0, sizeof(uint64_t)},
+        corr = {0, 0, 0, sizeof(uint32_t)}, node = {0, 0, 0, sizeof(int32_t)}, name = {0, 0, 0, sizeof(int32_t)},
+        thread = {0, 0, 0, sizeof(uint64_t)};
+    vec *all[] = {&start, &end, &launch, &dev, &stream, &op, &dir, &attr, &bytes, &corr, &node, &name, &thread};
+    PyObject *out = NULL, *names = PyList_New(0), *name_ids = PyDict_New();
+    if (!names || !name_ids) goto error;
+    for (uint32_t i = 0; i < n; i++) {
+        const lp_gpu_trace_rec *r = lp_gpu_trace_at(i);
+        if (!r) continue; /* still being written by a backend's thread */
+        int32_t nd = -1;
+        uint64_t key = 0;
+        if (r->stack < count) {
+            nd = map_node(s, r->stack, count);
+            if (nd < 0) {
+                if (PyErr_Occurred()) goto error;
+                nd = -1;
+            }
+            key = lp_stacktab_thread(s->tab, r->stack);
+        }
+        int32_t ni = -1;
+        if (r->name) {
+            PyObject *str = PyUnicode_DecodeUTF8(r->name, (Py_ssize_t)strlen(r->name), "replace");
+            if (!str) goto error;
+            PyObject *have = PyDict_GetItemWithError(name_ids, str);
+            if (have) {
+                ni = (int32_t)PyLong_AsLong(have);
+            } else if (!PyErr_Occurred()) {
+                ni = (int32_t)PyList_GET_SIZE(names);
+                PyObject *idx = PyLong_FromLong(ni);
+                int bad = !idx || PyDict_SetItem(name_ids, str, idx) < 0 || PyList_Append(names, str) < 0;
+                Py_XDECREF(idx);
+                if (bad) {
+                    Py_DECREF(str);
+                    goto error;
+                }
+            }
+            Py_DECREF(str);
+            if (PyErr_Occurred()) goto error;
+        }
+        int64_t st = (int64_t)(r->start_ns - origin_ns), en = (int64_t)(r->end_ns - origin_ns);
+        int64_t la = r->launch_ns ? (int64_t)(r->launch_ns - origin_ns) : INT64_MIN;
+        uint8_t o = r->op, d = r->dir, a = r->attributed;
+        if (vec_push(&start, &st) < 0 || vec_push(&end, &en) < 0 || vec_push(&launch, &la) < 0 ||
+            vec_push(&dev, &r->device) < 0 || vec_push(&stream, &r->stream) < 0 || vec_push(&op, &o) < 0 ||
+            vec_push(&dir, &d) < 0 || vec_push(&attr, &a) < 0 || vec_push(&bytes, &r->bytes) < 0 ||
+            vec_push(&corr, &r->correlation) < 0 || vec_push(&node, &nd) < 0 || vec_push(&name, &ni) < 0 ||
+            vec_push(&thread, &key) < 0) {
+            PyErr_NoMemory();
+            goto error;
+        }
+    }
+    out = Py_BuildValue("(NNNNNNNNNNNNNOIK)", bytes_of(&start), bytes_of(&end), bytes_of(&launch), bytes_of(&dev),
+                        bytes_of(&stream), bytes_of(&op), bytes_of(&dir), bytes_of(&attr), bytes_of(&bytes),
+                        bytes_of(&corr), bytes_of(&node), bytes_of(&name), bytes_of(&thread), names,
+                        (unsigned int)lp_gpu_trace_capacity(), (unsigned long long)lp_gpu_trace_dropped());
+error:
+    for (size_t i = 0; i < LP_ARRAY_LEN(all); i++) free(all[i]->data);
+    Py_XDECREF(names);
+    Py_XDECREF(name_ids);
+    return out;
+}
+
 static PyObject *py_snapshot(PyObject *self, PyObject *args) {
     (void)self;
     unsigned long long origin_ns = 0;
@@ -478,8 +558,13 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args) {
     }
     PyObject *timeline = timeline_columns(&s, count, origin_ns);
     if (!timeline) goto error;
-    out = Py_BuildValue("(ONNNNNN)", s.frames, bytes_of(&s.parent), bytes_of(&s.frame), bytes_of(&s.row_node),
-                        bytes_of(&s.row_thread), bytes_of(&s.values), timeline);
+    PyObject *gpu = gpu_columns(&s, count, origin_ns);
+    if (!gpu) {
+        Py_DECREF(timeline);
+        goto error;
+    }
+    out = Py_BuildValue("(ONNNNNNN)", s.frames, bytes_of(&s.parent), bytes_of(&s.frame), bytes_of(&s.row_node),
+                        bytes_of(&s.row_thread), bytes_of(&s.values), timeline, gpu);
     snap_free(&s);
     return out;
 nomem:
@@ -706,7 +791,7 @@ static PyObject *py_set_launcher_roles(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"stacks_snapshot", py_snapshot, METH_VARARGS,
-     "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline): "
+     "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline, gpu): "
      "the stack model, arrays as bytes; timeline None or its columns, times from origin_ns (CLOCK_MONOTONIC)."},
     {"stacks_reset", py_reset, METH_NOARGS, "Forget all stacks, frames and code references."},
     {"stacks_rows", py_rows, METH_VARARGS,

@@ -7,12 +7,15 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_devmem.h"
+#include "aggregate/gpu_idle.h"
 #include "aggregate/gpu_join.h"
+#include "aggregate/gpu_trace.h"
 #include "aggregate/cpython/resolve.h"
 #include "collect/cpython/frames.h"
 #include "collect/gpu/cupti.h"
 #include "collect/gpu/levelzero.h"
 #include "collect/sampler.h"
+#include "collect/tracer_core.h"
 
 /* The thread that started --gpu (the program's main thread) and its key:
  * work from threads without Python frames is charged to its stack. */
@@ -54,6 +57,19 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_gpu_join_reset();
     if (lp_gpu_devmem_reset() < 0) return PyErr_NoMemory();
+    (void)lp_gpu_trace_reset(); /* cannot reserve: every record counted as dropped */
+    lp_tc_span_hook = NULL;
+    (void)lp_gpu_idle_reset();
+    Py_RETURN_NONE;
+}
+
+/* gpu_line_spans(on): the line tracer's closed intervals go to the GPU
+ * idle log (aggregate/gpu_idle.h) while on. */
+static PyObject *py_line_spans(PyObject *self, PyObject *on) {
+    (void)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0) return NULL;
+    lp_tc_span_hook = v ? lp_gpu_idle_note : NULL;
     Py_RETURN_NONE;
 }
 
@@ -186,6 +202,20 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         "hooked", z.hooked, "loader_version", z.loader_version, "loader_newer", z.loader_newer);
 }
 
+/* gpu_timeline_stats(): the GPU timeline's store and the line-interval log. */
+static PyObject *py_timeline_stats(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    lp_cupti_info c;
+    lp_cupti_get_info(&c);
+    lp_levelzero_info z;
+    lp_levelzero_get_info(&z);
+    return Py_BuildValue("{s:I,s:I,s:K,s:K,s:K,s:i,s:s}", "records", lp_gpu_trace_count(), "capacity",
+                         lp_gpu_trace_capacity(), "dropped", (unsigned long long)lp_gpu_trace_dropped(),
+                         "line_spans", (unsigned long long)lp_gpu_idle_spans(), "line_spans_dropped",
+                         (unsigned long long)lp_gpu_idle_dropped(), "cupti_clock_aligned", c.clock_aligned,
+                         "levelzero_clock", z.clock);
+}
+
 static PyMethodDef methods[] = {
     {"gpu_reset", py_reset, METH_NOARGS, "Forget GPU launches, records and device blocks."},
     {"gpu_cupti_start", py_cupti_start, METH_VARARGS, "Start CUDA collection; None, or why it cannot run."},
@@ -194,6 +224,8 @@ static PyMethodDef methods[] = {
     {"gpu_cupti_yield", py_cupti_yield, METH_O, "gpu_cupti_yield(timeout_ms): flush, then leave CUPTI."},
     {"gpu_flush", py_flush, METH_NOARGS, "Deliver buffered GPU records now."},
     {"gpu_stats", py_stats, METH_NOARGS, "Counters of the GPU join, device memory and backends."},
+    {"gpu_line_spans", py_line_spans, METH_O, "gpu_line_spans(on): log traced line intervals for GPU idle time."},
+    {"gpu_timeline_stats", py_timeline_stats, METH_NOARGS, "The GPU timeline store's counters."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "aggregate/gpu_idle.h"
 #include "common/clock.h"
 
 LP_INTERNAL __thread lp_tc_thread *lp_pyt_tls __attribute__((tls_model("initial-exec")));
@@ -341,6 +342,34 @@ static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
     return Py_BuildValue("(NK)", rows, (unsigned long long)lp_tc_waits_evicted());
 }
 
+static int idle_row(const void *code, int32_t line, uint64_t spans, uint64_t ticks, uint64_t idle, void *ud) {
+    lp_tc_code *c = lp_tc_find(code);
+    if (!c) return 0; /* no longer registered: nothing to name it by */
+    PyObject *t = Py_BuildValue("(OiKKK)", (PyObject *)c->user, c->firstlineno + (int)line, (unsigned long long)spans,
+                                (unsigned long long)ticks, (unsigned long long)idle);
+    int bad = !t || PyList_Append((PyObject *)ud, t) < 0;
+    Py_XDECREF(t);
+    return bad ? -2 : 0;
+}
+
+/* tracer_gpu_idle() -> [(code, lineno, intervals, ticks, idle ticks)]: per traced
+ * line, the wall time of its intervals with no GPU work (aggregate/gpu_idle.h);
+ * empty unless lprof --gpu logged the intervals. */
+static PyObject *py_tracer_gpu_idle(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    PyObject *rows = PyList_New(0);
+    if (!rows) return NULL;
+    double ns_per_tick = lp_clock_seconds_per_tick() * 1e9;
+    uint64_t tick = lp_clock_now(), ns = lp_clock_monotonic_ns();
+    int rc = lp_gpu_idle_compute(ns_per_tick, tick, ns, idle_row, rows);
+    if (rc != 0) {
+        Py_DECREF(rows);
+        if (rc == -1) PyErr_NoMemory();
+        return NULL;
+    }
+    return rows;
+}
+
 static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_tc_clear();
@@ -351,6 +380,8 @@ static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
 static PyMethodDef tracer_methods[] = {
     {"tracer_add_code", py_tracer_add_code, METH_O,
      "Trace this code object and those nested in its constants; True if newly added."},
+    {"tracer_gpu_idle", py_tracer_gpu_idle, METH_NOARGS,
+     "[(code, lineno, intervals, ticks, idle_ticks)]: GPU idle wall time of each traced line's intervals (--gpu)."},
     {"tracer_waits", py_tracer_waits, METH_NOARGS,
      "([(code, lineno, wait_ticks)], evicted): time suspended at each line (yield, await) until resumed."},
     {"tracer_enable", py_tracer_enable, METH_NOARGS,

@@ -30,7 +30,9 @@
 #include "aggregate/agg.h"
 #include "aggregate/gpu_devmem.h"
 #include "aggregate/gpu_join.h"
+#include "aggregate/gpu_trace.h"
 #include "collect/gpu/cupti_view.h"
+#include "common/clock.h"
 #include "common/own_tids.h"
 #include "common/thread_start.h"
 
@@ -55,7 +57,16 @@ static struct {
     lp_cupti_result (*dropped)(void *, uint32_t, size_t *);
     lp_cupti_result (*flush_all)(uint32_t);
     lp_cupti_result (*flush_period)(uint32_t);
+    lp_cupti_result (*get_timestamp)(uint64_t *);
 } fn;
+
+/* CUPTI's timestamps to CLOCK_MONOTONIC: add this (mod 2^64), from one
+ * (cuptiGetTimestamp, clock_gettime) pair read at the first traced call
+ * (not at start: lprof touches nothing of CUDA before the program does);
+ * 0 where CUPTI lacks cuptiGetTimestamp (times kept as CUPTI gives them,
+ * said in the stats). clock_state: 0 not yet, 1 being read, 2 read. */
+static uint64_t to_monotonic;
+static int clock_state;
 
 static lp_gpu_host host;
 static lp_cupti_subscriber subscriber;
@@ -101,6 +112,23 @@ static int role_of(int domain, uint32_t cbid) {
     return 0;
 }
 
+/* The offset from CUPTI's clock to CLOCK_MONOTONIC: the pair of readings
+ * closest together of a few tries (least scheduling noise). */
+static void align_clock(void) {
+    if (!fn.get_timestamp) return;
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        uint64_t m0 = lp_clock_monotonic_ns(), c = 0;
+        if (fn.get_timestamp(&c) != LP_CUPTI_SUCCESS || !c) return;
+        uint64_t m1 = lp_clock_monotonic_ns();
+        if (m1 - m0 < best) {
+            best = m1 - m0;
+            to_monotonic = (m0 + (m1 - m0) / 2) - c;
+        }
+    }
+    __atomic_store_n(&info.clock_aligned, 1, __ATOMIC_RELAXED);
+}
+
 static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
     (void)userdata;
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || forked || !cbdata) return;
@@ -113,6 +141,13 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
         tls.depth = 0;
     }
     __atomic_fetch_add(&info.callbacks, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&clock_state, __ATOMIC_ACQUIRE) == 0) {
+        int expected = 0; /* one thread reads the pair; records come only after launches */
+        if (__atomic_compare_exchange_n(&clock_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            align_clock();
+            __atomic_store_n(&clock_state, 2, __ATOMIC_RELEASE);
+        }
+    }
     if (d->site == LP_CUPTI_API_ENTER) {
         if (tls.depth++ == 0) {
             tls.stack = host.launch_stack();
@@ -131,6 +166,7 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
                 tls.primary = d->correlation_id;
                 lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
                 lp_gpu_join_note_launch(d->correlation_id, tls.stack);
+                lp_gpu_trace_note_launch(d->correlation_id, lp_clock_monotonic_ns());
             } else {
                 lp_gpu_join_note_nested(d->correlation_id, tls.stack);
             }
@@ -193,6 +229,8 @@ static void parse_record(const uint8_t *rec) {
         a.start_ns = u64_at(rec, LP_CUPTI_KERNEL_START);
         a.end_ns = u64_at(rec, LP_CUPTI_KERNEL_END);
         a.correlation = u32_at(rec, LP_CUPTI_KERNEL_CORRELATION);
+        a.device = u32_at(rec, LP_CUPTI_KERNEL_DEVICE);
+        a.stream = u32_at(rec, LP_CUPTI_KERNEL_STREAM);
         const char *name;
         memcpy(&name, rec + LP_CUPTI_KERNEL_NAME, sizeof name);
         a.name = name;
@@ -205,6 +243,8 @@ static void parse_record(const uint8_t *rec) {
         a.start_ns = u64_at(rec, LP_CUPTI_MEMCPY_START);
         a.end_ns = u64_at(rec, LP_CUPTI_MEMCPY_END);
         a.correlation = u32_at(rec, LP_CUPTI_MEMCPY_CORRELATION);
+        a.device = u32_at(rec, LP_CUPTI_MEMCPY_DEVICE);
+        a.stream = u32_at(rec, LP_CUPTI_MEMCPY_STREAM);
         break;
     case LP_CUPTI_KIND_MEMSET:
         a.op = LP_GPU_MEMSET;
@@ -212,9 +252,15 @@ static void parse_record(const uint8_t *rec) {
         a.start_ns = u64_at(rec, LP_CUPTI_MEMSET_START);
         a.end_ns = u64_at(rec, LP_CUPTI_MEMSET_END);
         a.correlation = u32_at(rec, LP_CUPTI_MEMSET_CORRELATION);
+        a.device = u32_at(rec, LP_CUPTI_MEMSET_DEVICE);
+        a.stream = u32_at(rec, LP_CUPTI_MEMSET_STREAM);
         break;
     default:
         return;
+    }
+    if (a.start_ns && a.end_ns >= a.start_ns && __atomic_load_n(&clock_state, __ATOMIC_ACQUIRE) == 2) {
+        a.start_ns += to_monotonic; /* complete: onto the CPU timeline's clock */
+        a.end_ns += to_monotonic;
     }
     lp_gpu_join_add(&a);
 }
@@ -421,6 +467,7 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     BIND(dropped, "cuptiActivityGetNumDroppedRecords");
     BIND(flush_all, "cuptiActivityFlushAll");
     BIND(flush_period, "cuptiActivityFlushPeriod");
+    BIND(get_timestamp, "cuptiGetTimestamp");
     memset(&info, 0, sizeof info);
     Dl_info where;
     if (fn.get_version && dladdr(*(void **)&fn.get_version, &where) && where.dli_fname)
@@ -442,6 +489,8 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     }
     host = *h;
     set_roles();
+    to_monotonic = 0;
+    __atomic_store_n(&clock_state, 0, __ATOMIC_RELEASE);
     char old[LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = "";
     lp_cupti_result r;
     if (fn.subscribe_v2) {

@@ -86,15 +86,21 @@ typedef struct {
 #define LP_CUPTI_KERNEL_END 24
 #define LP_CUPTI_KERNEL_CORRELATION 92
 #define LP_CUPTI_KERNEL_NAME 104
+#define LP_CUPTI_KERNEL_DEVICE 40 /* uint32_t deviceId */
+#define LP_CUPTI_KERNEL_STREAM 48 /* uint32_t streamId */
 #define LP_CUPTI_MEMCPY_COPY_KIND 4 /* uint8_t */
 #define LP_CUPTI_MEMCPY_BYTES 8
 #define LP_CUPTI_MEMCPY_START 16
 #define LP_CUPTI_MEMCPY_END 24
 #define LP_CUPTI_MEMCPY_CORRELATION 44
+#define LP_CUPTI_MEMCPY_DEVICE 32
+#define LP_CUPTI_MEMCPY_STREAM 40
 #define LP_CUPTI_MEMSET_BYTES 8
 #define LP_CUPTI_MEMSET_START 16
 #define LP_CUPTI_MEMSET_END 24
 #define LP_CUPTI_MEMSET_CORRELATION 44
+#define LP_CUPTI_MEMSET_DEVICE 32
+#define LP_CUPTI_MEMSET_STREAM 40
 
 /* The callback ids lprof enables: X(api name, domain, id, role). WORK
  * queues device work (its correlation id meets activity records); ALLOC

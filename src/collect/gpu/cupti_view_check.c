@@ -43,6 +43,8 @@ AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_param
     AT(T, start, LP_CUPTI_KERNEL_START);                     \
     AT(T, end, LP_CUPTI_KERNEL_END);                         \
     AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION);       \
+    AT(T, deviceId, LP_CUPTI_KERNEL_DEVICE);                 \
+    AT(T, streamId, LP_CUPTI_KERNEL_STREAM);                 \
     AT(T, name, LP_CUPTI_KERNEL_NAME)
 KERNEL_FIELDS(CUpti_ActivityKernel9);
 #if CUPTI_API_VERSION >= 130000 /* CUDA 12's headers lack CUDA 13's records and ids */
@@ -64,6 +66,8 @@ KERNEL_FIELDS(CUpti_ActivityKernel13);
     AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMCPY_START);                     \
     AT(T, end, LP_CUPTI_MEMCPY_END);                         \
+    AT(T, deviceId, LP_CUPTI_MEMCPY_DEVICE);                 \
+    AT(T, streamId, LP_CUPTI_MEMCPY_STREAM);                 \
     AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
 MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
 #if CUPTI_API_VERSION >= 130000
@@ -73,6 +77,8 @@ MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
     AT(T, bytes, LP_CUPTI_MEMSET_BYTES);                     \
     AT(T, start, LP_CUPTI_MEMSET_START);                     \
     AT(T, end, LP_CUPTI_MEMSET_END);                         \
+    AT(T, deviceId, LP_CUPTI_MEMSET_DEVICE);                 \
+    AT(T, streamId, LP_CUPTI_MEMSET_STREAM);                 \
     AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
 MEMSET_FIELDS(CUpti_ActivityMemset3);
 #if CUPTI_API_VERSION >= 130000

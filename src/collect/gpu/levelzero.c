@@ -37,6 +37,8 @@ void lp_levelzero_get_info(lp_levelzero_info *out) { memset(out, 0, sizeof *out)
 #include "aggregate/gpu_devmem.h"
 #include "aggregate/gpu_join.h"
 #include "aggregate/gpu_names.h"
+#include "aggregate/gpu_trace.h"
+#include "common/clock.h"
 
 #define MAX_PENDING 16384
 #define MAX_LISTS 4096
@@ -65,6 +67,7 @@ static struct {
     ze_result_t (*host_reset)(ze_event_handle_t);
     ze_result_t (*kernel_name)(ze_kernel_handle_t, size_t *, char *);
     ze_result_t (*device_properties)(ze_device_handle_t, ze_device_properties_t *);
+    ze_result_t (*global_timestamps)(ze_device_handle_t, uint64_t *, uint64_t *); /* NULL: loader lacks it */
     ze_result_t (*alloc_properties)(ze_context_handle_t, const void *, ze_memory_allocation_properties_t *,
                                     ze_device_handle_t *);
 } fn;
@@ -80,6 +83,8 @@ typedef struct {
     ze_device_handle_t device;
     int pool, slot; /* lprof's own event: its pool and slot; pool -1: the program's */
     int used;
+    uint32_t queue;     /* the command list's serial (the trace's stream) */
+    uint64_t launch_ns; /* CLOCK_MONOTONIC at the append */
 } pending;
 
 typedef struct {
@@ -89,12 +94,21 @@ typedef struct {
     int immediate;
     uint64_t appends;    /* work appended to a regular list since its creation or reset */
     uint64_t executions; /* times a regular list was executed since then */
+    uint32_t serial;     /* 1, 2, ... in the order lprof saw the lists made */
 } list_info;
 
+/* A device and how its ticks become CLOCK_MONOTONIC ns: one anchor pair
+ * (device ticks, CLOCK_MONOTONIC ns) from zeDeviceGetGlobalTimestamps at
+ * first sight, else the first timed work's start taken as its append time
+ * (anchor "first append"). */
 typedef struct {
     ze_device_handle_t device;
     double ns_per_tick;
     uint64_t mask;
+    uint32_t index;        /* the trace's device id: 0, 1, ... in order seen */
+    int anchored;          /* 0 none yet, 1 global timestamps, 2 first append */
+    uint64_t anchor_ticks; /* device ticks (as the device counts them) */
+    uint64_t anchor_ns;    /* CLOCK_MONOTONIC at anchor_ticks */
 } device_info;
 
 typedef struct {
@@ -118,6 +132,7 @@ static pending pend[MAX_PENDING];
 static size_t pend_high; /* no used entry at or above this index: scans stop there */
 static list_info lists[MAX_LISTS];
 static size_t nlists;
+static uint32_t list_serial;
 static device_info devices[MAX_DEVICES];
 static size_t ndevices;
 static own_pool pools[MAX_POOLS];
@@ -131,11 +146,11 @@ static list_info *find_list(ze_command_list_handle_t l) {
     return NULL;
 }
 
-static const device_info *find_device(ze_device_handle_t d) {
+static device_info *find_device(ze_device_handle_t d) {
     for (size_t i = 0; i < ndevices; i++)
         if (devices[i].device == d) return &devices[i];
     if (ndevices == MAX_DEVICES || !d) return NULL;
-    device_info di = {d, 1.0, ~0ull};
+    device_info di = {d, 1.0, ~0ull, (uint32_t)ndevices, 0, 0, 0};
     ze_device_properties_t p;
     memset(&p, 0, sizeof p);
     p.stype = ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2; /* timerResolution in cycles per second */
@@ -149,6 +164,22 @@ static const device_info *find_device(ze_device_handle_t d) {
     }
     if (p.kernelTimestampValidBits > 0 && p.kernelTimestampValidBits < 64)
         di.mask = (1ull << p.kernelTimestampValidBits) - 1;
+    /* host/device pair: the device's global timer against CLOCK_MONOTONIC
+     * read around the call (the driver's host value is on a clock of its
+     * own choosing, so lprof reads its own) */
+    uint64_t host_ts = 0, dev_ts = 0, best = UINT64_MAX;
+    for (int i = 0; fn.global_timestamps && i < 3; i++) {
+        uint64_t m0 = lp_clock_monotonic_ns();
+        if (fn.global_timestamps(d, &host_ts, &dev_ts) != ZE_RESULT_SUCCESS) break;
+        uint64_t m1 = lp_clock_monotonic_ns();
+        if (m1 - m0 < best) {
+            best = m1 - m0;
+            di.anchored = 1;
+            di.anchor_ticks = dev_ts;
+            di.anchor_ns = m0 + (m1 - m0) / 2;
+        }
+    }
+    if (di.anchored && !info.clock[0]) snprintf(info.clock, sizeof info.clock, "zeDeviceGetGlobalTimestamps");
     devices[ndevices] = di;
     return &devices[ndevices++];
 }
@@ -225,6 +256,28 @@ static void list_gone(ze_command_list_handle_t l, int destroyed) {
     }
 }
 
+/* Device ticks (kernel timestamps, `mask` bits valid) of work appended at
+ * CLOCK_MONOTONIC launch_ns to CLOCK_MONOTONIC ns. The ticks wrap; the
+ * work began after its append, so the unwrapped value is the first one at
+ * or after the device's tick count at the append (less an eighth of the
+ * wrap period for the pair's error). A device without an anchor yet takes
+ * this work's start as its append time (anchor "first append"). */
+static uint64_t device_to_monotonic(device_info *d, uint64_t ticks, uint64_t launch_ns) {
+    ticks &= d->mask;
+    if (!d->anchored) {
+        d->anchored = 2;
+        d->anchor_ticks = ticks;
+        d->anchor_ns = launch_ns;
+        if (!info.clock[0]) snprintf(info.clock, sizeof info.clock, "first append");
+    }
+    double at = (double)d->anchor_ticks + ((double)launch_ns - (double)d->anchor_ns) / d->ns_per_tick;
+    uint64_t margin = d->mask >> 3;
+    uint64_t from = at > (double)margin ? (uint64_t)at - margin : 0;
+    uint64_t full = from + ((ticks - from) & d->mask);
+    double ns = (double)d->anchor_ns + (double)(int64_t)(full - d->anchor_ticks) * d->ns_per_tick;
+    return ns > 0 ? (uint64_t)(ns + 0.5) : 0;
+}
+
 /* Joins every finished launch; with `final`, the rest are lost. Lock held. */
 static void sweep(int final) {
     for (size_t i = 0; i < pend_high && info.pending; i++) {
@@ -239,11 +292,11 @@ static void sweep(int final) {
             continue;
         }
         ze_kernel_timestamp_result_t ts;
-        const device_info *d = find_device(e->device);
+        device_info *d = find_device(e->device);
         if (fn.query_timestamp(e->event, &ts) == ZE_RESULT_SUCCESS && d) {
             uint64_t ticks = (ts.global.kernelEnd - ts.global.kernelStart) & d->mask;
-            lp_gpu_activity a = {e->op, e->correlation, 0, 0, e->bytes, e->dir, e->name, 0};
-            a.start_ns = (uint64_t)((double)ts.global.kernelStart * d->ns_per_tick);
+            lp_gpu_activity a = {e->op, e->correlation, 0, 0, e->bytes, e->dir, e->name, 0, d->index, e->queue};
+            a.start_ns = device_to_monotonic(d, ts.global.kernelStart, e->launch_ns);
             a.end_ns = a.start_ns + (uint64_t)((double)ticks * d->ns_per_tick);
             lp_gpu_join_add(&a);
             info.records++;
@@ -290,7 +343,9 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     info.appends++;
     uint32_t corr = next_correlation++;
     if (next_correlation == 0) next_correlation = 1;
+    uint64_t now = lp_clock_monotonic_ns();
     lp_gpu_join_note_launch(corr, stack);
+    lp_gpu_trace_note_launch(corr, now);
     if (info.pending > MAX_PENDING / 2) sweep(0);
     event_reused(*signal);
     list_info *li = find_list(list);
@@ -298,7 +353,7 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     size_t i = 0;
     while (i < MAX_PENDING && pend[i].used) i++;
     pending e = {*signal, li && !li->immediate ? list : NULL, corr, op, dir, bytes, name, li ? li->device : NULL,
-                 -1, -1, 1};
+                 -1, -1, 1, li ? li->serial : 0, now};
     if (!e.event && li && !(e.event = take_event(li->context, &e.pool, &e.slot))) {
         sweep(0); /* lprof's pool is used up: free the events of finished work */
         e.event = take_event(li->context, &e.pool, &e.slot);
@@ -646,8 +701,9 @@ static void remember_list(ze_command_list_handle_t *out, ze_context_handle_t ctx
     if (!out || !*out) return;
     pthread_mutex_lock(&lock);
     list_info *li = find_list(*out); /* a handle the driver gave again after a destroy lprof missed */
-    if (li) *li = (list_info){*out, ctx, dev, immediate, 0, 0};
-    else if (nlists < MAX_LISTS) lists[nlists++] = (list_info){*out, ctx, dev, immediate, 0, 0};
+    if (li) *li = (list_info){*out, ctx, dev, immediate, 0, 0, ++list_serial};
+    else if (nlists < MAX_LISTS) lists[nlists++] = (list_info){*out, ctx, dev, immediate, 0, 0, ++list_serial};
+    if (dev) (void)find_device(dev); /* its clock anchor, close to the program's first work */
     pthread_mutex_unlock(&lock);
 }
 
@@ -832,6 +888,7 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     BIND(host_reset, "zeEventHostReset");
     BIND(kernel_name, "zeKernelGetName");
     BIND(device_properties, "zeDeviceGetProperties");
+    BIND(global_timestamps, "zeDeviceGetGlobalTimestamps");
     BIND(alloc_properties, "zeMemGetAllocProperties");
     if (!fn.init || !fn.tracer_create || !fn.set_prologues || !fn.set_epilogues || !fn.set_enabled ||
         !fn.pool_create || !fn.event_create || !fn.query_status || !fn.query_timestamp || !fn.host_reset ||

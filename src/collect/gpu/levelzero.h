@@ -47,6 +47,8 @@ typedef struct {
     int loader_newer;       /* a loader newer than the calls lprof knows (1.32) */
     int list_sync_hooked; /* zeCommandListHostSynchronize is traced (loader has it) */
     int layer_turned_on;  /* the tracing layer was off: lprof turned it on at run time (loader 1.16+) */
+    char clock[32];       /* how device ticks were put on CLOCK_MONOTONIC: "zeDeviceGetGlobalTimestamps",
+                           * "first append", "" (no work timed) */
 } lp_levelzero_info;
 
 LP_INTERNAL void lp_levelzero_get_info(lp_levelzero_info *out);
