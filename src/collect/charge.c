@@ -19,7 +19,13 @@ void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mo
     int64_t w = (int64_t)s->weight * (int64_t)period_ns;
     out->n = 0;
     out->weight_ns = w;
-    if (s->flags & LP_SF_DETACHED) {
+    if (s->flags & LP_SF_DETACHED && mode == LP_MODE_CPU) {
+        /* the CPU sampler thread's read of a thread not running: the CPU
+         * time it owed, exact, as native time (no PC to tell more) */
+        out->cpu = LP_M_COUNT;
+        out->weight_ns = (int64_t)s->cpu_ns;
+        put(out, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns);
+    } else if (s->flags & LP_SF_DETACHED) {
         out->cpu = LP_M_COUNT;
         put(out, LP_M_WALL, w);
         if (s->cpu_ns) put(out, LP_M_CPU_NATIVE, (int64_t)s->cpu_ns < w ? (int64_t)s->cpu_ns : w);

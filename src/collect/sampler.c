@@ -23,6 +23,7 @@
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
 #include "collect/other_threads.h"
+#include "collect/perf_clock.h"
 #include "common/own_tids.h"
 #include "common/thread_start.h"
 
@@ -67,6 +68,62 @@ static void wall_read_detached(slot *t) {
     __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
 }
 
+/* CPU mode, the sampler thread: a thread that did not run in this period
+ * (it waits, or ran a little between waits) is read where it stands, its
+ * stack frozen while it does not hold the GIL, with the CPU time it owes;
+ * a signal could end its wait early (EINTR). */
+static void cpu_read_detached(slot *t, uint64_t owed_ns) {
+    lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
+    if (s == NULL) return;
+    const void *top = S.host.top(t->tstate, S.host.safe_read);
+    int truncated = 0;
+    int n = S.host.capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, S.host.safe_read);
+    if (n <= 0 || S.host.holds_gil(t->tstate, S.host.safe_read) != 0 ||
+        S.host.top(t->tstate, S.host.safe_read) != top) {
+        __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
+        return; /* moved: its time stays owed, for the next look */
+    }
+    s->weight = 1;
+    s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    s->depth = (uint32_t)n;
+    s->native_depth = 0;
+    s->thread_key = t->thread_key;
+    s->cpu_ns = owed_ns;
+    s->t_ns = clock_ns(CLOCK_MONOTONIC);
+    if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
+    lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+    t->offered_cpu_ns += owed_ns;
+    __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+}
+
+/* One look at every thread: the CPU time it spent since the samples asked
+ * for so far, in whole periods, is asked of its handler by a signal (one in
+ * flight at a time: asks add up in `pending`) while it runs; see above for
+ * one that does not. Weighted samples at the rate asked, whatever the tick. */
+static void cpu_look(pid_t pid) {
+    uint64_t period = S.cfg.period_ns;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+        uint64_t cpu = clock_ns(t->cpu_clock);
+        if (cpu == 0) continue; /* the thread is gone */
+        uint64_t ran = cpu > t->seen_cpu_ns ? cpu - t->seen_cpu_ns : 0;
+        t->seen_cpu_ns = cpu;
+        if (cpu < t->offered_cpu_ns + period) continue;
+        uint64_t owed = cpu - t->offered_cpu_ns;
+        int gil = S.host.holds_gil(t->tstate, S.host.safe_read);
+        if (ran >= period / 2 || gil == 1) {
+            uint32_t periods = (uint32_t)(owed / period);
+            t->offered_cpu_ns += (uint64_t)periods * period;
+            if (__atomic_fetch_add(&t->pending, periods, __ATOMIC_ACQ_REL) == 0)
+                syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo);
+        } else if (gil == 0) {
+            cpu_read_detached(t, owed);
+        }
+    }
+}
+
 static void *wall_main(void *arg) {
     (void)arg;
     lp_own_tid_add_self();
@@ -81,6 +138,10 @@ static void *wall_main(void *arg) {
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
         }
         if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE)) continue;
+        if (S.cfg.mode == LP_MODE_CPU) {
+            cpu_look(pid);
+            continue;
+        }
         for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
             slot *t = &S.slots[i];
             if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
@@ -146,6 +207,7 @@ static void child_after_fork(void) {
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         S.slots[i].state = LP_SLOT_FREE;
         S.slots[i].has_timer = 0;
+        S.slots[i].has_perf = 0; /* the events' pages are not inherited (perf_clock.h) */
         if (S.ring_mem) lp_ring_reset(&S.slots[i].ring);
     }
     if (S.ring_mem) {
@@ -226,11 +288,18 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         if (sigaction(cfg->signo, &sa, NULL) != 0) { *why = "sigaction failed for the sampling signal"; return -1; }
         S.installed_signo = cfg->signo;
     }
+    if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
+        /* a probe on this thread (the handler is in, not running: a signal
+         * it sends before the close is ignored) */
+        void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, cfg->signo);
+        if (!probe) S.cfg.cpu_source = LP_CPU_THREAD;
+        lp_perf_clock_close(probe);
+    }
     __atomic_store_n(&S.running, 1, __ATOMIC_RELEASE);
     S.paused = 0;
-    if (cfg->mode == LP_MODE_WALL && start_wall_thread() != 0) {
+    if ((S.cfg.mode == LP_MODE_WALL || S.cfg.cpu_source == LP_CPU_THREAD) && start_wall_thread() != 0) {
         __atomic_store_n(&S.running, 0, __ATOMIC_RELEASE);
-        *why = "cannot start the wall-clock sampler thread";
+        *why = "cannot start the sampler thread";
         return -1;
     }
     /* failing: the other threads' CPU time is not counted (their stats say 0 ticks) */
@@ -242,6 +311,10 @@ static void disarm(slot *t) {
     if (t->has_timer) {
         timer_delete(t->timer);
         t->has_timer = 0;
+    }
+    if (t->has_perf) {
+        lp_perf_clock_close(t->perf);
+        t->has_perf = 0;
     }
 }
 
@@ -274,8 +347,13 @@ void lp_sampler_pause(void) {
     S.paused = 1;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
-        if (!t->has_timer) continue;
-        set_timer(t, 0);
+        if (t->has_timer) set_timer(t, 0);
+        else if (t->has_perf) { /* closed: no signal from it after this (reopened by resume) */
+            lp_perf_clock_close(t->perf);
+            t->has_perf = 0;
+        } else if (!(S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_THREAD &&
+                     t->state == LP_SLOT_ACTIVE))
+            continue;
         t->paused_cpu_ns = clock_ns(t->cpu_clock);
     }
     stop_wall_thread();
@@ -295,7 +373,25 @@ void lp_sampler_resume(void) {
         t->paused_cpu_ns = 0;
         set_timer(t, S.cfg.period_ns);
     }
-    if (S.cfg.mode == LP_MODE_WALL) start_wall_thread(); /* failing: no wall samples from here */
+    if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source != LP_CPU_TIMERS) {
+        for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+            slot *t = &S.slots[i];
+            if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+            if (S.cfg.cpu_source == LP_CPU_PERF && !t->has_perf) {
+                t->perf = lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
+                                             S.cfg.signo);
+                t->has_perf = t->perf != NULL; /* failing: its CPU time goes to its tail */
+            }
+            uint64_t now = clock_ns(t->cpu_clock);
+            if (t->paused_cpu_ns && now > t->paused_cpu_ns) {
+                t->start_cpu_ns += now - t->paused_cpu_ns;
+                t->offered_cpu_ns += now - t->paused_cpu_ns;
+            }
+            t->paused_cpu_ns = 0;
+            t->seen_cpu_ns = now;
+        }
+    }
+    if (S.cfg.mode == LP_MODE_WALL || S.cfg.cpu_source == LP_CPU_THREAD) start_wall_thread(); /* failing: no samples from here */
 }
 
 int lp_sampler_running(void) { return __atomic_load_n(&S.running, __ATOMIC_ACQUIRE); }
@@ -323,7 +419,15 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     __atomic_store_n(&t->end_cpu_ns, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&t->native_t_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->sample_t_ns, 0, __ATOMIC_RELAXED);
-    if (S.cfg.mode == LP_MODE_CPU) {
+    t->seen_cpu_ns = t->offered_cpu_ns = t->start_cpu_ns;
+    __atomic_store_n(&t->detached_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->pending, 0, __ATOMIC_RELAXED);
+    if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF) {
+        t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.cfg.signo);
+        if (!t->perf) return -1;
+        t->has_perf = 1;
+        __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
+    } else if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_TIMERS) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
         sev.sigev_notify = SIGEV_THREAD_ID;
@@ -366,7 +470,8 @@ void lp_sampler_unregister(uint64_t thread_key) {
 static void account_tail(slot *t, const lp_rawframe *ran) {
     uint64_t cpu = clock_ns(t->cpu_clock);
     uint64_t covered = t->start_cpu_ns +
-                       __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns;
+                       __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns +
+                       __atomic_load_n(&t->detached_ns, __ATOMIC_ACQUIRE);
     if (cpu <= covered) return;
     lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
@@ -400,7 +505,8 @@ void lp_sampler_unregister_self(uint64_t thread_key, const lp_rawframe *ran) {
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
         if (t->state != LP_SLOT_ACTIVE || t->thread_key != thread_key) continue;
-        if (S.running && S.cfg.mode == LP_MODE_CPU && t->has_timer &&
+        if (S.running && S.cfg.mode == LP_MODE_CPU &&
+            (t->has_timer || t->has_perf || S.cfg.cpu_source == LP_CPU_THREAD) &&
             __atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me)
             account_tail(t, ran);
         if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) == me) /* for the other threads' clock */
@@ -473,6 +579,7 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->wall_reads = __atomic_load_n(&S.wall_reads, __ATOMIC_RELAXED);
     out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
     out->signo = S.cfg.signo;
+    out->cpu_source = S.cfg.cpu_source;
 }
 
 void lp_sampler_reset_stats(void) {

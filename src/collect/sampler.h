@@ -32,6 +32,15 @@
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 
+/* What makes CPU-mode signals: POSIX CPU timers per thread (checked by the
+ * kernel at its tick only: 250 Hz on Debian), lprof's sampler thread
+ * reading each thread's CPU clock every period and signalling the running
+ * ones (the rate asked; a signal sent from another CPU lands a few
+ * microseconds late), or a task-clock perf event per thread
+ * (collect/perf_clock.h: the rate asked, raised where the thread runs).
+ * Asked for perf, the sampler takes the thread where perf_event_open fails. */
+typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_source;
+
 /* Sample flags (set in the handler; the drain charges by them: collect/charge.h). */
 #define LP_SF_GIL 1u           /* the thread held the GIL */
 #define LP_SF_IN_INTERP 2u     /* PC inside the interpreter's text segment */
@@ -69,6 +78,7 @@ typedef struct {
     int signo;
     uint64_t period_ns;
     int others; /* count the CPU time of threads not sampled (collect/other_threads.h) */
+    lp_cpu_source cpu_source; /* CPU mode: see above */
 } lp_sampler_config;
 
 /* What the sampler needs from the interpreter, given at start: the Python
@@ -146,9 +156,11 @@ typedef struct {
     uint64_t signals;    /* handler invocations that took a sample */
     uint64_t dropped;    /* samples lost: ring full or unreadable */
     uint64_t truncated;  /* samples whose stack was cut at MAX_DEPTH */
-    uint64_t wall_reads; /* detached threads read by the wall thread */
+    uint64_t wall_reads; /* detached threads read by the wall thread (CPU mode: the
+                          * CPU sampler thread's reads of threads not running) */
     uint64_t in_profiler; /* signals that landed in lprof's own code: not counted */
     int signo;
+    lp_cpu_source cpu_source; /* what made CPU-mode signals (after any fallback) */
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);

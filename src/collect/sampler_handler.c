@@ -118,6 +118,16 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
         t = slot_by_tid((pid_t)syscall(SYS_gettid), &gen);
     }
     if (t == NULL) goto out;
+    /* CPU mode without timers: a perf event's overflow (one period), or the
+     * sampler thread's ask (the periods it asked for: several asks coalesce
+     * into one signal); anything else is not ours to take */
+    int cpu_ask = S.cfg.mode == LP_MODE_CPU && si->si_code != SI_TIMER;
+    if (cpu_ask) {
+        if (S.cfg.cpu_source == LP_CPU_PERF && si->si_code == POLL_IN) weight = 1;
+        else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
+                 (weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0)
+            goto out;
+    }
     /* counted in before the re-check, so the drain cannot recycle the slot
      * under us (it checks in_handler after marking the slot DEAD) */
     __atomic_fetch_add(&t->in_handler, 1, __ATOMIC_SEQ_CST);
@@ -126,7 +136,7 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
         uintptr_t pc = context_pc(uc);
         /* every expiry counts as accounted CPU time, taken or not: the
          * thread's tail at its end is what no expiry covered */
-        if (si->si_code == SI_TIMER) __atomic_fetch_add(&t->expiries, weight, __ATOMIC_RELAXED);
+        if (si->si_code == SI_TIMER || cpu_ask) __atomic_fetch_add(&t->expiries, weight, __ATOMIC_RELAXED);
         if (pc >= S.host.self_lo && pc < S.host.self_hi)
             /* inside lprof itself (the -l tracer): not the program's time */
             __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);

@@ -31,6 +31,8 @@ typedef struct {
     pid_t tid;
     int has_timer;
     timer_t timer;
+    int has_perf;
+    void *perf; /* LP_CPU_PERF: its task-clock event (collect/perf_clock.h) */
     clockid_t cpu_clock;
     uint64_t last_cpu_ns; /* wall thread only */
     /* CPU mode: the thread's CPU clock at registration, timer expiries
@@ -45,6 +47,13 @@ typedef struct {
      * the interpreter's code (in a C extension): written by its handler,
      * read by that clock */
     uint64_t sample_t_ns, native_t_ns;
+    /* CPU mode with the sampler thread (cfg.cpu_thread): its CPU clock at
+     * the thread's last look (seen), up to which samples were asked for
+     * (offered), periods asked for and not yet taken by the handler
+     * (pending, exchanged to 0 there), and the CPU time its detached reads
+     * covered (detached: the thread's end counts it as sampled) */
+    uint64_t seen_cpu_ns, offered_cpu_ns, detached_ns;
+    uint32_t pending;
     lp_ring ring;
 } lp_sampler_slot;
 

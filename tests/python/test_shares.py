@@ -155,7 +155,7 @@ def work(seconds):
     total = 0
     end = time.process_time() + seconds
     while time.process_time() < end:
-        total += 1  # pkg-hot
+        total += sum(range(2000))  # pkg-hot
     return total
 """
 TESTS = """

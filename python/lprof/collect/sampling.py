@@ -176,7 +176,8 @@ class SamplingCollector:
         _lprof.sampler_set_call_opcodes(_call_opcodes())
         if self.native:
             _stop_perf_trampoline()
-        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native])
+        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native],
+                             _cpu_source())
         _active = self
         if self.waits:
             self._waits_note = awaits.start()
@@ -261,6 +262,8 @@ class SamplingCollector:
             "rate_hz_requested": self.rate_hz,
             "rate_hz_effective": _effective_rate(self.mode, stats, span, len(self._threads)),
             "signal": _signal_name(self._signo) if self._signo else None,
+            # CPU mode: what made the signals (collect/sampler.h), after any fallback
+            "cpu_source": stats.get("cpu_source") if self.mode == "cpu" else None,
             "samples": int(totals[4]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],
@@ -321,14 +324,26 @@ def _threads_without_python(stats):
             "uncharged_s": round(uncharged, 9)}
 
 
+# What makes CPU-mode signals (collect/sampler.h): a task-clock perf event
+# per thread (the rate asked; lprof falls back to its sampler thread where
+# perf_event_open is refused), lprof's sampler thread, or POSIX CPU timers
+# (checked at the kernel tick only: 250 Hz on Debian's kernel). Chosen with
+# LPROF_CPU_SAMPLER=perf|thread|timers, for diagnosis and comparison.
+CPU_SOURCES = {"timers": 0, "thread": 1, "perf": 2}
+
+
+def _cpu_source():
+    return CPU_SOURCES.get(os.environ.get("LPROF_CPU_SAMPLER", "perf"), CPU_SOURCES["perf"])
+
+
 def _effective_rate(mode, stats, span, threads):
     """Samples taken per second: per CPU second in CPU mode (timer signals),
     per thread and wall second in wall mode, where the wall thread reads
     threads without the GIL itself (wall_reads) and signals the others."""
     if span <= 0:
         return 0.0
-    if mode == "cpu":
-        return stats["signals"] / span
+    if mode == "cpu":  # signals, and the sampler thread's reads of threads not running
+        return (stats["signals"] + stats.get("wall_reads", 0)) / span
     return (stats["signals"] + stats.get("wall_reads", 0)) / span / max(1, threads)
 
 

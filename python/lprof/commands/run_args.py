@@ -135,9 +135,9 @@ def parser():
                    help="--wall: leave out the wait(s) column, the time coroutines wait at each "
                         "await (kept on Python 3.12+ by default)")
     g.add_argument("--rate", type=int, default=None, metavar="HZ",
-                   help=f"samples per second, 1 to {_max_rate()} (default 1000; CPU timers "
-                        f"fire at most at the kernel tick, 250 Hz on Debian, each sample "
-                        f"weighted by the ticks it covers)")
+                   help=f"samples per second, 1 to {_max_rate()} (default 1000; in CPU "
+                        f"mode per CPU second of each thread, from a task-clock perf event "
+                        f"per thread, each sample weighted by the CPU time it covers)")
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
                    help="signal the sampler uses (default a real-time signal, SIGRTMIN+4, so "
                         "that the program's own SIGPROF use is untouched)")

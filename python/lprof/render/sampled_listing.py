@@ -299,13 +299,21 @@ def header(profile, parts=None, cols=None):
         n = (profile.get("meta") or {}).get("processes", 1)
         procs = f"CPU of {n} processes" if n > 1 else "process CPU"
         cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"]
+        source = _CPU_SOURCES.get(samp.get("cpu_source"), _CPU_SOURCES["timers"])
         text = (f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
-                f"{signals} timer signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
-                f"per sampled CPU second: CPU timers fire on the kernel tick), each weighted by "
+                f"{signals} signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
+                f"per sampled CPU second: {source}), each weighted by "
                 f"the CPU time it covers; {procs} {parts['cpu_whole_s']:.3f} s "
                 f"({cpu_on_stacks:.3f} s on sampled Python stacks) in a {run:.3f} s run, "
                 f"{nthreads} thread{'s' if nthreads != 1 else ''}; signal {samp.get('signal')}")
     return text
+
+
+# what made CPU-mode signals (collect/sampler.h); files before it was
+# recorded had CPU timers
+_CPU_SOURCES = {"perf": "a task-clock perf event per thread",
+                "thread": "lprof's sampler thread; perf events were refused here",
+                "timers": "CPU timers, which fire on the kernel tick"}
 
 
 def _pct(v, whole):

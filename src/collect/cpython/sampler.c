@@ -276,8 +276,12 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *mode;
     double rate;
-    int signo, native = 0;
-    if (!PyArg_ParseTuple(args, "sdi|i", &mode, &rate, &signo, &native)) return NULL;
+    int signo, native = 0, cpu_source = LP_CPU_PERF;
+    if (!PyArg_ParseTuple(args, "sdi|ii", &mode, &rate, &signo, &native, &cpu_source)) return NULL;
+    if (cpu_source < LP_CPU_TIMERS || cpu_source > LP_CPU_PERF) {
+        PyErr_SetString(PyExc_ValueError, "cpu_source must be 0 (timers), 1 (thread) or 2 (perf)");
+        return NULL;
+    }
     memset(slot_last, 0, sizeof slot_last); /* stack ids of an earlier table mean nothing now */
     memset(&last_other, 0, sizeof last_other);
     other_charged_ns = other_uncharged_ns = 0;
@@ -296,6 +300,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.signo = signo;
     cfg.period_ns = (uint64_t)(1e9 / rate);
     cfg.others = 1;
+    cfg.cpu_source = (lp_cpu_source)cpu_source;
     if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
         return NULL;
@@ -411,7 +416,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_others_stats os;
     lp_others_get_stats(&os);
     lp_stacktab *t = lp_agg_stacks();
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsK}", "others_measured_ns",
+    static const char *sources[] = {"timers", "thread", "perf"};
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsKss}", "others_measured_ns",
                          (unsigned long long)os.measured_ns, "others_lost_ns", (unsigned long long)os.lost_ns,
                          "others_charged_ns", (unsigned long long)other_charged_ns, "others_uncharged_ns",
                          (unsigned long long)other_uncharged_ns, "signals", (unsigned long long)st.signals,
@@ -422,7 +428,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
                          (unsigned long long)(t ? lp_stacktab_overflows(t) : 0), "stack_nodes",
                          (unsigned long long)(t ? lp_stacktab_node_count(t) : 0), "native", native_mode,
                          "native_mismatch", (unsigned long long)native_mismatch, "threads_unsampled",
-                         (unsigned long long)threads_unsampled);
+                         (unsigned long long)threads_unsampled, "cpu_source",
+                         st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source] : "?");
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
@@ -443,7 +450,7 @@ static PyMethodDef methods[] = {
     {"eval_loop_ranges", py_eval_loop_ranges, METH_NOARGS, "[(lo, hi), ...]: the interpreter's eval loop code as found."},
     {"unwind_table_range", py_unwind_table_range, METH_O,
      "unwind_table_range(address): (start, end) of its function in the unwind tables, or None."},
-    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0): native 1 = native frames, 2 = all of them"},
+    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 per-thread perf task-clock events (the thread where perf_event_open fails)"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
     {"sampler_pause", py_pause, METH_NOARGS,

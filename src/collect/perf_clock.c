@@ -1,0 +1,50 @@
+/* collect: per-thread task-clock perf events (see perf_clock.h). */
+#define _GNU_SOURCE 1
+#include "collect/perf_clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static size_t page_size(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+void *lp_perf_clock_open(pid_t tid, uint64_t period_ns, int signo) {
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = period_ns;
+    attr.disabled = 1; /* enabled once its signal goes to the right thread */
+    attr.wakeup_events = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    void *page = MAP_FAILED;
+    if (fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &owner) == 0 &&
+        fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) == 0)
+        page = mmap(NULL, page_size(), PROT_READ, MAP_SHARED, fd, 0);
+    if (page != MAP_FAILED && (madvise(page, page_size(), MADV_DONTFORK) != 0 ||
+                               ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
+        munmap(page, page_size());
+        page = MAP_FAILED;
+    }
+    int saved = errno;
+    close(fd); /* the page holds the event from here */
+    errno = saved;
+    return page == MAP_FAILED ? NULL : page;
+}
+
+void lp_perf_clock_close(void *handle) {
+    /* the last reference: the kernel frees the event before munmap returns
+     * to this thread, waiting for any signal it was about to send */
+    if (handle) munmap(handle, page_size());
+}

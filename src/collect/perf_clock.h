@@ -1,0 +1,30 @@
+/* collect: per-thread task-clock perf events that signal their own thread
+ * every period of its CPU time. The event's timer is a high-resolution one
+ * run on the CPU where the thread runs, so samples come at the rate asked
+ * (10 kHz and more), not at the kernel tick as POSIX CPU timers do, and the
+ * signal is raised there, where the thread runs: no cross-CPU delay that
+ * would move a sample off the code that spent the time. Needs
+ * perf_event_open for the process's own threads (perf_event_paranoid <= 2,
+ * no seccomp filter refusing it); the sampler falls back otherwise.
+ *
+ * No descriptor is left in the program's table: a one-page read-only
+ * mapping of the event (no ring buffer: an overflow only signals) holds it,
+ * and its descriptor is closed at once. A program that lists, closes or
+ * reuses descriptors meets none of lprof's; /proc/PID/maps shows the page
+ * ("anon_inode:[perf_event]"). The page is not inherited by a fork
+ * (MADV_DONTFORK) and goes away at exec, with the event. */
+#ifndef LPROF_COLLECT_PERF_CLOCK_H
+#define LPROF_COLLECT_PERF_CLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/base.h"
+
+/* An enabled event on thread tid that sends signo (si_code POLL_IN) to that
+ * thread each period_ns of its CPU time: its handle, or NULL (errno set). */
+LP_INTERNAL void *lp_perf_clock_open(pid_t tid, uint64_t period_ns, int signo);
+/* Frees it; when it returns, the event sends no more signals. */
+LP_INTERNAL void lp_perf_clock_close(void *handle);
+
+#endif
