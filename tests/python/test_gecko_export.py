@@ -300,3 +300,27 @@ def test_without_timeline_stacks_end_to_end():
     (th,) = doc["threads"]
     assert th["samples"]["time"] == [0.0, 12.0] and th["samples"]["weight"] == [12.0, 4.0]
     assert "no sample timeline" in json.dumps(doc["meta"]["extra"])
+
+
+def test_gpu_work_is_markers_per_stream():
+    """lprof --gpu: each device stream is a thread of markers, one per record,
+    at its device times, named by the work and tied to the launching line."""
+    prof = _synthetic()
+    prof["gpu_timeline"] = {"parts": [{
+        "pid": 7, "start_s": 1000.0, "clock": {"cuda": "cuptiGetTimestamp"}, "capacity": 8,
+        "dropped": 0, "names": ["gemm", "[memcpy HtoD]"], "stacks": [[0, 1]], "threads": [5],
+        "start_ns": [5_000_000, 2_000_000, 9_000_000], "dur_ns": [1_500_000, 500_000, 250_000],
+        "launch_ns": [4_900_000, 1_900_000, None], "device": [0, 0, 0], "stream": [7, 8, 7],
+        "op": [0, 1, 0], "dir": [0, 1, 0], "bytes": [0, 4096, 0], "corr": [1, 2, 3],
+        "name": [0, 1, 0], "stack": [0, 0, -1], "thread": [0, 0, -1]}]}
+    doc = check_processed(gecko.profile_doc(prof))
+    gpu = {th["name"]: th for th in doc["threads"] if th["name"].startswith("GPU")}
+    assert set(gpu) == {"GPU 0 stream 7", "GPU 0 stream 8"}
+    cats = [c["name"] for c in doc["meta"]["categories"]]
+    th = gpu["GPU 0 stream 7"]
+    mk = th["markers"]
+    got = [(th["stringArray"][mk["name"][i]], mk["startTime"][i], mk["endTime"][i],
+            cats[mk["category"][i]], mk["data"][i]["launched_from"]) for i in range(mk["length"])]
+    assert got == [("gemm", 5.0, 6.5, "GPU", "/app/s.py:6"), ("gemm", 9.0, 9.25, "GPU", "")]
+    assert gpu["GPU 0 stream 8"]["markers"]["data"][0]["bytes"] == 4096
+    assert gpu["GPU 0 stream 8"]["samples"]["length"] == 0

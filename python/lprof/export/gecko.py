@@ -278,12 +278,15 @@ def _flame_threads(profile, st, frames, cols, end_ms):
 
 
 def _gpu_threads(profile, frames, origin_s, end_ms):
-    threads = []
+    threads, pids = [], {}
     for part in (profile.get("gpu_timeline") or {}).get("parts", []):
         if not part.get("start_ns"):
             continue
         off_ms = (part.get("start_s", origin_s) - origin_s) * 1000.0
         pid = str(part.get("pid") or 0)
+        pids[pid] = pids.get(pid, 0) + 1
+        if pids[pid] > 1:   # as the sample threads: two hosts' processes of one pid
+            pid = f"{pid}.{pids[pid]}"
         by_stream = {}
         for r in gpu_timeline.records(part):
             by_stream.setdefault((r["device"], r["stream"]), []).append(r)
