@@ -352,3 +352,41 @@ def test_columns_come_from_the_profile(tmp_path):
     assert line["key"] == (str(script), 2)
     assert line["after"]["gpu_time_s"] - line["before"]["gpu_time_s"] == pytest.approx(1.5)
     assert ("h2d_bytes", "bytes") in diff["columns"]
+
+
+@needs_chromium
+def test_heatmap_shades_hot_line_strongest(hot_report):
+    """The source view's heatmap: toggled on, the hottest line (the hot loop)
+    has the strongest shade, a line without samples none, and
+    the shaded lines' shares add up to at most the whole."""
+    script, html_path, _prof = hot_report
+    loop = {line_of(script, "hot") - 1, line_of(script, "hot")}
+    # the blank line above cold's def: shown, never sampled (a def line runs
+    # once, for a microsecond, and could be)
+    blank = open(script).read().splitlines().index("def cold(n):")
+    with Browser(1400, 900) as b:
+        b.load(html_path.as_uri())
+        assert b.eval("document.querySelectorAll('#source tr.heat').length") == 0  # off by default
+        b.eval("document.getElementById('heatmap').click()")
+        rows = b.eval("""[...document.querySelectorAll('#source table.src tbody tr')]
+            .filter(tr => tr.querySelector('td.ln')).map(tr => {
+              const bg = getComputedStyle(tr.querySelector('td.code')).backgroundColor;
+              const m = bg.match(/rgba?\\(([^)]*)\\)/)[1].split(',').map(Number);
+              return {ln: +tr.querySelector('td.ln').textContent, heat: +(tr.dataset.heat || 0),
+                      alpha: m.length === 4 ? m[3] : 1, rgb: m.slice(0, 3)};
+            })""")
+        assert b.errors() == []
+    by_line = {r["ln"]: r for r in rows}
+    shaded = [r for r in rows if r["heat"] > 0]
+    assert len(shaded) >= 3
+    hottest = max(rows, key=lambda r: r["alpha"] if r["heat"] else -1)
+    assert hottest["ln"] in loop and hottest["heat"] == max(r["heat"] for r in rows)
+    assert hottest["rgb"] == [230, 70, 20] and hottest["alpha"] > 0.75
+    cold = by_line[blank]
+    assert cold["heat"] == 0 and cold["alpha"] == 0   # no samples: unshaded
+    # cold's loop (its two lines share its samples, which gets them varies)
+    # has fewer samples: lighter than the hottest
+    cold_body = max((by_line[ln] for ln in (line_of(script, "cold") - 1, line_of(script, "cold"))),
+                    key=lambda r: r["heat"])
+    assert 0 < cold_body["heat"] < hottest["heat"] and cold_body["alpha"] < hottest["alpha"]
+    assert sum(r["heat"] for r in shaded) <= 1.0 + 1e-6

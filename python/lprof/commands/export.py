@@ -1,5 +1,5 @@
 """`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG, HTML,
-Chrome trace, pstats. The format comes from lprof.export's one registry."""
+Chrome trace, pstats, Firefox Profiler (gecko). The format comes from lprof.export's one registry."""
 import argparse
 import sys
 
@@ -16,8 +16,8 @@ def parser():
     p.add_argument("--format", "-f", required=True,
                    choices=list(exports.FORMATS))
     p.add_argument("--metric", default=None, choices=STACK_METRICS,
-                   help="stack metric for folded/speedscope/svg/chrome/pstats (default cpu, "
-                        "or wall for wall-mode profiles; chrome and pstats: cpu or wall)")
+                   help="stack metric for folded/speedscope/svg/chrome/pstats/gecko (default cpu, "
+                        "or wall for wall-mode profiles; chrome, pstats, gecko: cpu or wall)")
     p.add_argument("--full-imports", action="store_true",
                    help="svg/html: show importlib's frames whole (by default each import is "
                         "one 'import module' frame)")

@@ -38,6 +38,7 @@ FORMATS = {
     "html": Format("html", ".html", rows=True, metric=None),
     "chrome": Format("chrome_trace", ".trace.json", rows=True, metric="time"),
     "pstats": Format("pstats_file", ".pstats", rows=True, metric="time"),
+    "gecko": Format("gecko", ".gecko.json", rows=True, metric="time"),
 }
 # the formats that draw one stack metric of the stacks section
 STACK_FORMATS = tuple(f for f, spec in FORMATS.items() if spec.metric == "stack")

@@ -42,7 +42,7 @@ if(e.d<d0){if(e.x0<=x0&&e.x0+e.w0>=x0+w0){x=10;w=W-20;anc=true;}else{e.style.dis
 else if(e.x0>=x0&&e.x0+e.w0<=x0+w0){x=10+(e.x0-x0)*sc;w=e.w0*sc;}
 else{e.style.display='none';continue;}
 if(w<0.1){e.style.display='none';continue;}
-e.style.display='';e.setAttribute('class',anc?'f anc':'f');
+e.style.display='';e.classList.toggle('anc',anc);
 r.setAttribute('x',x.toFixed(1));r.setAttribute('width',Math.max(w-0.5,0.1).toFixed(1));
 t.setAttribute('x',x.toFixed(1));t.textContent=fit(e.name,w);}}
 function fit(name,w){var n=Math.floor((w-6)/CHAR);if(n<3)return '';
@@ -78,11 +78,15 @@ def _fit(name, px):
     return name if len(name) <= chars else name[:chars - 1] + "\u2026"
 
 
-def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=None, whole_name=None):
+def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=None, whole_name=None,
+              decorate=None, legend=None, extra_style=""):
     """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their
     scale. whole (same unit): what each frame's percent is a share of, the
     process's whole CPU or wall time (the flame may hold less of it:
-    lprof's own code, threads without Python); the total where None."""
+    lprof's own code, threads without Python); the total where None.
+    decorate(i) -> (fill, extra classes, text added to the title) of rects[i]
+    recolours frames (the diff flame graph); legend: a line of text under the
+    buttons; extra_style: CSS added to the picture's."""
     whole = whole if whole and whole >= total else total
     depth = 1 + max((r[0] for r in rects), default=0)
     height = TOP + depth * ROW + ROW
@@ -93,7 +97,7 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=Non
            f'<script type="text/ecmascript"><![CDATA[var CHAR={CHAR_PX};{_SCRIPT}]]></script>',
            '<style>text{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}'
            '.f{cursor:pointer}.f:hover rect{stroke:#000;stroke-width:0.7}'
-           '.f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}</style>',
+           '.f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}' + extra_style + '</style>',
            f'<rect x="0" y="0" width="100%" height="{height}" fill="#f8f8f8"/>',
            f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}'
            + (f', {100.0 * total / whole:.1f}% of {escape(whole_name)} ({whole} {escape(unit)})'
@@ -103,16 +107,19 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=Non
            f'<text id="search" class="b" x="10" y="{ROW + 12}">Search</text>',
            f'<text id="reset" class="b" x="70" y="{ROW + 12}" style="display:none">Reset zoom</text>',
            f'<text id="matched" x="170" y="{ROW + 12}"></text>']
-    for d, name_id, x, w in rects:
+    if legend:
+        out.append(f'<text x="320" y="{ROW + 12}">{escape(legend)}</text>')
+    for i, (d, name_id, x, w) in enumerate(rects):
         name = names[name_id]
         pw = w * scale
         y = TOP + d * ROW
         pct = 100.0 * w / total if total else 0
         share = 100.0 * w / whole if whole else 0
-        color = _color(name)
+        color, classes, note = decorate(i) if decorate else (_color(name), "", "")
         short = short_name(name)
-        out.append(f'<g class="f" data-d="{d}" data-x="{x}" data-w="{w}" data-n={quoteattr(short)}>'
-                   f'<title>{escape(name)} ({w} {escape(unit)}, {share:.2f}%)</title>'
+        out.append(f'<g class="f{" " + classes if classes else ""}" data-d="{d}" data-x="{x}" '
+                   f'data-w="{w}" data-n={quoteattr(short)}>'
+                   f'<title>{escape(name)} ({w} {escape(unit)}, {share:.2f}%{escape(note)})</title>'
                    f'<rect x="{100.0 * x / total if total else 0:.4f}%" y="{y}" '
                    f'width="{pct:.4f}%" height="{ROW - 1}" fill="{color}" data-c="{color}" rx="2"/>'
                    f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'

@@ -1,14 +1,15 @@
 /* lprof HTML report: the page's whole script (no libraries, no network).
  * Reads the JSON block #lprof-data (render/report_data.py) and draws: a
  * summary, a flame graph per metric (click to zoom, search, reset), sortable
- * tables of hot lines and functions, the annotated source, the memory
+ * tables of hot lines and functions, the annotated source (or, toggled,
+ * its heatmap: each line shaded by its share of the whole), the memory
  * timeline, and for `lprof -l` profiles the traced functions. A thread
  * filter applies to everything drawn from stacks. */
 "use strict";
 (function () {
   var D = JSON.parse(document.getElementById("lprof-data").textContent);
   var app = document.getElementById("app");
-  var state = { thread: -1, metric: 0, zoom: null, search: "" };
+  var state = { thread: -1, metric: 0, zoom: null, search: "", heat: false };
   var SVGNS = "http://www.w3.org/2000/svg";
 
   function el(tag, attrs, kids) {
@@ -318,7 +319,17 @@
       box.checked = state.srcCols[i];
       picks.appendChild(el("label", { class: "pick" }, [box, el("span", { text: c.label })]));
     });
+    /* the heatmap view: each line's background shaded by its share of the
+     * whole in the flame graph's metric; lines without any left unshaded */
+    var heatBox = el("input", { type: "checkbox", id: "heatmap", onchange: function () { state.heat = heatBox.checked; draw(); } });
+    heatBox.checked = !!state.heat;
+    picks.appendChild(el("label", { class: "pick heatpick", title: "shade each line by its share of the whole (" + D.columns[state.metric].label + ", the flame graph's metric)" },
+      [heatBox, el("span", { text: "Heatmap (" + D.columns[state.metric].label + ")" })]));
     sec.appendChild(picks);
+    var heat = state.heat ? heatShares(lines, t) : null;
+    if (heat) sec.appendChild(el("p", { class: "note", id: "heatnote", text: "Heatmap: each line shaded by its share of " +
+      (whole(state.metric, t) > t[state.metric] ? "the whole " : "all ") + D.columns[state.metric].label +
+      " (" + fmt(whole(state.metric, t), D.columns[state.metric].unit) + "); the hottest line, " + pct(heat.max, 1) + ", is shaded fully, lines without any are not." }));
     var shown = D.columns.map(function (c, i) { return state.srcCols[i] ? i : -1; }).filter(function (i) { return i >= 0; });
     var files = new Map();
     lines.forEach(function (e) {
@@ -345,7 +356,14 @@
         if (!entire && !keep.has(ln)) return;
         if (prev !== null && ln !== prev + 1) body.appendChild(el("tr", { class: "gap" }, [el("td", { colspan: String(shown.length + 2), text: "\u22ee" })]));
         prev = ln;
-        var e = F.lines.get(ln), tr = el("tr", { class: e ? "hotline" : "" });
+        var e = F.lines.get(ln), tr = el("tr", { class: e && !heat ? "hotline" : "" });
+        var share = heat && e ? heat.share(e) : 0, shade = null;
+        if (share > 0) {
+          shade = "rgba(230,70,20," + (0.08 + 0.72 * share / heat.max).toFixed(3) + ")";
+          tr.setAttribute("class", "heat");
+          tr.setAttribute("data-heat", share.toPrecision(6));
+          tr.setAttribute("title", pct(share, 1) + " of the whole");
+        }
         tr.appendChild(el("td", { class: "ln", text: String(ln) }));
         shown.forEach(function (i) {
           var td = el("td", { class: "num" });
@@ -364,13 +382,22 @@
           }
           tr.appendChild(td);
         });
-        tr.appendChild(el("td", { class: "code", text: src[String(ln)] }));
+        var code = el("td", { class: "code", text: src[String(ln)] });
+        if (shade) code.style.background = shade;
+        tr.appendChild(code);
         body.appendChild(tr);
       });
       tbl.appendChild(body);
       sec.appendChild(el("details", { open: "" }, [el("summary", { text: path }), el("div", { class: "scroll" }, [tbl])]));
     });
     return sec;
+  }
+  /* each line's share of the whole in the flame graph's metric, and the largest */
+  function heatShares(lines, t) {
+    var col = state.metric, W = whole(col, t), max = 0;
+    function share(e) { return W > 0 && e.v[col] > 0 ? e.v[col] / W : 0; }
+    lines.forEach(function (e) { if (D.sources[e.frame[1]]) max = Math.max(max, share(e)); });
+    return max > 0 ? { share: share, max: max } : null;
   }
   function isPart(name) {
     var c = D.columns[colIndex("cpu_s")];
