@@ -100,9 +100,11 @@ def _functions(funcs):
 
 
 def _named_rows(rows, numbers, where):
-    """Rows [file, line, function, number x `numbers`]."""
+    """Rows [file, line, function, number x `numbers`] (`numbers` an int or
+    a tuple of the counts allowed)."""
+    allowed = numbers if isinstance(numbers, tuple) else (numbers,)
     for row in _list(rows, f"{where} rows"):
-        if not isinstance(row, list) or len(row) != 3 + numbers:
+        if not isinstance(row, list) or len(row) - 3 not in allowed:
             _fail(f"{where} row")
         _str(row[0], f"{where} row file")
         _line(row[1], f"{where} row line")
@@ -158,7 +160,7 @@ def _gpu(g):
     for note in _list(g.get("notes", []), "gpu notes"):
         _str(note, "gpu note")
     if "lines" in g:
-        _named_rows(g["lines"], 10, "gpu")
+        _named_rows(g["lines"], (10, 11), "gpu")  # 11: with comm_s (older files: 10)
     if "idle_lines" in g:
         _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:

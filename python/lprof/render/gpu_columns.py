@@ -5,10 +5,11 @@ charges them by the one attribution rule)."""
 from ..model.sections import GPU_BACKEND_NAMES, gpu_line_columns
 from .memory_report import fmt_bytes
 
-HEADER = f" {'GPU s':>9} {'GPU%':>6} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
+HEADER = f" {'GPU s':>9} {'GPU%':>6} {'comm s':>9} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
 BLANK = " " * len(HEADER)
 LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = partly from "
           "threads without Python, charged to the line that started them), GPU% = its share, "
+          "comm s = the part of GPU s in collectives (NCCL, oneCCL kernels; compute is GPU s - comm s), "
           "kernels = kernels run, H2D / D2H = bytes copied to / from the device, GPU mem = "
           "device memory allocated (per tensor when PyTorch's allocator history was read)")
 
@@ -49,7 +50,8 @@ def cells(g, total):
     pct = f"{100.0 * g['gpu_s'] / total:5.1f}%" if total and g["gpu_s"] else ""
     secs = f"{g['gpu_s']:.6f}" if g["gpu_s"] else ""
     kernels = f"{int(g['kernels'])}" if g["kernels"] else ""
-    return (f" {secs:>8}{mark} {pct:>6} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
+    comm = f"{g['comm_s']:.6f}" if g.get("comm_s") else ""
+    return (f" {secs:>8}{mark} {pct:>6} {comm:>9} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
             f"{fmt_bytes(g['d2h_bytes']):>9} {fmt_bytes(g['alloc_bytes']):>9}")
 
 
