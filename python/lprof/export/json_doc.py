@@ -80,6 +80,12 @@ def export_dict(prof):
             "lines": [{"file": f, "line": ln, "function": fn, "values": cells(v)}
                       for f, ln, fn, v in r.get("lines", [])],
             "stacks": [{"frames": ids, "values": cells(v)} for ids, v in r.get("stacks", [])]}
+        if r.get("collectives"):  # GPU collectives per line and rank (model/collectives.py)
+            c = dict(r["collectives"])
+            c["lines"] = [{"file": f, "line": ln, "function": fn,
+                           "ranks": [dict(zip(COLLECTIVE_CELL_FIELDS, cell)) for cell in cells_]}
+                          for f, ln, fn, cells_ in c.get("lines", [])]
+            out["ranks"]["collectives"] = c
     return out
 
 
