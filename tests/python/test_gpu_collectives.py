@@ -135,8 +135,10 @@ def test_cuda_ranks_comm_per_line_wait_and_transfer(run_lprof, tmp_path, fake_cu
     section = text.split("transfer(s)", 1)[1].splitlines()
     rows = {(w[1], w[2]): w for w in (l.split() for l in section) if len(w) >= 6 and w[0] == "rank"}
     # rank, comm(s), wait(s), transfer(s), count: rank 0 waited 3 x 120 us
-    assert rows[("0", "0.000900")][3:6] == ["0.000360", "0.000540", "3"]
-    assert rows[("1", "0.000540")][3:6] == ["0.000000", "0.000540", "3"]
+    w0, w1 = rows[("0", "0.000900")], rows[("1", "0.000540")]
+    assert float(w0[3]) == pytest.approx(360 * US, abs=3 * ALIGN) and w0[5] == "3"
+    assert float(w0[4]) == pytest.approx(540 * US, abs=3 * ALIGN)
+    assert w1[3:6] == ["0.000000", "0.000540", "3"]
 
 
 def test_level_zero_ranks_oneccl_wait_and_transfer(run_lprof, tmp_path, fake_ze):
