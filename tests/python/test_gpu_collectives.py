@@ -103,6 +103,7 @@ def test_cuda_ranks_comm_per_line_wait_and_transfer(run_lprof, tmp_path, fake_cu
     r = run_lprof("view", files[0], "--all")
     assert r.returncode == 0, r.stderr
     assert "comm s" in r.stdout and "0.000900" in r.stdout
+    assert "0.000950 s of it in collectives" in r.stdout  # 900 + 50 us, the gemm's 40 not
     # the folded GPU stacks of communication alone
     r = run_lprof("export", files[0], "--format", "folded", "--metric", "gpu-comm", "-o", tmp_path / "c.folded")
     assert r.returncode == 0, r.stderr
