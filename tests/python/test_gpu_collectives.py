@@ -140,6 +140,15 @@ def test_cuda_ranks_comm_per_line_wait_and_transfer(run_lprof, tmp_path, fake_cu
     assert float(w0[3]) == pytest.approx(360 * US, abs=3 * ALIGN) and w0[5] == "3"
     assert float(w0[4]) == pytest.approx(540 * US, abs=3 * ALIGN)
     assert w1[3:6] == ["0.000000", "0.000540", "3"]
+    # a merged file merged again is one member holding both processes: each
+    # process is still matched as a rank of its own, the member's cells summed
+    r = run_lprof("merge", merged, "-o", tmp_path / "again.lprof")
+    assert r.returncode == 0, r.stderr
+    coll, cells = _collectives(_export(run_lprof, tmp_path, tmp_path / "again.lprof", "again.json"), CUDA)
+    assert coll["matched"] == 4 and coll["unmatched"] == 0 and coll["inconsistent"] == 0
+    both = next(c for (ln, _r), c in cells.items() if ln == allreduce)
+    assert both["count"] == 6 and both["comm_s"] == pytest.approx(1440 * US)
+    assert both["wait_s"] == pytest.approx(3 * LATE * 1e-9, abs=3 * ALIGN)
 
 
 def test_level_zero_ranks_oneccl_wait_and_transfer(run_lprof, tmp_path, fake_ze):

@@ -3,9 +3,11 @@ collective kernels (NCCL, oneCCL: the one rule is src/aggregate/gpu_names.c,
 asked through _lprof.gpu_is_comm), split into the wait for peers and the
 transfer, from each rank's GPU timeline (model/gpu_timeline.py).
 
-Matching: on each rank the collective kernels are taken in device start
-order, per kernel name; the k-th collective of a name on one rank is the
-k-th of that name on every other rank that ran the name (NCCL and oneCCL
+Matching: on each rank (each process: a member holding several, as a rank
+that forked workers, has each matched on its own and summed into the
+member) the collective kernels are taken in device start order, per kernel
+name; the k-th collective of a name on one rank is the k-th of that name on
+every other rank that ran the name (NCCL and oneCCL
 run a communicator's collectives in the same order on all its ranks).
 Stream and command-list ids are not compared: they are per process. For
 one matched collective, S is the last rank's start; on each rank
@@ -58,7 +60,7 @@ def analyse(parts, members, frames, is_comm=None):
     ftable = frame_table(frames)
     comm_cache = {}
     line_cache = {}
-    seqs = {}       # member -> {name: [(start, end, line key)]}
+    seqs = {}       # (member, pid) -> {name: [(start, end, line key)]}
     base_exact = True
     hosts, unaligned = [], []
     for member, part in parts:
@@ -67,7 +69,9 @@ def analyse(parts, members, frames, is_comm=None):
         for b in _not_aligned(part):
             if b not in unaligned:
                 unaligned.append(b)
-        mine = seqs.setdefault(member, {})
+        # a member may hold several processes (a rank that forked workers,
+        # a merged file merged again): each process is a participant
+        mine = seqs.setdefault((member, part.get("pid")), {})
         for r in records(part):
             if r["op"] != 0:
                 continue
@@ -87,7 +91,7 @@ def analyse(parts, members, frames, is_comm=None):
     seqs = {m: v for m, v in seqs.items() if v}
     if not seqs:
         return None
-    for m in seqs:
+    for m, _pid in seqs:
         host = (members[m] if 0 <= m < len(members) else {}).get("hostname")
         if host is not None and host not in hosts:
             hosts.append(host)
@@ -102,7 +106,7 @@ def analyse(parts, members, frames, is_comm=None):
     comparable = why is None
     # (line key, member) -> [comm ns, wait ns, transfer ns, count]
     acc = {}
-    for m, by_name in seqs.items():
+    for (m, _pid), by_name in seqs.items():
         for name, seq in by_name.items():
             seq.sort()
             for start, end, where in seq:
@@ -113,20 +117,20 @@ def analyse(parts, members, frames, is_comm=None):
     if comparable:
         names = {n for by_name in seqs.values() for n in by_name}
         for name in sorted(names):
-            ranks = [m for m in sorted(seqs) if name in seqs[m]]
-            n = min(len(seqs[m][name]) for m in ranks)
-            unmatched += sum(len(seqs[m][name]) - n for m in ranks)
+            ranks = [p for p in sorted(seqs, key=lambda k: (k[0], k[1] or 0)) if name in seqs[p]]
+            n = min(len(seqs[p][name]) for p in ranks)
+            unmatched += sum(len(seqs[p][name]) - n for p in ranks)
             if len(ranks) < 2:
                 unmatched += n
                 continue
             for k in range(n):
-                last = max(seqs[m][name][k][0] for m in ranks)
+                last = max(seqs[p][name][k][0] for p in ranks)
                 matched += 1
-                for m in ranks:
-                    start, end, where = seqs[m][name][k]
+                for p in ranks:
+                    start, end, where = seqs[p][name][k]
                     if end < last:
                         inconsistent += 1
-                    cell = acc[(where, m)]
+                    cell = acc[(where, p[0])]
                     cell[1] += min(max(0, last - start), end - start)
                     cell[2] += max(0, end - max(last, start))
     lines = {}
