@@ -226,6 +226,7 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
     if (a->op == LP_GPU_KERNEL) {
         lp_agg_add(leaf, LP_M_GPU_KERNEL, dur);
         lp_agg_add(leaf, LP_M_GPU_KERNELS, 1);
+        if (lp_gpu_name_is_comm(name)) lp_agg_add(leaf, LP_M_GPU_COMM, dur);
     } else {
         lp_agg_add(leaf, LP_M_GPU_COPY, dur);
     }

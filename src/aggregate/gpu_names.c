@@ -96,5 +96,77 @@ const char *lp_gpu_name(const char *name, size_t len) {
     return out;
 }
 
+/* What counts as communication (docs/design-gpu.md, "Collectives"): the
+ * start of the kernel's own identifier (after any mangling prefix, return
+ * type or namespace), matched case-sensitively. Extend here only.
+ * - NCCL (and RCCL, its ROCm port): every device kernel of a collective
+ *   or of send/recv is ncclKernel_... (NCCL 2.x before 2.19),
+ *   ncclDevKernel_... (2.19 on: ncclDevKernel_AllReduce_Sum_f32_RING_LL),
+ *   its device functions ncclDevFunc_..., or ncclFunction_... (older).
+ * - oneCCL on Level Zero: its kernels are named
+ *   <collective>_execution_<type>_<op> (allreduce_execution_float32_sum);
+ *   one prefix per collective. */
+#define LP_GPU_COMM_PATTERNS(X)          \
+    X("ncclKernel")                      \
+    X("ncclDevKernel")                   \
+    X("ncclDevFunc")                     \
+    X("ncclFunction")                    \
+    X("allreduce_execution")             \
+    X("allgatherv_execution")            \
+    X("allgather_execution")             \
+    X("alltoallv_execution")             \
+    X("alltoall_execution")              \
+    X("reduce_scatter_execution")        \
+    X("reduce_execution")                \
+    X("bcast_execution")                 \
+    X("broadcast_execution")
+
+static const char *const comm_patterns[] = {
+#define LP_COMM_ENTRY_(p) p,
+    LP_GPU_COMM_PATTERNS(LP_COMM_ENTRY_)
+#undef LP_COMM_ENTRY_
+};
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static int comm_prefix(const char *id) {
+    for (size_t i = 0; i < sizeof comm_patterns / sizeof *comm_patterns; i++)
+        if (strncmp(id, comm_patterns[i], strlen(comm_patterns[i])) == 0) return 1;
+    return 0;
+}
+
+int lp_gpu_name_is_comm(const char *name) {
+    if (!name) return 0;
+    if (name[0] == '_' && name[1] == 'Z') {
+        /* Itanium mangling: _Z [L] <len><id> or _Z N [quals] <len><id>... (each
+         * nested name's parts are tried: a namespaced kernel) */
+        const char *p = name + 2;
+        if (*p == 'L') p++;
+        int nested = *p == 'N';
+        if (nested) p++;
+        while (*p == 'K' || *p == 'V' || *p == 'r') p++;
+        for (int part = 0; part < 8 && is_digit(*p); part++) {
+            size_t len = 0;
+            while (is_digit(*p) && len < 100000) len = len * 10 + (size_t)(*p++ - '0');
+            if (strnlen(p, len) < len) return 0;
+            if (comm_prefix(p)) return 1;
+            if (!nested) return 0;
+            p += len;
+        }
+        return 0;
+    }
+    /* demangled or plain: skip a return type ("void "), then try each
+     * "::"-separated part of the qualified name before any '(' or '<' */
+    const char *p = name;
+    if (strncmp(p, "void ", 5) == 0) p += 5;
+    for (int part = 0; part < 8; part++) {
+        if (comm_prefix(p)) return 1;
+        const char *stop = p + strcspn(p, "(<:");
+        if (stop[0] != ':' || stop[1] != ':') return 0;
+        p = stop + 2;
+    }
+    return 0;
+}
+
 size_t lp_gpu_name_count(void) { return __atomic_load_n(&N.count, __ATOMIC_RELAXED); }
 size_t lp_gpu_name_refused(void) { return __atomic_load_n(&N.refused, __ATOMIC_RELAXED); }

@@ -18,6 +18,15 @@
 LP_INTERNAL const char *lp_gpu_name(const char *name, size_t len);
 #define LP_GPU_NAME_MAX 4096
 
+/* Communication or compute: 1 if `name` (a kernel name as the runtime
+ * gives it, Itanium-mangled or not, or as demangled) is a collective
+ * library's kernel, 0 otherwise. The one list of what counts as
+ * communication is LP_GPU_COMM_PATTERNS in gpu_names.c (NCCL/RCCL,
+ * oneCCL's Level Zero kernels); the join charges such kernels' time to
+ * GPU_COMM as well as GPU_KERNEL, and Python asks the same function
+ * (_lprof.gpu_is_comm) for the timeline's names. Pure: any thread, no lock. */
+LP_INTERNAL int lp_gpu_name_is_comm(const char *name);
+
 /* Names interned so far, and lookups refused because the arena was full. */
 LP_INTERNAL size_t lp_gpu_name_count(void);
 LP_INTERNAL size_t lp_gpu_name_refused(void);

@@ -46,6 +46,36 @@ TEST(names_are_interned_once) {
     CHECK_EQ_INT(strlen(cut), LP_GPU_NAME_MAX);
 }
 
+TEST(collective_kernels_are_communication) {
+    /* NCCL's names before and after 2.19, mangled, demangled, namespaced;
+     * oneCCL's Level Zero kernels; and names that only look alike */
+    CHECK(lp_gpu_name_is_comm("ncclKernel_AllReduce_RING_LL_Sum_float"));
+    CHECK(lp_gpu_name_is_comm("_Z31ncclDevKernel_AllGather_RING_LLv"));
+    CHECK(lp_gpu_name_is_comm("_ZN2ns11ncclDevFuncEv"));
+    CHECK(lp_gpu_name_is_comm("void ncclKernel_X<int>(int)"));
+    CHECK(lp_gpu_name_is_comm("ns::ncclDevKernel_X(int)"));
+    CHECK(lp_gpu_name_is_comm("allreduce_execution_float32_sum"));
+    CHECK(lp_gpu_name_is_comm("reduce_scatter_execution_int8_max"));
+    CHECK(!lp_gpu_name_is_comm("gemm_kernel"));
+    CHECK(!lp_gpu_name_is_comm("my_ncclKernel"));
+    CHECK(!lp_gpu_name_is_comm("_Z40ncclDevKernel"));  /* length past the end */
+    CHECK(!lp_gpu_name_is_comm("_Z"));
+    CHECK(!lp_gpu_name_is_comm(""));
+    CHECK(!lp_gpu_name_is_comm(NULL));
+    fresh();
+    uint32_t s = launch_stack(1, 0x3000);
+    lp_gpu_join_note_launch(21, s);
+    lp_gpu_join_note_launch(22, s);
+    lp_gpu_activity nccl = {LP_GPU_KERNEL, 21, 1000, 1700, 0, LP_GPU_DIR_OTHER, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0};
+    lp_gpu_activity gemm = {LP_GPU_KERNEL, 22, 2000, 2100, 0, LP_GPU_DIR_OTHER, "gemm_kernel", 0};
+    uint32_t a = lp_gpu_join_add(&nccl), b = lp_gpu_join_add(&gemm);
+    REQUIRE(a != LP_STACK_NONE && b != LP_STACK_NONE && a != b);
+    CHECK_EQ_INT(col(a, LP_M_GPU_KERNEL), 700);
+    CHECK_EQ_INT(col(a, LP_M_GPU_COMM), 700);
+    CHECK_EQ_INT(col(b, LP_M_GPU_KERNEL), 100);
+    CHECK_EQ_INT(col(b, LP_M_GPU_COMM), 0);
+}
+
 TEST(kernel_and_copies_join_their_launch) {
     fresh();
     uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(1, 0x2000);
@@ -249,7 +279,7 @@ TEST(device_memory_table_survives_churn) {
     CHECK_EQ_INT(st.peak_bytes, 50000);
 }
 
-RUN_TESTS(names_are_interned_once, kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
+RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
           late_records_keep_their_launch, kept_launches_age_out_counted,
           concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
           device_memory_table_survives_churn)

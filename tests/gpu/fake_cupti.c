@@ -27,7 +27,11 @@
  * as a device's clock seen through cuptiGetTimestamp, with one in-order
  * queue: work starts when it is launched or when the work before it ends,
  * whichever is later. fake_cupti_set_stream(device, stream) sets the ids
- * later records carry. FAKE_CUPTI_BUSY=name makes subscribing fail as
+ * later records carry. fake_cupti_launch_kernel_at(name, t, dur) launches a
+ * kernel that runs from CLOCK_MONOTONIC t (plus the skew, in the real-time
+ * mode) for dur, outside the queue: two processes given the same t see the
+ * same device time, as ranks on one host whose collectives start apart by
+ * a known amount. FAKE_CUPTI_BUSY=name makes subscribing fail as
  * when another CUPTI client holds it; fake_cupti_hang_flushes(1) makes
  * every later flush block, as a stuck CUPTI flush does. */
 #include <cupti.h>
@@ -335,7 +339,11 @@ void fake_cupti_synchronize(void) {
     hand_back(h, n);
 }
 
+static uint64_t start_at; /* fake_cupti_launch_kernel_at's start, 0 none */
+
 static uint64_t advance(uint64_t dur_ns) {
+    uint64_t at = __atomic_exchange_n(&start_at, 0, __ATOMIC_RELAXED);
+    if (at) return at + (__atomic_load_n(&realtime, __ATOMIC_RELAXED) ? FAKE_CUPTI_SKEW_NS : 0);
     if (!__atomic_load_n(&realtime, __ATOMIC_RELAXED)) return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
     uint64_t now = mono_ns() + FAKE_CUPTI_SKEW_NS, free_at = __atomic_load_n(&clock_ns, __ATOMIC_RELAXED), start;
     do {
@@ -385,6 +393,12 @@ static void runtime_launch(CUpti_CallbackId runtime_cbid, const char *name, uint
 /* cudaLaunchKernel (CUDA 12's <<<>>> path, and explicit launches). */
 void fake_cupti_launch_kernel(const char *name, uint64_t dur_ns) {
     runtime_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, name, dur_ns, 0);
+}
+
+/* A kernel that runs from CLOCK_MONOTONIC t_ns for dur_ns (see the top). */
+void fake_cupti_launch_kernel_at(const char *name, uint64_t t_ns, uint64_t dur_ns) {
+    __atomic_store_n(&start_at, t_ns, __ATOMIC_RELAXED);
+    fake_cupti_launch_kernel(name, dur_ns);
 }
 
 /* nvcc 13's <<<>>> path: __cudaLaunchKernel (crt/device_functions.h). */

@@ -16,7 +16,11 @@
  * zeDeviceGetGlobalTimestamps is unsupported, unless FAKE_ZE_REALTIME=1 is in
  * the environment: then the clock is CLOCK_MONOTONIC in ticks (10 ns)
  * plus FAKE_ZE_SKEW_TICKS, work starts at its submission or when the work
- * before it ends, and zeDeviceGetGlobalTimestamps answers. */
+ * before it ends, and zeDeviceGetGlobalTimestamps answers.
+ * fake_ze_start_next_at(t) makes the next submitted work start at
+ * CLOCK_MONOTONIC t (ns, a multiple of 10; real-time mode only): two
+ * processes given the same t see the same device time, as ranks on one
+ * host whose collectives start apart by a known amount. */
 #include <level_zero/ze_api.h>
 #include <level_zero/ze_ddi.h>
 #include <level_zero/zes_ddi.h>
@@ -106,9 +110,17 @@ static ze_result_t global_timestamps(ze_device_handle_t d, uint64_t *host, uint6
     return ZE_RESULT_SUCCESS;
 }
 
+static uint64_t start_next; /* ticks of fake_ze_start_next_at, 0 none */
+EXPORT void fake_ze_start_next_at(uint64_t mono_ns) {
+    start_next = mono_ns / (1000000000ull / TICKS_PER_S) + FAKE_ZE_SKEW_TICKS;
+}
+
 static void submit(fake_work w) {
     if (ninflight == INFLIGHT_MAX) finish_oldest();
-    if (realtime && !w.reset) {
+    if (realtime && !w.reset && start_next) {
+        now_ticks = start_next;
+        start_next = 0;
+    } else if (realtime && !w.reset) {
         uint64_t now = real_ticks();
         if (now > now_ticks) now_ticks = now;
     }

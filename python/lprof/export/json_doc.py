@@ -16,7 +16,8 @@ MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", 
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
 GPU_LINE_FIELDS = ("file", "line", "function", "kernel_s", "copy_s", "kernels", "launches",
                    "h2d_bytes", "d2h_bytes", "d2d_bytes", "alloc_bytes", "peak_bytes",
-                   "other_thread_s")
+                   "other_thread_s", "comm_s")
+COLLECTIVE_CELL_FIELDS = ("member", "comm_s", "wait_s", "transfer_s", "count")
 TENSOR_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "peak_bytes", "live_bytes")
 
 
@@ -79,6 +80,12 @@ def export_dict(prof):
             "lines": [{"file": f, "line": ln, "function": fn, "values": cells(v)}
                       for f, ln, fn, v in r.get("lines", [])],
             "stacks": [{"frames": ids, "values": cells(v)} for ids, v in r.get("stacks", [])]}
+        if r.get("collectives"):  # GPU collectives per line and rank (model/collectives.py)
+            c = dict(r["collectives"])
+            c["lines"] = [{"file": f, "line": ln, "function": fn,
+                           "ranks": [dict(zip(COLLECTIVE_CELL_FIELDS, cell)) for cell in cells_]}
+                          for f, ln, fn, cells_ in c.get("lines", [])]
+            out["ranks"]["collectives"] = c
     return out
 
 

@@ -11,6 +11,8 @@ METRICS = {
     "peak": (("peak_bytes",), "bytes"),
     "leak": (("live_bytes",), "bytes"),
     "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
+    # the part of it in collectives (NCCL, oneCCL kernels: src/aggregate/gpu_names.c)
+    "gpu-comm": (("gpu_comm_s",), "us"),
     # device memory allocated / live at the device's peak: per tensor from
     # PyTorch's allocator history when it ran (lprof.collect.torch_memory),
     # else what cudaMalloc and friends handed out

@@ -12,6 +12,8 @@ gives the Chrome export its events.
 
 Section: {"parts": [part, ...]}, one part per process:
   {"pid", "start_s" (unix time of t = 0, as the sample timeline's),
+   "origin_ns" (CLOCK_MONOTONIC of t = 0: processes of one host compare
+   device times exactly through it; absent in older files),
    "clock": {backend: how its device times were aligned},
    "capacity" (records the store keeps), "dropped" (records past it: not
    in the part, counted), "names": [work names], "stacks": [[frame ids
@@ -40,7 +42,7 @@ def _ints(raw, code):
     return a.tolist()
 
 
-def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None):
+def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None, origin_ns=None):
     """The part of this process from stacks_snapshot()'s gpu columns and
     trie (None: no record stored, none dropped)."""
     if raw is None:
@@ -79,14 +81,17 @@ def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None):
         out_name.append(intern(names, name_index, label))
         out_stack.append(intern(stacks, stack_index, path) if attr[i] and path else -1)
         out_thread.append(intern(threads, thread_index, keys[i]) if keys[i] else -1)
-    return {"pid": os.getpid(), "start_s": start_s, "clock": dict(clock or {}),
-            "capacity": int(capacity), "dropped": int(dropped),
-            "names": names, "stacks": stacks, "threads": threads,
-            "start_ns": start, "dur_ns": [max(0, e - s) for s, e in zip(start, end)],
-            "launch_ns": [None if t == _INT64_MIN else t for t in launch],
-            "device": _ints(device, "I"), "stream": _ints(stream, "I"), "op": _ints(op, "B"),
-            "dir": _ints(dir_, "B"), "bytes": _ints(nbytes, "Q"), "corr": _ints(corr, "I"),
-            "name": out_name, "stack": out_stack, "thread": out_thread}
+    out = {"pid": os.getpid(), "start_s": start_s, "clock": dict(clock or {}),
+           "capacity": int(capacity), "dropped": int(dropped),
+           "names": names, "stacks": stacks, "threads": threads,
+           "start_ns": start, "dur_ns": [max(0, e - s) for s, e in zip(start, end)],
+           "launch_ns": [None if t == _INT64_MIN else t for t in launch],
+           "device": _ints(device, "I"), "stream": _ints(stream, "I"), "op": _ints(op, "B"),
+           "dir": _ints(dir_, "B"), "bytes": _ints(nbytes, "Q"), "corr": _ints(corr, "I"),
+           "name": out_name, "stack": out_stack, "thread": out_thread}
+    if origin_ns is not None:
+        out["origin_ns"] = int(origin_ns)
+    return out
 
 
 def section(part):

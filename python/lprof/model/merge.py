@@ -24,7 +24,10 @@ What merges how:
   totals per column) and, per line and per stack, each column's sum over the
   members, its maximum and the member that holds it: the imbalance view
   (`lprof view --ranks`). Lines also get `cpu_s` (their cpu_*_s columns
-  summed) and, from lprof -l, `line_time_s` and `line_hits`.
+  summed) and, from lprof -l, `line_time_s` and `line_hits`; where the GPU
+  timelines hold collective kernels (NCCL, oneCCL), "collectives": per line
+  and rank, comm time, the wait for peers and the transfer
+  (model/collectives.py).
 """
 from . import stacks as stacks_model
 from . import timeline as timeline_model
@@ -90,6 +93,7 @@ class Merger:
         self._thread_ids = {}  # thread name -> the thread id the merge uses for it
         self._timeline = []    # each process's timeline part
         self._gpu_timeline = []  # each process's GPU timeline part
+        self._gpu_timeline_members = []  # the member each part came from
         self._gpu_idle = {}    # (file, name, first line) -> {line: GPU idle seconds}
         self._gpu_idle_lines = {}  # (file, line, function) -> [idle s, sampled s] (sampled runs)
 
@@ -115,7 +119,7 @@ class Merger:
             self._fold_stacks(st, member)
             stacks_model.merge(self._stacks, self._by_thread_name(st, samp))
             self._add_timeline(prof.get("timeline"), st, meta)
-            self._add_gpu_timeline(prof.get("gpu_timeline"), st, meta)
+            self._add_gpu_timeline(prof.get("gpu_timeline"), st, meta, member)
         self._add_functions(prof.get("functions") or [], member)
         self._waits_evicted += prof.get("waits_evicted", 0)
         if samp:
@@ -156,7 +160,7 @@ class Merger:
                 part["pid"] = meta["pid"]
             self._timeline.append(part)
 
-    def _add_gpu_timeline(self, tl, st, meta):
+    def _add_gpu_timeline(self, tl, st, meta, member=None):
         """As the sample timeline: each part kept apart, frames remapped."""
         if not tl:
             return
@@ -168,6 +172,7 @@ class Merger:
             if part.get("pid") is None and meta.get("pid") is not None:
                 part["pid"] = meta["pid"]
             self._gpu_timeline.append(part)
+            self._gpu_timeline_members.append(member)
 
     def _add_functions(self, functions, member):
         per_line = {}
@@ -343,6 +348,12 @@ class Merger:
         if self._stack_acc:  # members started by a launcher (ranks) only
             section["stacks"] = [[[index[f] for f in key], values]
                                  for key, values in self._stack_acc.items()]
+        if self._gpu_timeline:
+            from .collectives import analyse
+            coll = analyse(list(zip(self._gpu_timeline_members, self._gpu_timeline)), self.members,
+                           self._stacks["frames"])
+            if coll:
+                section["collectives"] = coll
         return section
 
 

@@ -92,13 +92,20 @@ def memory_line_columns(profile):
     return out
 
 
+# A GPU line row's columns after file, line and function: the GPU metrics in
+# listing order with other_thread_s after gpu_peak_bytes and gpu_comm_s
+# (added later) last, so rows of older files (no comm) read the same.
+GPU_ROW_COLUMNS = tuple(c for c in GPU_COLUMNS if c != "gpu_comm_s") + ("other_thread_s", "gpu_comm_s")
+
+
 def gpu_line_rows(section, accept_frame=None):
     """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
-    d2d, alloc, peak, other_thread_s], ...] by the attribution rule (or
-    charged to the innermost frame accept_frame takes)."""
+    d2d, alloc, peak, other_thread_s, comm_s], ...] by the attribution rule
+    (or charged to the innermost frame accept_frame takes)."""
     frames = frame_table(section.get("frames", []))
     orphan = {i for i, f in enumerate(frames) if f.kind == MARKER and f.function == ORPHAN_MARKER}
     rows = {}
+    other = GPU_ROW_COLUMNS.index("other_thread_s")
     for ids, _thread, m in section.get("stacks", []):
         if not ids or not any(m.get(c) for c in GPU_COLUMNS):
             continue
@@ -106,17 +113,18 @@ def gpu_line_rows(section, accept_frame=None):
              else stacks_model.charge_frame(frames, ids, accept_frame))
         if f is None or f.kind in (GPU, MARKER):
             continue
-        row = rows.setdefault((f[0], f[3], f[1]), [0.0] * (len(GPU_COLUMNS) + 1))
-        for i, c in enumerate(GPU_COLUMNS):
+        row = rows.setdefault((f[0], f[3], f[1]), [0.0] * len(GPU_ROW_COLUMNS))
+        for i, c in enumerate(GPU_ROW_COLUMNS):
             row[i] += m.get(c, 0)
         if orphan and orphan.intersection(ids):
-            row[-1] += m.get("gpu_kernel_s", 0) + m.get("gpu_copy_s", 0)
+            row[other] += m.get("gpu_kernel_s", 0) + m.get("gpu_copy_s", 0)
     return [[path, line, func] + vals for (path, line, func), vals in rows.items()]
 
 
 def gpu_line_columns(profile, functions=None):
     """{(file, line): {gpu_s, kernel_s, copy_s, kernels, launches, h2d_bytes,
-    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s}}. With
+    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s, comm_s}}
+    (comm_s: the part of gpu_s in collectives, gpu_names.c's rule). With
     `functions` (the -l listing's), work is charged to the innermost frame
     inside one of them, from the profile's stacks."""
     gpu = profile.get("gpu") or {}
@@ -131,10 +139,11 @@ def gpu_line_columns(profile, functions=None):
         for i, v in enumerate(vals):
             e[i] += v
     keys = ("kernel_s", "copy_s", "kernels", "launches", "h2d_bytes", "d2h_bytes", "d2d_bytes",
-            "alloc_bytes", "peak_bytes", "other_thread_s")
+            "alloc_bytes", "peak_bytes", "other_thread_s", "comm_s")
     result = {}
     for k, vals in out.items():
         d = dict(zip(keys, vals))
+        d.setdefault("comm_s", 0.0)  # a file written before the comm column
         d["gpu_s"] = d["kernel_s"] + d["copy_s"]
         d["live_bytes"] = 0
         result[k] = d

@@ -51,7 +51,8 @@ def snapshot(start_s=None):
         out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
         if gpu_raw is not None:
             from . import gpu_timeline
-            out["gpu_timeline"] = gpu_timeline.from_snapshot(gpu_raw, parent_b, frame_b, out["frames"], start_s)
+            out["gpu_timeline"] = gpu_timeline.from_snapshot(gpu_raw, parent_b, frame_b, out["frames"], start_s,
+                                                             origin_ns=origin)
     return out
 
 

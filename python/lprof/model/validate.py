@@ -100,9 +100,11 @@ def _functions(funcs):
 
 
 def _named_rows(rows, numbers, where):
-    """Rows [file, line, function, number x `numbers`]."""
+    """Rows [file, line, function, number x `numbers`] (`numbers` an int or
+    a tuple of the counts allowed)."""
+    allowed = numbers if isinstance(numbers, tuple) else (numbers,)
     for row in _list(rows, f"{where} rows"):
-        if not isinstance(row, list) or len(row) != 3 + numbers:
+        if not isinstance(row, list) or len(row) - 3 not in allowed:
             _fail(f"{where} row")
         _str(row[0], f"{where} row file")
         _line(row[1], f"{where} row line")
@@ -158,7 +160,7 @@ def _gpu(g):
     for note in _list(g.get("notes", []), "gpu notes"):
         _str(note, "gpu note")
     if "lines" in g:
-        _named_rows(g["lines"], 10, "gpu")
+        _named_rows(g["lines"], (10, 11), "gpu")  # 11: with comm_s (older files: 10)
     if "idle_lines" in g:
         _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:
@@ -251,7 +253,7 @@ def _gpu_timeline(tl, frames):
         _num(part.get("start_s"), "gpu_timeline start_s")
         if abs(part["start_s"]) > 1e11:
             _fail("gpu_timeline start_s")
-        for key in ("capacity", "dropped"):
+        for key in ("capacity", "dropped", "origin_ns"):
             _count(part.get(key, 0), f"gpu_timeline {key}")
         _dict(part.get("clock", {}), "gpu_timeline clock")
         names = _list(part.get("names"), "gpu_timeline names")
@@ -322,6 +324,35 @@ def _ranks(r, frames):
             if not (isinstance(fid, int) and not isinstance(fid, bool) and 0 <= fid < frames):
                 _fail("ranks stack frame id")
         _cells(row[1], n, "ranks stack values")
+    if "collectives" in r:
+        _collectives(r["collectives"], n)
+
+
+def _collectives(c, members):
+    """The ranks section's "collectives" (model/collectives.py)."""
+    _dict(c, "ranks collectives")
+    if not isinstance(c.get("comparable"), bool):
+        _fail("ranks collectives comparable")
+    for key in ("matched", "unmatched", "inconsistent"):
+        _count(c.get(key, 0), f"ranks collectives {key}")
+    for h in _list(c.get("hosts", []), "ranks collectives hosts"):
+        _str(h, "ranks collectives host")
+    for row in _list(c.get("lines", []), "ranks collectives lines"):
+        if not isinstance(row, list) or len(row) != 4:
+            _fail("ranks collectives line")
+        _str(row[0], "ranks collectives line file")
+        _line(row[1], "ranks collectives line line")
+        _str(row[2], "ranks collectives line function")
+        for cell in _list(row[3], "ranks collectives cells"):
+            if not isinstance(cell, list) or len(cell) != 5:
+                _fail("ranks collectives cell")
+            if not (isinstance(cell[0], int) and 0 <= cell[0] < members):
+                _fail("ranks collectives member")
+            _num(cell[1], "ranks collectives comm_s")
+            for v in cell[2:4]:
+                if v is not None:
+                    _num(v, "ranks collectives wait/transfer")
+            _count(cell[4], "ranks collectives count")
 
 
 def check(profile, name):

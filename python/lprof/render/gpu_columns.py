@@ -2,13 +2,14 @@
 the kernels and copies it launched (and its share), kernels run, bytes copied
 host to device and back, device memory it allocated (lprof.model.sections
 charges them by the one attribution rule)."""
-from ..model.sections import GPU_BACKEND_NAMES, gpu_line_columns
+from ..model.sections import GPU_BACKEND_NAMES, GPU_ROW_COLUMNS, gpu_line_columns
 from .memory_report import fmt_bytes
 
-HEADER = f" {'GPU s':>9} {'GPU%':>6} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
+HEADER = f" {'GPU s':>9} {'GPU%':>6} {'comm s':>9} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
 BLANK = " " * len(HEADER)
 LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = partly from "
           "threads without Python, charged to the line that started them), GPU% = its share, "
+          "comm s = the part of GPU s in collectives (NCCL, oneCCL kernels; compute is GPU s - comm s), "
           "kernels = kernels run, H2D / D2H = bytes copied to / from the device, GPU mem = "
           "device memory allocated (per tensor when PyTorch's allocator history was read)")
 
@@ -49,7 +50,8 @@ def cells(g, total):
     pct = f"{100.0 * g['gpu_s'] / total:5.1f}%" if total and g["gpu_s"] else ""
     secs = f"{g['gpu_s']:.6f}" if g["gpu_s"] else ""
     kernels = f"{int(g['kernels'])}" if g["kernels"] else ""
-    return (f" {secs:>8}{mark} {pct:>6} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
+    comm = f"{g['comm_s']:.6f}" if g.get("comm_s") else ""
+    return (f" {secs:>8}{mark} {pct:>6} {comm:>9} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
             f"{fmt_bytes(g['d2h_bytes']):>9} {fmt_bytes(g['alloc_bytes']):>9}")
 
 
@@ -90,9 +92,13 @@ def summary(profile):
         why = "; ".join(f"{GPU_BACKEND_NAMES.get(b, b)}: {s}" for b, s in (gpu.get("backends") or {}).items())
         return ["", f"GPU: none ({why})"]
     launches = sum(row[6] for row in gpu.get("lines", []))
+    at = 3 + GPU_ROW_COLUMNS.index("gpu_comm_s")
+    comm = sum(row[at] for row in gpu.get("lines", []) if len(row) > at)
     out = ["", f"GPU ({', '.join(used)}): {join.get('records', 0)} kernels/copies, "
                f"{join.get('device_ns', 0) / 1e9:.6f} s device time, {launches:.0f} launches "
                f"charged to lines"]
+    if comm:
+        out.append(f"  {comm:.6f} s of it in collectives (NCCL, oneCCL kernels: the comm s column)")
     if join.get("unattributed"):
         out.append(f"  {join['unattributed']} records had no launch record (stack "
                    f"'[GPU work without a launch record]')")

@@ -42,6 +42,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/cpython/resolve.h"
+#include "aggregate/gpu_names.h"
 #include "aggregate/gpu_trace.h"
 #include "aggregate/timeline.h"
 
@@ -789,6 +790,15 @@ static PyObject *py_set_launcher_roles(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* gpu_is_comm(name) -> bool: the one communication/compute rule
+ * (gpu_names.c), for names Python holds (the timeline's, a merge's). */
+static PyObject *py_gpu_is_comm(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    return PyBool_FromLong(lp_gpu_name_is_comm(name));
+}
+
 static PyMethodDef methods[] = {
     {"stacks_snapshot", py_snapshot, METH_VARARGS,
      "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline, gpu): "
@@ -798,6 +808,8 @@ static PyMethodDef methods[] = {
      "stacks_rows(parent, frame, row_node, row_thread, values, names, scales) -> [[ids], thread, {metric: v}]"},
     {"stacks_table_info", py_table_info, METH_NOARGS,
      "{nodes, node_capacity, rows, row_capacity, overflows, reserved_bytes, resident_bytes} or None."},
+    {"gpu_is_comm", py_gpu_is_comm, METH_O,
+     "gpu_is_comm(name) -> bool: a collective library's kernel (NCCL, oneCCL), by its name."},
     {"metric_names", py_metric_names, METH_NOARGS, "[(name, unit, merge)] in column order."},
     {"metric_groups", py_metric_groups, METH_NOARGS,
      "{group: [name, ...]}: the columns each section (sampling, memory, gpu) reads, in column order."},
