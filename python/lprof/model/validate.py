@@ -117,6 +117,8 @@ def _sampling(s):
     _dict(s, "sampling")
     if "mode" in s and s["mode"] not in ("cpu", "wall"):
         _fail("sampling mode")
+    if s.get("cpu_source") is not None and s["cpu_source"] not in ("perf", "thread", "timers"):
+        _fail("sampling cpu_source")  # what made CPU-mode signals (collect/sampler.h)
     _optional_nums(s, ("rate_hz_requested", "rate_hz_effective", "samples", "signals",
                        "dropped", "in_profiler", "truncated", "stack_overflows",
                        "native_mismatch", "threads_unsampled", "duration_s", "cpu_total_s", "wall_total_s",
