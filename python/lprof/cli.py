@@ -10,7 +10,7 @@ from .common import libdirs
 from .common.errors import LprofError
 
 # the verbs other than run: each module in commands/ owns its parser() and main(args)
-VERBS = ("view", "export", "diff", "merge", "attach")
+VERBS = ("view", "export", "diff", "merge", "attach", "dump")
 
 
 def main(argv=None):
