@@ -391,24 +391,34 @@ def _python_version(pid):
         return None
 
 
-def _outside(args, why):
+def _outside(args, why, gave_up=None):
     """The process cannot run lprof's code (a Python before 3.14, or a main
     thread that never came back to Python within --start-timeout): sample
     its stacks from outside instead, with lprof dump's reader, and print a
     listing of wall-clock samples per line and thread. Only for plain
-    sampling: -l, --memory and --children need code in the process."""
+    sampling: -l, --memory and --children need code in the process. After a
+    start that timed out (`gave_up`), its error stands when the process cannot
+    be read from outside either (or the mode needs code in it)."""
     from ..collect import remote_stacks
     from ..process import remote_target
     from ..render import stack_dump
     needs_code = [f for f, on in (("-l", args.line_by_line), ("--memory", args.memory),
                                   ("--children", args.children), ("--top", args.top)) if on]
+    if needs_code and gave_up is not None:
+        raise gave_up
     if needs_code:
         raise LprofError(f"{why}; {needs_code[0]} needs lprof's code in the process (lprof dump "
                          f"{args.pid} reads its stacks from outside)", 2)
     rate = min(args.rate or OUTSIDE_RATE_HZ, OUTSIDE_RATE_HZ)
-    target = remote_target.find(args.pid, "attach")
-    layout = remote_target.layout(target, "attach")
-    remote_stacks.read(args.pid, target.runtime, layout, "attach")  # readable, or one line now
+    try:
+        target = remote_target.find(args.pid, "attach")
+        layout = remote_target.layout(target, "attach")
+        remote_stacks.read(args.pid, target.runtime, layout, "attach")  # readable, or one line
+    except LprofError as exc:
+        if gave_up is None:
+            raise
+        raise LprofError(f"{gave_up.message} (nor could it be read from outside: "
+                         f"{exc.message.removeprefix('attach: ')})", gave_up.exit_code) from None
     if not args.quiet:
         until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C or its end"
         sys.stderr.write(f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
@@ -445,7 +455,7 @@ def main(args):
             first.give_up_start()
             raise LprofError("attach: interrupted before sampling started", 130) from None
         except GaveUp as exc:
-            return _outside(args, exc.message.split(";")[0])
+            return _outside(args, exc.message.split(";")[0], gave_up=exc)
         recording = [first]
         children = _Children(args, sessions, recording) if args.children else None
         stop_now = False
