@@ -2,7 +2,7 @@
 
 The only place that turns an LprofError into `lprof: <message>` and an exit
 status. Verbs: run (default: `lprof [options] script.py args`; its parser is
-commands/run_args.py), view, export, diff, merge, attach (each module's parser())."""
+commands/run_args.py), view, export, diff, merge, attach, dump (each module's parser())."""
 import os
 import sys
 
