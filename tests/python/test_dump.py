@@ -98,9 +98,16 @@ def _dump_until_settled(tmp_path, pid):
     return doc
 
 
-@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13", "system"])
 def test_dump_prints_every_threads_stack(tmp_path, child, version):
-    python = _interpreter(version)
+    if version == "system":  # Debian's: a non-PIE executable, _PyRuntime at a fixed address
+        version = "%d.%d" % sys.version_info[:2]
+        python = f"/usr/bin/python{version}"
+        if not os.access(python, os.X_OK) or os.path.realpath(python) == \
+                os.path.realpath(sys.executable):
+            pytest.skip(f"no system python{version} besides this one")
+    else:
+        python = _interpreter(version)
     if python is None:
         pytest.skip(f"no python{version} on this machine")
     v = tuple(map(int, version.split(".")))

@@ -9,7 +9,8 @@ _PyRuntime, read by the C reader). For 3.10-3.12 the layout is the one an
 lprof extension built for that version computes from its headers: this
 interpreter's own when the versions match, else the matching extension
 next to this one (_lprof.cpython-3X-*.so), loaded by an interpreter of that
-version (the target's executable, a new process) to print its numbers.
+version (python3.X on PATH, else the target's executable; a new process) to
+print its numbers.
 docs/design-remote.md says more."""
 import glob
 import json
@@ -114,23 +115,42 @@ def find(pid, verb="dump"):
     if exe and exe not in files:
         files.append(exe.replace(" (deleted)", ""))
     for path in files:
-        sym = _elf_symbol(_on_target_fs(pid, path), "_PyRuntime")
-        if sym is None:
+        on_disk = _on_target_fs(pid, path)
+        runtime = _address(maps, path, _elf_symbol(on_disk, "_PyRuntime"))
+        if runtime is None:
             continue
-        e_type, value, low = sym
-        if e_type == 2:  # ET_EXEC: absolute addresses
-            runtime = value
-        else:
-            starts = [lo - off for lo, off, p in maps if p == path]
-            if not starts:
-                continue
-            runtime = min(starts) - low + value
-        m = _VERSION_IN_NAME.search(path) or (exe and _VERSION_IN_NAME.search(exe))
-        version = (int(m.group(1)), int(m.group(2))) if m else None
+        # the version: Py_Version (3.11+: PY_VERSION_HEX in the process), else the file's name
+        version = _version_word(pid, _address(maps, path, _elf_symbol(on_disk, "Py_Version")))
+        if version is None:
+            m = _VERSION_IN_NAME.search(path) or (exe and _VERSION_IN_NAME.search(exe))
+            version = (int(m.group(1)), int(m.group(2))) if m else None
         return Target(pid, version, runtime, exe)
     raise LprofError(f"{verb}: process {pid} ({os.path.basename(exe or '?')}) is not a CPython "
                      f"process lprof can read (no _PyRuntime symbol in its executable or "
                      f"libpython)", 2)
+
+
+def _address(maps, path, sym):
+    """Where the symbol `sym` (_elf_symbol's answer) of `path` is in the process."""
+    if sym is None:
+        return None
+    e_type, value, low = sym
+    if e_type == 2:  # ET_EXEC: absolute addresses
+        return value
+    starts = [lo - off for lo, off, p in maps if p == path]
+    return min(starts) - low + value if starts else None
+
+
+def _version_word(pid, addr):
+    if addr is None:
+        return None
+    from .. import _lprof
+    status, data = _lprof.remote_read(pid, addr, 8)
+    if status != _lprof.REMOTE_OK:
+        return None  # the reads after say why, in one line
+    hexversion = struct.unpack("<Q", data)[0]
+    major, minor = (hexversion >> 24) & 0xFF, (hexversion >> 16) & 0xFF
+    return (major, minor) if major == 3 else None
 
 
 def _on_target_fs(pid, path):
@@ -148,14 +168,16 @@ print(json.dumps(mod.remote_layout()))
 """
 
 
-def _interpreter_for(target, version):
-    """An interpreter of `version` to load lprof's extension for it: the
-    target's own executable when it is one, else python3.X on PATH."""
+def _interpreters_for(target, version):
+    """Interpreters of `version` to load lprof's extension for it, in order:
+    python3.X on PATH (the user's own), then the target's executable when it
+    is that Python (as attach runs it for sys.remote_exec)."""
     name = "python%d.%d" % version
-    if target.exe and os.path.basename(target.exe).startswith("python") \
-            and os.access(target.exe, os.X_OK):
-        return target.exe
-    return shutil.which(name)
+    found = [p for p in (shutil.which(name),) if p]
+    if target.exe and os.path.basename(target.exe).startswith(name) \
+            and os.access(target.exe, os.X_OK) and target.exe not in found:
+        found.append(target.exe)
+    return found
 
 
 def layout(target, verb="dump"):
@@ -172,21 +194,21 @@ def layout(target, verb="dump"):
         return _lprof.remote_layout()
     here = os.path.dirname(os.path.abspath(_lprof.__file__))
     built = glob.glob(os.path.join(here, "_lprof.cpython-%d%d-*.so" % version))
-    python = _interpreter_for(target, version)
+    pythons = _interpreters_for(target, version)
     why = None
     if not built:
         why = "lprof's extension is not built for it"
-    elif not python:
+    elif not pythons:
         why = f"no python{version[0]}.{version[1]} to load lprof's extension for it"
-    else:
+    for python in pythons if built else ():
         try:
             r = subprocess.run([python, "-I", "-S", "-c", _PRINT_LAYOUT, built[0]],
                                capture_output=True, text=True, timeout=60)
-            if r.returncode == 0:
-                got = json.loads(r.stdout)
-                if isinstance(got, dict):
-                    return got
-            why = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+            got = json.loads(r.stdout) if r.returncode == 0 else None
+            if isinstance(got, dict) and got.get("version_hex", 0) >> 16 == \
+                    (version[0] << 8 | version[1]):
+                return got
+            why = (r.stderr.strip().splitlines() or [f"{python}: exit status {r.returncode}"])[-1]
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             why = str(exc)
     raise LprofError(f"{verb}: process {target.pid} runs Python {version[0]}.{version[1]}, whose "

@@ -208,7 +208,31 @@ static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* remote_read(pid, addr, n) -> (status, bytes or None): n <= 4096 bytes of the
+ * target's memory (a version word, a cookie) */
+static PyObject *py_remote_read(PyObject *self, PyObject *args) {
+    (void)self;
+    int pid;
+    unsigned long long addr;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "iKn:remote_read", &pid, &addr, &n)) return NULL;
+    if (n < 0 || n > 4096) {
+        PyErr_SetString(PyExc_ValueError, "remote_read: 0 to 4096 bytes");
+        return NULL;
+    }
+    char buf[4096];
+    int rc = lp_remote_read((pid_t)pid, addr, buf, (size_t)n);
+    if (rc != LP_REMOTE_OK) return Py_BuildValue("(iO)", rc, Py_None);
+    PyObject *data = PyBytes_FromStringAndSize(buf, n);
+    if (data == NULL) return NULL;
+    PyObject *r = Py_BuildValue("(iO)", rc, data);
+    Py_DECREF(data);
+    return r;
+}
+
 static PyMethodDef remote_methods[] = {
+    {"remote_read", py_remote_read, METH_VARARGS,
+     "remote_read(pid, addr, n) -> (status, bytes or None): another process's memory."},
     {"remote_layout", py_remote_layout, METH_NOARGS,
      "This interpreter's layout for lprof dump (3.10-3.12), or None (3.13+: debug offsets)."},
     {"remote_dump", py_remote_dump, METH_VARARGS,
