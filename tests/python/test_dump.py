@@ -7,6 +7,7 @@ a clock for correctness (a busy machine only makes it slower)."""
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -219,4 +220,25 @@ def test_attach_falls_back_to_sampling_from_outside(tmp_path, child):
     assert f"{script}:{_line('OUTER LINE')} outer" in main, out
     assert f"{script}:{_line('SELECT LINE')} in_select" in out
     assert not os.path.exists(tmp_path / f"attach-{p.pid}.sample.lprof")
+    assert p.poll() is None
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="3.14+ runs lprof's code instead")
+def test_attach_from_outside_stops_at_ctrl_c_and_prints(tmp_path, child):
+    p, script = child(sys.executable)
+    a = subprocess.Popen([sys.executable, "-m", "lprof", "attach", str(p.pid)], cwd=tmp_path,
+                         env=lprof_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        said = a.stderr.readline()  # once said, it samples
+        assert "sampling it from outside instead" in said and "until Ctrl-C" in said, said
+        a.send_signal(signal.SIGINT)
+        out, err = a.communicate(timeout=300)
+    finally:
+        if a.poll() is None:
+            a.kill()
+            a.wait()
+    assert a.returncode == 0, err
+    assert err == "" and "(stopped by Ctrl-C)" in out, (out, err)
+    assert f"{script}:{_line('SLEEP LINE')} leaf" in out
     assert p.poll() is None

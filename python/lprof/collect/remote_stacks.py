@@ -55,18 +55,30 @@ def read(pid, runtime, layout, verb="dump"):
             for tid, ntid, frames, st in threads]
 
 
-def sample(pid, runtime, layout, duration, rate_hz=100, stop=None, verb="attach"):
+def sample(pid, runtime, layout, duration, rate_hz=100, stop=None, verb="attach",
+           on_start=None):
     """Reads every thread's stack `rate_hz` times a second for `duration`
-    seconds (None: until stop() is true or the process ends). Returns
+    seconds (None: until stop() is true, Ctrl-C, or the process ends). Returns
     {"samples": n, "seconds": s, "ended": bool, "threads": {key: {"name",
     "samples", "self": {(file, line, func): n}, "total": {...}}}}, key the
     native thread id (the Python thread id where none). Wall-clock samples:
-    a thread counts whether it runs or waits."""
-    from .. import _lprof as c
+    a thread counts whether it runs or waits. on_start() is called once the
+    first sample is in (Ctrl-C from then on ends the sampling, listed)."""
     period = 1.0 / rate_hz
     t0 = time.monotonic()
-    next_t = t0
     out = {"samples": 0, "threads": {}, "ended": False, "rate_hz": rate_hz}
+    try:
+        _sample_loop(pid, runtime, layout, duration, period, stop, verb, out, on_start)
+    except KeyboardInterrupt:  # Ctrl-C ends the sampling, as the duration would
+        out["interrupted"] = True
+    out["seconds"] = time.monotonic() - t0
+    return out
+
+
+def _sample_loop(pid, runtime, layout, duration, period, stop, verb, out, on_start):
+    from .. import _lprof as c
+    t0 = time.monotonic()
+    next_t = t0
     while True:
         now = time.monotonic()
         if duration is not None and now - t0 >= duration:
@@ -95,11 +107,11 @@ def sample(pid, runtime, layout, duration, rate_hz=100, stop=None, verb="attach"
                     if key not in seen:
                         seen.add(key)
                         th["total"][key] = th["total"].get(key, 0) + 1
+            if on_start is not None and out["samples"] == 1:
+                on_start()
         next_t += period
         delay = next_t - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         else:
             next_t = time.monotonic()  # fell behind (a busy machine): no burst to catch up
-    out["seconds"] = time.monotonic() - t0
-    return out

@@ -419,18 +419,17 @@ def _outside(args, why, gave_up=None):
             raise
         raise LprofError(f"{gave_up.message} (nor could it be read from outside: "
                          f"{exc.message.removeprefix('attach: ')})", gave_up.exit_code) from None
-    if not args.quiet:
-        until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C or its end"
-        sys.stderr.write(f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
-                         f"instead ({rate} Hz wall-clock stacks read with process_vm_readv, "
-                         f"{until}; a listing only, no profile file)\n")
+    def announce():
+        if not args.quiet:
+            until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C or its end"
+            sys.stderr.write(f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
+                             f"instead ({rate} Hz wall-clock stacks read with process_vm_readv, "
+                             f"{until}; a listing only, no profile file)\n")
+            sys.stderr.flush()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    try:
-        result = remote_stacks.sample(args.pid, target.runtime, layout, args.duration, rate,
-                                      stop=lambda: bool(stop), verb="attach")
-    except KeyboardInterrupt:
-        raise LprofError("attach: interrupted", 130) from None
+    result = remote_stacks.sample(args.pid, target.runtime, layout, args.duration, rate,
+                                  stop=lambda: bool(stop), verb="attach", on_start=announce)
     if not args.quiet:
         sys.stdout.write(stack_dump.format_samples(args.pid, result))
     return 0

@@ -44,6 +44,8 @@ def format_samples(pid, result, top=20):
            f"or waits)"]
     if result.get("ended"):
         out.append("(the process ended while sampled)")
+    if result.get("interrupted"):
+        out.append("(stopped by Ctrl-C)")
     threads = sorted(result["threads"].items(), key=lambda kv: (kv[0] != pid, -kv[1]["samples"]))
     for key, th in threads:
         name = f' "{th["name"]}"' if th.get("name") else ""
