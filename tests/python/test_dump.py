@@ -25,13 +25,14 @@ def in_select(started):
     started.set()
     select.select([], [], [], 120)  # SELECT LINE
 
-def leaf():
+def leaf(count, label):
+    ratio, nothing, many = -0.5, None, [1, 2]
     with open(sys.argv[1], "w") as f:
         f.write("ready")
     time.sleep(120)  # SLEEP LINE
 
 def outer():
-    leaf()  # OUTER LINE
+    leaf(7, "tag")  # OUTER LINE
 
 started = threading.Event()
 threading.Thread(target=in_select, args=(started,), name="selector", daemon=True).start()
@@ -147,6 +148,18 @@ def test_dump_prints_every_threads_stack(tmp_path, child, version):
     assert at == sorted(at)
     assert f'File "{script}", line {_line("SELECT LINE")}, in in_select' in text
     assert p.poll() is None  # the process goes on, untouched
+
+    # --locals: leaf's variables, by value where simple, by type otherwise
+    r = _lprof(tmp_path, "dump", p.pid, "--locals", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    leaf = next(f for t in doc["threads"] for f in t["frames"] if f["function"] == "leaf")
+    assert {k: leaf["locals"][k] for k in ("count", "label", "ratio", "nothing", "many")} == \
+        {"count": "7", "label": "'tag'", "ratio": "-0.5", "nothing": "None",
+         "many": "<list of 2>"}, leaf
+    assert leaf["locals"]["f"].startswith("<_io.TextIOWrapper object at 0x")
+    r = _lprof(tmp_path, "dump", p.pid, "--locals")
+    assert "      label = 'tag'\n" in r.stdout
 
 
 def _one_line_error(r, code, says):

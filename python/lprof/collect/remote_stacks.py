@@ -41,12 +41,13 @@ def thread_name(pid, native_id):
         return None
 
 
-def read(pid, runtime, layout, verb="dump"):
+def read(pid, runtime, layout, verb="dump", with_locals=False):
     """Every thread's stack now: a list of dicts {thread_id, native_id,
-    name, frames: [(file, function, line)] innermost first, complete}.
+    name, frames: [(file, function, line)] innermost first, complete};
+    with_locals: frames are (file, function, line, [(name, value text)]).
     LprofError (one line) when the process cannot be read."""
     from .. import _lprof as c
-    status, version, threads = c.remote_dump(pid, runtime, layout)
+    status, version, threads = c.remote_dump(pid, runtime, layout, with_locals)
     if status != c.REMOTE_OK:
         msg, code = _message(status, pid, version, verb)
         raise LprofError(msg, code)

@@ -23,18 +23,29 @@ def parser():
     p.add_argument("--json", action="store_true",
                    help="print JSON: {pid, python, threads: [{thread_id, native_id, name, "
                         "frames: [{file, function, line}] innermost first, complete}]}")
+    p.add_argument("--locals", action="store_true",
+                   help="each frame's bound local variables too, read from outside: None, "
+                        "bools, ints, floats and str excerpts by value, other objects by type "
+                        "(containers with their length)")
     return p
+
+
+def _frame_doc(frame):
+    doc = {"file": frame[0], "function": frame[1], "line": frame[2]}
+    if len(frame) > 3:
+        doc["locals"] = dict(frame[3])
+    return doc
 
 
 def main(args):
     target = remote_target.find(args.pid, "dump")
     layout = remote_target.layout(target, "dump")
-    threads = remote_stacks.read(args.pid, target.runtime, layout, "dump")
+    threads = remote_stacks.read(args.pid, target.runtime, layout, "dump", args.locals)
     if args.json:
         doc = {"pid": args.pid,
                "python": "%d.%d" % target.version if target.version else None,
-               "threads": [dict(t, frames=[{"file": f, "function": fn, "line": ln}
-                                           for f, fn, ln in t["frames"]]) for t in threads]}
+               "threads": [dict(t, frames=[_frame_doc(f) for f in t["frames"]])
+                           for t in threads]}
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
         sys.stdout.write(stack_dump.format_dump(args.pid, target.version, threads))

@@ -28,8 +28,10 @@ def format_dump(pid, version, threads):
         out.append(_thread_title(t, pid))
         if not t["frames"]:
             out.append("  (no Python frames)")
-        for file, func, line in reversed(t["frames"]):
-            out.append(_frame_line(file, func, line))
+        for frame in reversed(t["frames"]):
+            out.append(_frame_line(*frame[:3]))
+            for name, value in (frame[3] if len(frame) > 3 else ()):
+                out.append(f"      {name} = {value}")
         if not t["complete"]:
             out.append("  (stack truncated: a frame did not read; the thread was moving)")
     return "\n".join(out) + "\n"

@@ -46,6 +46,8 @@ static void own_layout(lp_remote_layout *L) {
     L->fr_owner = ABSENT;
     L->co_qualname = ABSENT;
     L->co_code_adaptive = ABSENT;
+    L->fr_localsplus = offsetof(PyFrameObject, f_localsplus);
+    L->co_localsplusnames = offsetof(PyCodeObject, co_varnames); /* the first co_nlocals slots */
 #else
     L->frame_model = LP_REMOTE_FRAMES_311;
     L->is_threads_head = offsetof(PyInterpreterState, threads.head);
@@ -58,7 +60,19 @@ static void own_layout(lp_remote_layout *L) {
     L->fr_owner = offsetof(_PyInterpreterFrame, owner);
     L->co_qualname = offsetof(PyCodeObject, co_qualname);
     L->co_code_adaptive = offsetof(PyCodeObject, co_code_adaptive);
+    L->fr_localsplus = offsetof(_PyInterpreterFrame, localsplus);
+    L->co_localsplusnames = offsetof(PyCodeObject, co_localsplusnames);
 #endif
+#if PY_VERSION_HEX >= 0x030C0000
+    L->long_size = offsetof(PyLongObject, long_value.lv_tag);
+    L->long_digits = offsetof(PyLongObject, long_value.ob_digit);
+#else
+    L->long_size = offsetof(PyVarObject, ob_size);
+    L->long_digits = offsetof(PyLongObject, ob_digit);
+#endif
+    L->tuple_size = offsetof(PyVarObject, ob_size);
+    L->tuple_item = offsetof(PyTupleObject, ob_item);
+    L->float_fval = offsetof(PyFloatObject, ob_fval);
     L->co_filename = offsetof(PyCodeObject, co_filename);
     L->co_name = offsetof(PyCodeObject, co_name);
     L->co_linetable = offsetof(PyCodeObject, co_linetable);
@@ -94,7 +108,8 @@ static PyObject *layout_to_dict(const lp_remote_layout *L) {
     return d;
 }
 
-/* every field must be there: an int, or None for LP_REMOTE_ABSENT */
+/* each field an int, or None (or missing: a layout from an older build) for
+ * LP_REMOTE_ABSENT; the reader refuses a layout that lacks what it needs */
 static int layout_from_dict(PyObject *d, lp_remote_layout *L) {
     if (!PyDict_Check(d)) {
         PyErr_SetString(PyExc_TypeError, "layout: a dict");
@@ -103,11 +118,7 @@ static int layout_from_dict(PyObject *d, lp_remote_layout *L) {
 #define GET_(n)                                                                         \
     {                                                                                   \
         PyObject *v = PyDict_GetItemString(d, #n);                                      \
-        if (v == NULL) {                                                                \
-            PyErr_SetString(PyExc_ValueError, "layout: no " #n);                        \
-            return -1;                                                                  \
-        }                                                                               \
-        if (v == Py_None) {                                                             \
+        if (v == NULL || v == Py_None) {                                                \
             L->n = LP_REMOTE_ABSENT;                                                    \
         } else {                                                                        \
             L->n = PyLong_AsUnsignedLongLong(v);                                        \
@@ -134,6 +145,8 @@ static PyObject *py_remote_layout(PyObject *self, PyObject *unused) {
 typedef struct sink_state {
     PyObject *threads; /* list of [tid, native_tid, frames, status] */
     PyObject *frames;  /* the current thread's frames list (borrowed from threads) */
+    PyObject *locals;  /* the current frame's locals list (borrowed), with --locals */
+    int want_locals;
 } sink_state;
 
 static int on_thread(void *ctx, uint64_t tid, uint64_t ntid) {
@@ -154,11 +167,31 @@ static int on_frame(void *ctx, const char *file, const char *func, int line) {
     /* names decoded leniently: a truncated multi-byte tail is replaced, not an error */
     PyObject *pf = PyUnicode_DecodeUTF8(file, (Py_ssize_t)strlen(file), "replace");
     PyObject *pn = PyUnicode_DecodeUTF8(func, (Py_ssize_t)strlen(func), "replace");
-    PyObject *t = (pf && pn) ? Py_BuildValue("(OOi)", pf, pn, line) : NULL;
+    PyObject *t = NULL;
+    if (pf && pn && s->want_locals) {
+        s->locals = PyList_New(0);
+        t = s->locals ? Py_BuildValue("(OOiO)", pf, pn, line, s->locals) : NULL;
+        Py_XDECREF(s->locals); /* the frame's tuple holds it */
+    } else if (pf && pn) {
+        t = Py_BuildValue("(OOi)", pf, pn, line);
+    }
     Py_XDECREF(pf);
     Py_XDECREF(pn);
     if (t == NULL) return 1;
     int rc = PyList_Append(s->frames, t);
+    Py_DECREF(t);
+    return rc < 0;
+}
+
+static int on_local(void *ctx, const char *name, const char *value) {
+    sink_state *s = ctx;
+    PyObject *pn = PyUnicode_DecodeUTF8(name, (Py_ssize_t)strlen(name), "replace");
+    PyObject *pv = PyUnicode_DecodeUTF8(value, (Py_ssize_t)strlen(value), "replace");
+    PyObject *t = (pn && pv) ? PyTuple_Pack(2, pn, pv) : NULL;
+    Py_XDECREF(pn);
+    Py_XDECREF(pv);
+    if (t == NULL) return 1;
+    int rc = PyList_Append(s->locals, t);
     Py_DECREF(t);
     return rc < 0;
 }
@@ -171,16 +204,19 @@ static int on_end_thread(void *ctx, int status) {
     return PyList_SetItem(PyList_GET_ITEM(s->threads, n - 1), 3, st) < 0;
 }
 
-/* remote_dump(pid, runtime_addr, layout or None) -> (status, version_hex, threads):
- * layout None reads the target's _Py_DebugOffsets; threads is a list of
- * [thread_id, native_thread_id, [(file, function, line), ...] innermost
- * first, status of that thread's walk]. status: REMOTE_* below. */
+/* remote_dump(pid, runtime_addr, layout or None, locals=False) -> (status,
+ * version_hex, threads): layout None reads the target's _Py_DebugOffsets;
+ * threads is a list of [thread_id, native_thread_id, [(file, function,
+ * line), ...] innermost first, status of that thread's walk]; with locals
+ * each frame has a fourth item, [(name, value text), ...]. status: REMOTE_*. */
 static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
     (void)self;
     int pid;
     unsigned long long runtime;
     PyObject *layout_obj;
-    if (!PyArg_ParseTuple(args, "iKO:remote_dump", &pid, &runtime, &layout_obj)) return NULL;
+    int want_locals = 0;
+    if (!PyArg_ParseTuple(args, "iKO|p:remote_dump", &pid, &runtime, &layout_obj, &want_locals))
+        return NULL;
     lp_remote_layout L;
     uint64_t version = 0;
     int rc;
@@ -193,10 +229,10 @@ static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
         if (layout_from_dict(layout_obj, &L) < 0) return NULL;
         version = L.version_hex;
     }
-    sink_state s = {.threads = PyList_New(0), .frames = NULL};
+    sink_state s = {.threads = PyList_New(0), .want_locals = want_locals};
     if (s.threads == NULL) return NULL;
     lp_remote_sink sink = {.thread = on_thread, .frame = on_frame, .end_thread = on_end_thread,
-                           .ctx = &s};
+                           .local = want_locals ? on_local : NULL, .ctx = &s};
     /* the sink builds Python objects: the walk keeps the GIL */
     rc = lp_remote_walk((pid_t)pid, runtime, &L, &sink);
     if (rc == LP_REMOTE_STOPPED && PyErr_Occurred()) {
@@ -236,7 +272,8 @@ static PyMethodDef remote_methods[] = {
     {"remote_layout", py_remote_layout, METH_NOARGS,
      "This interpreter's layout for lprof dump (3.10-3.12), or None (3.13+: debug offsets)."},
     {"remote_dump", py_remote_dump, METH_VARARGS,
-     "remote_dump(pid, runtime_addr, layout or None) -> (status, version_hex, threads)."},
+     "remote_dump(pid, runtime_addr, layout or None, locals=False) -> (status, version_hex, "
+     "threads)."},
     {NULL, NULL, 0, NULL},
 };
 

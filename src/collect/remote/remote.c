@@ -3,6 +3,7 @@
 #include "collect/remote/remote.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -53,10 +54,13 @@ enum {
     W313_IS_NEXT = 8, W313_IS_THREADS_HEAD = 9,
     W313_TS_NEXT = 21, W313_TS_CURRENT_FRAME = 23, W313_TS_THREAD_ID = 24,
     W313_TS_NATIVE_THREAD_ID = 25,
-    W313_IF_PREVIOUS = 29, W313_IF_EXECUTABLE = 30, W313_IF_INSTR_PTR = 31, W313_IF_OWNER = 33,
+    W313_IF_PREVIOUS = 29, W313_IF_EXECUTABLE = 30, W313_IF_INSTR_PTR = 31,
+    W313_IF_LOCALSPLUS = 32, W313_IF_OWNER = 33,
     W313_CO_FILENAME = 35, W313_CO_NAME = 36, W313_CO_QUALNAME = 37, W313_CO_LINETABLE = 38,
-    W313_CO_FIRSTLINENO = 39, W313_CO_CODE_ADAPTIVE = 43,
+    W313_CO_FIRSTLINENO = 39, W313_CO_LOCALSPLUSNAMES = 41, W313_CO_CODE_ADAPTIVE = 43,
     W313_OB_TYPE = 45, W313_TP_NAME = 47,
+    W313_TUPLE_OB_ITEM = 51, W313_TUPLE_OB_SIZE = 52, W313_FLOAT_OB_FVAL = 60,
+    W313_LONG_LV_TAG = 62, W313_LONG_OB_DIGIT = 63,
     W313_BYTES_OB_SIZE = 65, W313_BYTES_OB_SVAL = 66,
     W313_U_STATE = 68, W313_U_LENGTH = 69, W313_U_ASCII_SIZE = 70,
     W313_WORDS = 73,
@@ -104,6 +108,13 @@ int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layo
         .u_ascii_size = w[W313_U_ASCII_SIZE],
         /* PyCompactUnicodeObject: PyASCIIObject + utf8_length + utf8 (3.12+) */
         .u_compact_size = w[W313_U_ASCII_SIZE] + 16,
+        .fr_localsplus = w[W313_IF_LOCALSPLUS],
+        .co_localsplusnames = w[W313_CO_LOCALSPLUSNAMES],
+        .tuple_size = w[W313_TUPLE_OB_SIZE],
+        .tuple_item = w[W313_TUPLE_OB_ITEM],
+        .float_fval = w[W313_FLOAT_OB_FVAL],
+        .long_size = w[W313_LONG_LV_TAG],
+        .long_digits = w[W313_LONG_OB_DIGIT],
     };
     *out = L;
     return LP_REMOTE_OK;
@@ -305,6 +316,117 @@ static int emit_code(walk *w, uint64_t code, int64_t unit) {
     return w->sink->frame(w->sink->ctx, w->file, w->func, line) ? LP_REMOTE_STOPPED : LP_REMOTE_OK;
 }
 
+/* ---- locals (--locals) ------------------------------------------------- */
+
+static int layout_has(uint64_t off) { return off != LP_REMOTE_ABSENT && off <= (1u << 20); }
+
+/* obj's type name (tp_name, a C string) into out; 0 when it does not read */
+static int type_name(walk *w, uint64_t obj, uint64_t *type, char *out, size_t cap) {
+    uint64_t name;
+    if (!ptr_ok(obj) || read_ptr(w->pid, obj, w->L->ob_type, type) != LP_REMOTE_OK || *type == 0 ||
+        read_u64(w->pid, *type + w->L->tp_name, &name) != LP_REMOTE_OK || name == 0 ||
+        name >= USER_TOP)
+        return 0;
+    /* read what is there up to cap-1 bytes; a page end can cut it short */
+    size_t n = cap - 1;
+    while (n > 0 && lp_remote_read(w->pid, name, out, n) != LP_REMOTE_OK) n /= 2;
+    if (n == 0) return 0;
+    out[n] = '\0';
+    return 1;
+}
+
+/* an int of at most two 30-bit digits, or -1 (bigger, or unreadable) */
+static int long_value(walk *w, uint64_t obj, int64_t *value) {
+    const lp_remote_layout *L = w->L;
+    int64_t raw;
+    uint64_t ndigits;
+    int negative;
+    if (lp_remote_read(w->pid, obj + L->long_size, &raw, sizeof raw) != LP_REMOTE_OK) return -1;
+    if (L->version_hex >= 0x030C0000) { /* lv_tag: digits << 3 | sign (0 +, 1 zero, 2 -) */
+        ndigits = (uint64_t)raw >> 3;
+        negative = (raw & 3) == 2;
+        if ((raw & 3) == 1) ndigits = 0;
+    } else { /* ob_size: the digit count, signed */
+        negative = raw < 0;
+        ndigits = raw < 0 ? (uint64_t)0 - (uint64_t)raw : (uint64_t)raw;
+    }
+    if (ndigits > 2) return -1;
+    uint32_t d[2] = {0, 0};
+    if (ndigits && lp_remote_read(w->pid, obj + L->long_digits, d, ndigits * 4) != LP_REMOTE_OK)
+        return -1;
+    uint64_t mag = (uint64_t)(d[0] & 0x3FFFFFFFu) | ((uint64_t)(d[1] & 0x3FFFFFFFu) << 30);
+    *value = negative ? -(int64_t)mag : (int64_t)mag;
+    return 0;
+}
+
+static void value_text(walk *w, uint64_t obj, char *out, size_t cap) {
+    const lp_remote_layout *L = w->L;
+    uint64_t type;
+    char tname[64];
+    if (!type_name(w, obj, &type, tname, sizeof tname)) {
+        snprintf(out, cap, "<unreadable at 0x%llx>", (unsigned long long)obj);
+        return;
+    }
+    int64_t iv;
+    double fv;
+    int64_t size;
+    if (strcmp(tname, "NoneType") == 0) {
+        snprintf(out, cap, "None");
+    } else if (strcmp(tname, "bool") == 0 && long_value(w, obj, &iv) == 0) {
+        snprintf(out, cap, "%s", iv ? "True" : "False");
+    } else if (strcmp(tname, "int") == 0 && long_value(w, obj, &iv) == 0) {
+        snprintf(out, cap, "%lld", (long long)iv);
+    } else if (strcmp(tname, "float") == 0 &&
+               lp_remote_read(w->pid, obj + L->float_fval, &fv, sizeof fv) == LP_REMOTE_OK) {
+        snprintf(out, cap, "%.15g", fv); /* the shortest of 15 or 17 digits that reads back */
+        if (strtod(out, NULL) != fv) snprintf(out, cap, "%.17g", fv);
+    } else if (strcmp(tname, "str") == 0 && read_str(w->pid, L, obj, w->func, 64) == LP_REMOTE_OK) {
+        /* quoted; control characters and quotes shown as ? (a glance, not repr) */
+        size_t o = 0;
+        out[o++] = '\'';
+        for (const char *c = w->func; *c && o + 5 < cap; c++)
+            out[o++] = ((unsigned char)*c < 0x20 || *c == '\'' || *c == '\\') ? '?' : *c;
+        if (strlen(w->func) >= 63 && o + 4 < cap) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+        }
+        out[o++] = '\'';
+        out[o] = '\0';
+    } else if ((strcmp(tname, "tuple") == 0 || strcmp(tname, "list") == 0 ||
+                strcmp(tname, "bytes") == 0) &&
+               lp_remote_read(w->pid, obj + L->tuple_size, &size, sizeof size) == LP_REMOTE_OK) {
+        snprintf(out, cap, "<%s of %lld>", tname, (long long)size);
+    } else {
+        snprintf(out, cap, "<%.48s object at 0x%llx>", tname, (unsigned long long)obj);
+    }
+}
+
+/* the frame's bound locals (cells and free variables too, as their cell
+ * objects) through sink->local; any read that fails shows no more of them */
+static int emit_locals(walk *w, uint64_t frame, uint64_t code) {
+    const lp_remote_layout *L = w->L;
+    if (!layout_has(L->fr_localsplus) || !layout_has(L->co_localsplusnames) ||
+        !layout_has(L->tuple_size) || !layout_has(L->tuple_item))
+        return LP_REMOTE_OK;
+    uint64_t names, name_at[LP_REMOTE_MAX_LOCALS], value_at[LP_REMOTE_MAX_LOCALS];
+    int64_t n;
+    if (read_ptr(w->pid, code, L->co_localsplusnames, &names) != LP_REMOTE_OK || names == 0 ||
+        lp_remote_read(w->pid, names + L->tuple_size, &n, sizeof n) != LP_REMOTE_OK || n <= 0)
+        return LP_REMOTE_OK;
+    if (n > LP_REMOTE_MAX_LOCALS) n = LP_REMOTE_MAX_LOCALS;
+    if (lp_remote_read(w->pid, names + L->tuple_item, name_at, (size_t)n * 8) != LP_REMOTE_OK ||
+        lp_remote_read(w->pid, frame + L->fr_localsplus, value_at, (size_t)n * 8) != LP_REMOTE_OK)
+        return LP_REMOTE_OK;
+    char value[LP_REMOTE_MAX_VALUE];
+    for (int64_t i = 0; i < n; i++) {
+        if (value_at[i] == 0) continue; /* unbound */
+        if (read_str(w->pid, L, name_at[i], w->file, sizeof w->file) != LP_REMOTE_OK) break;
+        value_text(w, value_at[i], value, sizeof value);
+        if (w->sink->local(w->sink->ctx, w->file, value)) return LP_REMOTE_STOPPED;
+    }
+    return LP_REMOTE_OK;
+}
+
 #define OWNED_BY_CSTACK 3 /* 3.12+: an entry frame of the C stack, no Python code */
 
 static int walk_frames(walk *w, uint64_t frame) {
@@ -341,6 +463,7 @@ static int walk_frames(walk *w, uint64_t frame) {
         if (!skip && code != 0) {
             if (!is_code(w->pid, L, code, &w->code_type)) return LP_REMOTE_BADREAD;
             rc = emit_code(w, code, unit);
+            if (rc == LP_REMOTE_OK && w->sink->local != NULL) rc = emit_locals(w, frame, code);
             if (rc != LP_REMOTE_OK) return rc;
         }
         frame = next;

@@ -28,6 +28,8 @@
 #define LP_REMOTE_MAX_DEPTH 1024
 #define LP_REMOTE_MAX_STR 1024              /* bytes of a file or function name, UTF-8 */
 #define LP_REMOTE_MAX_LINETABLE (1u << 20)  /* bytes of one code object's line table */
+#define LP_REMOTE_MAX_LOCALS 256            /* local variables shown per frame */
+#define LP_REMOTE_MAX_VALUE 128             /* bytes of one local's shown value */
 
 /* how the thread state reaches its frames */
 enum {
@@ -46,7 +48,9 @@ enum {
     X(fr_previous) X(fr_code) X(fr_instr) X(fr_owner)                                       \
     X(co_filename) X(co_name) X(co_qualname) X(co_linetable) X(co_firstlineno)              \
     X(co_code_adaptive) X(ob_type) X(tp_name) X(bytes_size) X(bytes_sval)                   \
-    X(u_state) X(u_length) X(u_ascii_size) X(u_compact_size)
+    X(u_state) X(u_length) X(u_ascii_size) X(u_compact_size)                               \
+    X(fr_localsplus) X(co_localsplusnames) X(tuple_size) X(tuple_item) X(float_fval)        \
+    X(long_size) X(long_digits)
 
 typedef struct lp_remote_layout {
 #define LP_REMOTE_FIELD_(n) uint64_t n;
@@ -65,7 +69,12 @@ enum {
     LP_REMOTE_STOPPED = 7,  /* a sink callback asked to stop (its error) */
 };
 
-/* Called per thread, then per frame of that thread, innermost first.
+/* Called per thread, then per frame of that thread, innermost first, and
+ * (when `local` is set: --locals) after each frame its bound variables:
+ * name and a short text of the value (None, bools, ints up to 60 bits,
+ * floats, str excerpts as repr would quote them; other objects as
+ * <type object at 0x...>, containers with their length). A frame whose
+ * locals do not read shows none.
  * `file`/`func` are NUL-terminated UTF-8 (truncated at LP_REMOTE_MAX_STR),
  * valid during the call only; line is -1 when the table has none.
  * A non-zero return stops the walk (LP_REMOTE_STOPPED). `end_thread` gets
@@ -75,6 +84,7 @@ typedef struct lp_remote_sink {
     int (*thread)(void *ctx, uint64_t thread_id, uint64_t native_thread_id);
     int (*frame)(void *ctx, const char *file, const char *func, int line);
     int (*end_thread)(void *ctx, int status);
+    int (*local)(void *ctx, const char *name, const char *value); /* NULL: no locals */
     void *ctx;
 } lp_remote_sink;
 
