@@ -892,6 +892,6 @@ def test_a_python_before_3_14_is_refused_with_its_version_where_code_must_run(tm
         p.wait()
     assert r.returncode == 2
     v = "%d.%d" % sys.version_info[:2]
-    assert f"runs Python {v}, which cannot run lprof's code" in r.stderr
+    assert f"runs Python {v}, which cannot be asked to run lprof's code" in r.stderr
     assert f"-l needs lprof's code in the process (lprof dump {p.pid}" in r.stderr
     assert r.stderr.count("\n") == 1

@@ -216,6 +216,27 @@ def test_no_permission_is_one_line(tmp_path, child):
     assert "/proc/sys/kernel/yama/ptrace_scope" in r.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run lprof as another user")
+def test_process_vm_readv_refused_is_one_line(tmp_path, child):
+    # the memory read itself refused (EPERM), past /proc: the reader's own message
+    system_python = "/usr/bin/python%d.%d" % sys.version_info[:2]
+    if not os.access(system_python, os.X_OK) or sys.version_info[:2] != (3, 11):
+        pytest.skip("needs the system's python3.11 (readable by nobody) as this interpreter")
+    from lprof.process import remote_target
+    p, _ = child(sys.executable)
+    target = remote_target.find(p.pid)
+    code = ("import sys; from lprof.collect import remote_stacks; "
+            "from lprof.common.errors import LprofError\n"
+            "try:\n remote_stacks.read(int(sys.argv[1]), int(sys.argv[2]), None)\n"
+            "except LprofError as e:\n print(e.exit_code, e.message)")
+    r = subprocess.run([system_python, "-c", code, str(p.pid), str(target.runtime)], cwd="/",
+                       env=dict(lprof_env(), HOME="/"), capture_output=True, text=True,
+                       timeout=300, user="nobody", group="nogroup", extra_groups=[])
+    assert r.stdout.startswith(f"1 dump: not permitted to read process {p.pid}'s memory "
+                               f"(process_vm_readv: EPERM)"), (r.stdout, r.stderr)
+    assert "/proc/sys/kernel/yama/ptrace_scope" in r.stdout
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="3.14+ runs lprof's code instead")
 def test_attach_falls_back_to_sampling_from_outside(tmp_path, child):
     p, script = child(sys.executable)

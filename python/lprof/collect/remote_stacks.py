@@ -98,7 +98,8 @@ def _sample_loop(pid, runtime, layout, duration, period, stop, verb, out, on_sta
                 th = out["threads"].get(ntid or tid)
                 if th is None:
                     th = out["threads"][ntid or tid] = {
-                        "name": thread_name(pid, ntid), "samples": 0, "self": {}, "total": {}}
+                        "name": thread_name(pid, ntid), "native": bool(ntid), "samples": 0,
+                        "self": {}, "total": {}}
                 th["samples"] += 1
                 seen = set()
                 for i, (file, func, line) in enumerate(frames):

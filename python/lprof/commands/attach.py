@@ -441,7 +441,7 @@ def main(args):
     version = _python_version(args.pid)
     if version is not None and version < (3, 14):
         return _outside(args, f"attach: process {args.pid} runs Python {version[0]}.{version[1]}, "
-                              f"which cannot run lprof's code from outside (sys.remote_exec is "
+                              f"which cannot be asked to run lprof's code (sys.remote_exec is "
                               f"3.14+)")
     _left.clear()
     sessions = []  # every one made, closed at the end

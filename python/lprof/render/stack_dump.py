@@ -52,8 +52,10 @@ def format_samples(pid, result, top=20):
     for key, th in threads:
         name = f' "{th["name"]}"' if th.get("name") else ""
         main = " (main)" if key == pid else ""
+        # a native thread id, else (3.10) the Python thread id, in hex as lprof dump shows it
+        ident = key if th.get("native") else "0x%x" % key
         out.append("")
-        out.append(f"Thread {key}{name}{main}: {th['samples']} samples")
+        out.append(f"Thread {ident}{name}{main}: {th['samples']} samples")
         if not th["total"]:
             out.append("  (no Python frames)")
             continue
