@@ -89,6 +89,7 @@ static void own_layout(lp_remote_layout *L) {
 }
 #endif
 
+#if PY_VERSION_HEX < 0x030D0000 /* 3.13+ has no table of its own here (remote_layout: None) */
 static PyObject *layout_to_dict(const lp_remote_layout *L) {
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
@@ -107,6 +108,7 @@ static PyObject *layout_to_dict(const lp_remote_layout *L) {
 #undef PUT_
     return d;
 }
+#endif
 
 /* each field an int, or None (or missing: a layout from an older build) for
  * LP_REMOTE_ABSENT; the reader refuses a layout that lacks what it needs */
