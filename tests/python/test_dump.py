@@ -247,10 +247,12 @@ def test_attach_falls_back_to_sampling_from_outside(tmp_path, child):
     assert "sampling it from outside instead" in r.stderr and "no profile file" in r.stderr
     out = r.stdout
     assert out.startswith(f"Process {p.pid}: ") and "wall-clock samples" in out, out
-    main = out[out.index(f"Thread {p.pid}"):]
-    main = main[:main.index("\n\n")] if "\n\n" in main else main
+    blocks = out.split("\n\nThread ")[1:]
+    assert len(blocks) == 2, out
     # the main thread asleep in leaf(), called from outer()
-    assert f"{script}:{_line('SLEEP LINE')} leaf" in main, out
+    main = next(b for b in blocks if f"{script}:{_line('SLEEP LINE')} leaf" in b)
+    if sys.version_info >= (3, 11):  # native thread ids: the main thread's is the pid
+        assert main.startswith(f"{p.pid} ") and "(main)" in main.splitlines()[0], out
     assert f"{script}:{_line('OUTER LINE')} outer" in main, out
     assert f"{script}:{_line('SELECT LINE')} in_select" in out
     assert not os.path.exists(tmp_path / f"attach-{p.pid}.sample.lprof")
