@@ -2,7 +2,7 @@
 
 The only place that turns an LprofError into `lprof: <message>` and an exit
 status. Verbs: run (default: `lprof [options] script.py args`; its parser is
-commands/run_args.py), view, export, diff, merge, attach (each module's parser())."""
+commands/run_args.py), view, export, diff, merge, attach, dump (each module's parser())."""
 import os
 import sys
 
@@ -10,7 +10,7 @@ from .common import libdirs
 from .common.errors import LprofError
 
 # the verbs other than run: each module in commands/ owns its parser() and main(args)
-VERBS = ("view", "export", "diff", "merge", "attach")
+VERBS = ("view", "export", "diff", "merge", "attach", "dump")
 
 
 def main(argv=None):

@@ -16,5 +16,6 @@ LP_INTERNAL int lp_pyawaits_init(PyObject *module);  /* collect/cpython/awaits.c
 LP_INTERNAL int lp_pystacks_init(PyObject *module);  /* aggregate/cpython/snapshot.c: the stack model */
 LP_INTERNAL int lp_pyexport_init(PyObject *module);  /* export/cpython/fold_rows.c: fold_rows */
 LP_INTERNAL int lp_pyemergency_init(PyObject *module); /* export/cpython/emergency_py.c: faults */
+LP_INTERNAL int lp_pyremote_init(PyObject *module);  /* collect/cpython/remote_py.c: lprof dump */
 
 #endif

@@ -879,16 +879,19 @@ def test_refusals_are_one_line(tmp_path, args, says):
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="needs a Python without remote_exec")
-def test_a_python_before_3_14_is_refused_with_its_version(tmp_path):
+def test_a_python_before_3_14_is_refused_with_its_version_where_code_must_run(tmp_path):
+    # plain sampling falls back to reading from outside (tests/python/test_dump.py);
+    # -l needs lprof's code in the process
     p = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); "
                           "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"
-        r = _attach(tmp_path, p.pid, "-d", 1)
+        r = _attach(tmp_path, p.pid, "-d", 1, "-l", "-p", "mod:func")
     finally:
         p.kill()
         p.wait()
     assert r.returncode == 2
     v = "%d.%d" % sys.version_info[:2]
-    assert f"runs Python {v}; attaching needs Python 3.14 or later" in r.stderr
+    assert f"runs Python {v}, which cannot be asked to run lprof's code" in r.stderr
+    assert f"-l needs lprof's code in the process (lprof dump {p.pid}" in r.stderr
     assert r.stderr.count("\n") == 1

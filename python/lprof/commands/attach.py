@@ -17,7 +17,7 @@ from ..common import files
 from ..common.errors import LprofError
 from ..model import profile_file
 from ..process import remote
-from ..process.attach_session import SAVE_TIMEOUT_S, Session, gone
+from ..process.attach_session import SAVE_TIMEOUT_S, GaveUp, Session, gone
 from ..process.attach_agent import FORKED_PREFIX
 from ..process.follow import multiprocessing_helper
 from .attach_args import check, parser  # noqa: F401 (cli.py calls parser())
@@ -377,9 +377,72 @@ def _gather(done, args):
     return prof
 
 
+# attach's fallback reads stacks at this rate at most (each read walks every thread)
+OUTSIDE_RATE_HZ = 100
+
+
+def _python_version(pid):
+    """The target's (major, minor) from outside, or None when not found
+    (an embedding program: the remote_exec path says what it finds)."""
+    from ..process import remote_target
+    try:
+        return remote_target.find(pid, "attach").version
+    except LprofError:
+        return None
+
+
+def _outside(args, why, gave_up=None):
+    """The process cannot run lprof's code (a Python before 3.14, or a main
+    thread that never came back to Python within --start-timeout): sample
+    its stacks from outside instead, with lprof dump's reader, and print a
+    listing of wall-clock samples per line and thread. Only for plain
+    sampling: -l, --memory and --children need code in the process. After a
+    start that timed out (`gave_up`), its error stands when the process cannot
+    be read from outside either (or the mode needs code in it)."""
+    from ..collect import remote_stacks
+    from ..process import remote_target
+    from ..render import stack_dump
+    needs_code = [f for f, on in (("-l", args.line_by_line), ("--memory", args.memory),
+                                  ("--children", args.children), ("--top", args.top)) if on]
+    if needs_code and gave_up is not None:
+        raise gave_up
+    if needs_code:
+        raise LprofError(f"{why}; {needs_code[0]} needs lprof's code in the process (lprof dump "
+                         f"{args.pid} reads its stacks from outside)", 2)
+    rate = min(args.rate or OUTSIDE_RATE_HZ, OUTSIDE_RATE_HZ)
+    try:
+        target = remote_target.find(args.pid, "attach")
+        layout = remote_target.layout(target, "attach")
+        remote_stacks.read(args.pid, target.runtime, layout, "attach")  # readable, or one line
+    except LprofError as exc:
+        if gave_up is None:
+            raise
+        raise LprofError(f"{gave_up.message} (nor could it be read from outside: "
+                         f"{exc.message.removeprefix('attach: ')})", gave_up.exit_code) from None
+    def announce():
+        if not args.quiet:
+            until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C or its end"
+            sys.stderr.write(f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
+                             f"instead ({rate} Hz wall-clock stacks read with process_vm_readv, "
+                             f"{until}; a listing only, no profile file)\n")
+            sys.stderr.flush()
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    result = remote_stacks.sample(args.pid, target.runtime, layout, args.duration, rate,
+                                  stop=lambda: bool(stop), verb="attach", on_start=announce)
+    if not args.quiet:
+        sys.stdout.write(stack_dump.format_samples(args.pid, result))
+    return 0
+
+
 def main(args):
     check(args)
     remote.executable_of(args.pid)  # no such process: said before anything is made
+    version = _python_version(args.pid)
+    if version is not None and version < (3, 14):
+        return _outside(args, f"attach: process {args.pid} runs Python {version[0]}.{version[1]}, "
+                              f"which cannot be asked to run lprof's code (sys.remote_exec is "
+                              f"3.14+)")
     _left.clear()
     sessions = []  # every one made, closed at the end
     try:
@@ -390,6 +453,8 @@ def main(args):
         except KeyboardInterrupt:
             first.give_up_start()
             raise LprofError("attach: interrupted before sampling started", 130) from None
+        except GaveUp as exc:
+            return _outside(args, exc.message.split(";")[0], gave_up=exc)
         recording = [first]
         children = _Children(args, sessions, recording) if args.children else None
         stop_now = False

@@ -14,7 +14,9 @@ def parser():
         description="Profile a running Python process (Python 3.14+ in the process, through "
                     "sys.remote_exec): sample every thread, or with -l time every line of the "
                     "code -p names, until the duration is over, Ctrl-C, or the process ends; "
-                    "then save and print its profile.")
+                    "then save and print its profile. A process that cannot run lprof's code "
+                    "(Python 3.10-3.13, or a main thread blocked past --start-timeout) is "
+                    "sampled from outside instead: wall-clock stacks, a listing, no file.")
     p.add_argument("pid", type=int, help="the process to attach to")
     p.add_argument("-d", "--duration", type=float, metavar="S",
                    help="stop after S seconds (default: at Ctrl-C, or when the process ends)")

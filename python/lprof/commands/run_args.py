@@ -57,7 +57,8 @@ def parser():
               "       lprof diff BEFORE.lprof AFTER.lprof [--html PATH]\n"
               "       lprof export FILE.lprof --format json|folded|speedscope|svg|html|chrome|pstats [options]\n"
               "       lprof merge FILE.lprof... -o OUT.lprof\n"
-              "       lprof attach PID [-d SECONDS] [--children] [--wall] [--memory] [-l -p TARGET] [--top] [-o OUT]",
+              "       lprof attach PID [-d SECONDS] [--children] [--wall] [--memory] [-l -p TARGET] [--top] [-o OUT]\n"
+              "       lprof dump PID [--json]",
         description="Line-level profiler for Python. Without -l: samples the whole program "
                     "(CPU or wall time per line and per stack). With -l: exact timing of the "
                     "lines of functions marked @profile.",

@@ -1,0 +1,214 @@
+/* collect/remote: line tables of 3.10 and 3.11+ decoded as CPython lays
+ * them out, malformed ones refused; reads of addresses that cannot be read. */
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "collect/remote/remote.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include "harness.h"
+
+TEST(line_table_310) {
+    /* 6 bytes at +0 lines, 4 bytes at +2, 2 bytes with no line, 4 bytes at -1 */
+    const uint8_t t[] = {6, 0, 4, 2, 2, (uint8_t)-128, 4, (uint8_t)-1};
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 0), 10);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 2), 10);  /* byte 4 */
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 3), 12);  /* byte 6 */
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 5), -1);  /* byte 10 */
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 6), 11);  /* byte 12 */
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, 8), -1);  /* past the end */
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 10, LP_REMOTE_FRAMES_310, -1), 10); /* not started */
+}
+
+TEST(line_table_311) {
+    const uint8_t t[] = {
+        0x80 | (13 << 3) | 0, 0x02,             /* 1 unit, no column, line +1 */
+        0x80 | (11 << 3) | 2, 4, 8,             /* 3 units, one-line form, +1 */
+        0x80 | (3 << 3) | 1, 7,                 /* 2 units, short form, same line */
+        0x80 | (14 << 3) | 0, 0x05, 0, 1, 1,    /* 1 unit, long form, line -2 */
+        0x80 | (15 << 3) | 1,                   /* 2 units, no location */
+        0x80 | (13 << 3) | 0, 0x40 | 0x08, 0x01 /* 1 unit, line +(8 | 1 << 6) >> 1 = +36 */
+    };
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 0), 6);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 1), 7);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 3), 7);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 5), 7);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 6), 5);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 7), -1);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 9), 41);
+    CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 10), -1);
+}
+
+TEST(malformed_tables_give_no_line) {
+    const uint8_t no_high_bit[] = {0x05, 0x80};
+    CHECK_EQ_INT(lp_remote_line_of(no_high_bit, sizeof no_high_bit, 1, LP_REMOTE_FRAMES_311, 0), -1);
+    const uint8_t cut_varint[] = {0x80 | (13 << 3), 0x40};  /* continuation, then the end */
+    CHECK_EQ_INT(lp_remote_line_of(cut_varint, sizeof cut_varint, 1, LP_REMOTE_FRAMES_311, 0), -1);
+    const uint8_t cut_columns[] = {0x80 | (10 << 3), 1};     /* one of two column bytes */
+    CHECK_EQ_INT(lp_remote_line_of(cut_columns, sizeof cut_columns, 1, LP_REMOTE_FRAMES_311, 0), -1);
+    const uint8_t endless[] = {0x80 | (13 << 3), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f};
+    CHECK_EQ_INT(lp_remote_line_of(endless, sizeof endless, 1, LP_REMOTE_FRAMES_311, 0), -1);
+    CHECK_EQ_INT(lp_remote_line_of(NULL, 0, 1, LP_REMOTE_FRAMES_311, 0), -1);
+}
+
+TEST(reads_are_checked) {
+    static uint64_t word = 0x1122334455667788ull;
+    uint64_t got = 0;
+    CHECK_EQ_INT(lp_remote_read(getpid(), (uint64_t)(uintptr_t)&word, &got, sizeof got), LP_REMOTE_OK);
+    CHECK(got == word);
+    CHECK_EQ_INT(lp_remote_read(getpid(), 0, &got, sizeof got), LP_REMOTE_BADREAD);
+    CHECK_EQ_INT(lp_remote_read(getpid(), 4096, &got, sizeof got), LP_REMOTE_BADREAD);
+    CHECK_EQ_INT(lp_remote_read(getpid(), 0x0000800000000000ull - 4, &got, sizeof got), LP_REMOTE_BADREAD);
+    /* a walk with a layout that says nothing is refused before any read */
+    lp_remote_layout empty = {0};
+    lp_remote_sink sink = {0};
+    CHECK_EQ_INT(lp_remote_walk(getpid(), 4096, &empty, &sink), LP_REMOTE_LAYOUT);
+}
+
+/* ---- a walk over structures faked in this process (it reads itself) ---- */
+
+typedef struct { _Alignas(8) uint32_t state; uint32_t pad; int64_t length; char data[16]; } fake_str;
+typedef struct { _Alignas(8) int64_t size; uint8_t sval[8]; } fake_bytes;
+typedef struct { _Alignas(8) uint64_t pad; const char *tp_name; } fake_type;
+typedef struct {
+    _Alignas(8) uint64_t ob_type, filename, name, linetable;
+    int32_t firstlineno, pad;
+    uint8_t code[16];
+} fake_code;
+typedef struct { _Alignas(8) uint64_t previous, code, instr; uint8_t owner; } fake_frame;
+typedef struct { _Alignas(8) uint64_t next, tid, ntid, frame; } fake_ts;
+typedef struct { _Alignas(8) uint64_t next, threads_head; } fake_interp;
+
+#define U(p) ((uint64_t)(uintptr_t)(p))
+#define COMPACT_ASCII ((1u << 2) | (1u << 5) | (1u << 6)) /* kind 1, compact, ascii */
+
+static const lp_remote_layout fake_layout = {
+    .version_hex = 0x030D0000, .frame_model = LP_REMOTE_FRAMES_313,
+    .rt_interpreters_head = 0, .is_next = offsetof(fake_interp, next),
+    .is_threads_head = offsetof(fake_interp, threads_head), .ts_next = offsetof(fake_ts, next),
+    .ts_thread_id = offsetof(fake_ts, tid), .ts_native_thread_id = offsetof(fake_ts, ntid),
+    .ts_frame = offsetof(fake_ts, frame), .cframe_current_frame = LP_REMOTE_ABSENT,
+    .fr_previous = offsetof(fake_frame, previous), .fr_code = offsetof(fake_frame, code),
+    .fr_instr = offsetof(fake_frame, instr), .fr_owner = offsetof(fake_frame, owner),
+    .co_filename = offsetof(fake_code, filename), .co_name = offsetof(fake_code, name),
+    .co_qualname = LP_REMOTE_ABSENT, .co_linetable = offsetof(fake_code, linetable),
+    .co_firstlineno = offsetof(fake_code, firstlineno), .co_code_adaptive = offsetof(fake_code, code),
+    .ob_type = 0, .tp_name = offsetof(fake_type, tp_name), .bytes_size = 0,
+    .bytes_sval = offsetof(fake_bytes, sval), .u_state = 0, .u_length = offsetof(fake_str, length),
+    .u_ascii_size = offsetof(fake_str, data), .u_compact_size = offsetof(fake_str, data),
+    .fr_localsplus = LP_REMOTE_ABSENT, .co_localsplusnames = LP_REMOTE_ABSENT,
+    .tuple_size = LP_REMOTE_ABSENT, .tuple_item = LP_REMOTE_ABSENT,
+    .float_fval = LP_REMOTE_ABSENT, .long_size = LP_REMOTE_ABSENT, .long_digits = LP_REMOTE_ABSENT,
+};
+
+static fake_type code_type = {0, "code"}, list_type = {0, "list"};
+static fake_str file_str = {COMPACT_ASCII, 0, 6, "mod.py"}, func_str = {COMPACT_ASCII, 0, 4, "func"};
+/* units 0-1 at firstlineno+1, 2-3 at +3 (no-column entries) */
+static fake_bytes table = {4, {0x80 | (13 << 3) | 1, 0x02, 0x80 | (13 << 3) | 1, 0x04}};
+static fake_code code;
+
+typedef struct { int threads, frames, bad_threads, last_line; char last_func[16]; } tally;
+
+static int t_thread(void *ctx, uint64_t tid, uint64_t ntid) {
+    (void)tid; (void)ntid;
+    ((tally *)ctx)->threads++;
+    return 0;
+}
+static int t_frame(void *ctx, const char *file, const char *func, int line) {
+    tally *t = ctx;
+    t->frames++;
+    t->last_line = line;
+    snprintf(t->last_func, sizeof t->last_func, "%s", func);
+    return strcmp(file, "mod.py") != 0; /* a wrong file name stops the walk */
+}
+static int t_end(void *ctx, int status) {
+    if (status != LP_REMOTE_OK) ((tally *)ctx)->bad_threads++;
+    return 0;
+}
+
+static int walk_fake(fake_interp *interp, tally *t) {
+    static uint64_t runtime_head;
+    runtime_head = U(interp);
+    memset(t, 0, sizeof *t);
+    code = (fake_code){U(&code_type), U(&file_str), U(&func_str), U(&table), 10, 0, {0}};
+    lp_remote_sink sink = {.thread = t_thread, .frame = t_frame, .end_thread = t_end, .ctx = t};
+    return lp_remote_walk(getpid(), U(&runtime_head), &fake_layout, &sink);
+}
+
+TEST(walk_reads_frames_and_lines) {
+    static fake_frame outer, inner;
+    static fake_ts ts;
+    static fake_interp interp;
+    outer = (fake_frame){0, U(&code), U(code.code) + 0, 0};
+    inner = (fake_frame){U(&outer), U(&code), U(code.code) + 4, 0}; /* unit 2 */
+    ts = (fake_ts){0, 1, 2, U(&inner)};
+    interp = (fake_interp){0, U(&ts)};
+    tally t;
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.threads, 1);
+    CHECK_EQ_INT(t.frames, 2);
+    CHECK_EQ_INT(t.last_line, 11); /* outer, unit 0: firstlineno + 1 */
+    CHECK(strcmp(t.last_func, "func") == 0);
+    CHECK_EQ_INT(t.bad_threads, 0);
+    /* a C-stack entry frame (owner 3) is skipped */
+    outer.owner = 3;
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.frames, 1);
+    CHECK_EQ_INT(t.last_line, 13);
+}
+
+TEST(walk_is_bounded_on_cycles) {
+    static fake_frame loop;
+    static fake_ts ts;
+    static fake_interp interp;
+    tally t;
+    /* a frame that is its own caller: LP_REMOTE_MAX_DEPTH frames, then the next thread */
+    loop = (fake_frame){0, U(&code), U(code.code), 0};
+    loop.previous = U(&loop);
+    ts = (fake_ts){0, 1, 2, U(&loop)};
+    interp = (fake_interp){0, U(&ts)};
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.threads, 1);
+    CHECK_EQ_INT(t.frames, LP_REMOTE_MAX_DEPTH);
+    /* a thread that is its own next (no frames): LP_REMOTE_MAX_THREADS of it */
+    ts = (fake_ts){0, 1, 2, 0};
+    ts.next = U(&ts);
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.threads, LP_REMOTE_MAX_THREADS);
+    /* an interpreter that is its own next (no threads): LP_REMOTE_MAX_INTERPS of it */
+    interp = (fake_interp){0, 0};
+    interp.next = U(&interp);
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.threads, 0);
+}
+
+TEST(walk_survives_bad_frames) {
+    static fake_code not_code;
+    static fake_frame bad_type, unmapped, misaligned;
+    static fake_ts t1, t2, t3;
+    static fake_interp interp;
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(page != MAP_FAILED);
+    munmap(page, 4096);
+    not_code = (fake_code){U(&list_type), U(&file_str), U(&func_str), U(&table), 1, 0, {0}};
+    bad_type = (fake_frame){0, U(&not_code), U(not_code.code), 0};
+    unmapped = (fake_frame){0, U(page), U(page), 0};
+    misaligned = (fake_frame){0, U(&code) + 1, U(code.code), 0};
+    t3 = (fake_ts){0, 3, 3, U(&misaligned)};
+    t2 = (fake_ts){U(&t3), 2, 2, U(&unmapped)};
+    t1 = (fake_ts){U(&t2), 1, 1, U(&bad_type)};
+    interp = (fake_interp){0, U(&t1)};
+    tally t;
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK); /* each thread cut, the walk goes on */
+    CHECK_EQ_INT(t.threads, 3);
+    CHECK_EQ_INT(t.frames, 0);
+    CHECK_EQ_INT(t.bad_threads, 3);
+    /* an interpreter list that leads into nothing is the walk's error */
+    interp.threads_head = U(page);
+    CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_BADREAD);
+}
+
+RUN_TESTS(line_table_310, line_table_311, malformed_tables_give_no_line, reads_are_checked,
+          walk_reads_frames_and_lines, walk_is_bounded_on_cycles, walk_survives_bad_frames)
