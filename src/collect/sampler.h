@@ -23,12 +23,15 @@
 /* Highest sampling rate accepted (lprof._lprof.SAMPLER_MAX_RATE_HZ; the CLI
  * checks --rate against it). CPU timers fire on the kernel tick anyway. */
 #define LP_SAMPLER_MAX_RATE_HZ 10000
-/* The default rate (lprof._lprof.SAMPLER_DEFAULT_RATE_HZ). CPU timers fire
- * on the kernel tick (250 Hz on Debian's kernel), so 1000 requested gives
- * 250 signals per CPU second, each weighted by the ticks it covers: 2.5x the
- * samples of 100 Hz at a cost below this machine's noise (make bench:
- * accuracy and overhead at the default rate). */
+/* The default rates (lprof._lprof.SAMPLER_DEFAULT_RATE_HZ, _CPU_RATE_HZ).
+ * --wall: 1000 reads a second per thread. CPU mode: 250 signals per CPU
+ * second, each of a thread's task-clock perf event (collect/perf_clock.h):
+ * the most the overhead target (2% of the run) allows on this project's
+ * 2-core VM, where a signal costs some 45 us all told (31 us of it the
+ * kernel's and the hypervisor's: docs/design-sampler.md), and already
+ * within 1 point of the known shares on the bench's workloads. */
 #define LP_SAMPLER_DEFAULT_RATE_HZ 1000
+#define LP_SAMPLER_DEFAULT_CPU_RATE_HZ 250
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 

@@ -143,7 +143,7 @@ class SamplingCollector:
         self.waits = (mode == "wall" and sys.version_info >= (3, 12)) if waits is None else bool(waits)
         self._waits_note = None
         if rate_hz is None:
-            rate_hz = _lprof.SAMPLER_DEFAULT_RATE_HZ
+            rate_hz = default_rate(mode)
         if not rate_hz or rate_hz <= 0:
             raise ValueError("rate_hz must be positive")
         self.mode = mode
@@ -330,6 +330,11 @@ def _threads_without_python(stats):
 # (checked at the kernel tick only: 250 Hz on Debian's kernel). Chosen with
 # LPROF_CPU_SAMPLER=perf|thread|timers, for diagnosis and comparison.
 CPU_SOURCES = {"timers": 0, "thread": 1, "perf": 2}
+
+
+def default_rate(mode):
+    """Samples a second when none is asked (collect/sampler.h says why)."""
+    return _lprof.SAMPLER_DEFAULT_RATE_HZ if mode == "wall" else _lprof.SAMPLER_DEFAULT_CPU_RATE_HZ
 
 
 def _cpu_source():

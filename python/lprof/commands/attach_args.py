@@ -35,7 +35,7 @@ def parser():
     p.add_argument("-z", "--skip-zero", action="store_true",
                    help="-l: hide functions that did not run while attached")
     p.add_argument("--wall", action="store_true", help="sample wall time instead of CPU time")
-    p.add_argument("--rate", type=int, metavar="HZ", help="samples per second (default 1000)")
+    p.add_argument("--rate", type=int, metavar="HZ", help="samples per second (default 250 in CPU mode, 1000 with --wall)")
     p.add_argument("--native", nargs="?", const="on", default=None, choices=["on", "all"],
                    help="stacks gain native (C/C++) frames through libunwind")
     p.add_argument("--memory", action="store_true",

@@ -136,8 +136,8 @@ def parser():
                    help="--wall: leave out the wait(s) column, the time coroutines wait at each "
                         "await (kept on Python 3.12+ by default)")
     g.add_argument("--rate", type=int, default=None, metavar="HZ",
-                   help=f"samples per second, 1 to {_max_rate()} (default 1000; in CPU "
-                        f"mode per CPU second of each thread, from a task-clock perf event "
+                   help=f"samples per second, 1 to {_max_rate()} (default 250 in CPU mode, "
+                        f"1000 with --wall; in CPU mode per CPU second of each thread, from a task-clock perf event "
                         f"per thread, each sample weighted by the CPU time it covers)")
     g.add_argument("--signal", type=int, default=None, metavar="SIGNUM",
                    help="signal the sampler uses (default a real-time signal, SIGRTMIN+4, so "
@@ -217,7 +217,7 @@ def _parse(argv):
 
 
 def _check(args):
-    from .._lprof import SAMPLER_DEFAULT_RATE_HZ, SAMPLER_MAX_RATE_HZ  # stated once, in C
+    from .._lprof import SAMPLER_MAX_RATE_HZ  # stated once, in C
     sampling = not args.line_by_line or args.sample
     if args.native and not sampling:
         raise LprofError("--native adds native frames to sampled stacks: use it without -l "
@@ -253,7 +253,8 @@ def _check(args):
         if why:
             raise LprofError(f"--native: {why}", 2)
     if args.rate is None:
-        args.rate = SAMPLER_DEFAULT_RATE_HZ
+        from ..collect.sampling import default_rate
+        args.rate = default_rate("wall" if args.wall else "cpu")
     if not 1 <= args.rate <= SAMPLER_MAX_RATE_HZ:
         raise LprofError(f"--rate {args.rate}: must be between 1 and {SAMPLER_MAX_RATE_HZ} samples a second", 2)
     if args.memory_sample_bytes < 1:

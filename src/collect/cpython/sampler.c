@@ -477,5 +477,7 @@ int lp_pysampler_init(PyObject *module) {
     if (lp_resolve_install_hook() < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_MAX_RATE_HZ", LP_SAMPLER_MAX_RATE_HZ) < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_DEFAULT_RATE_HZ", LP_SAMPLER_DEFAULT_RATE_HZ) < 0) return -1;
+    if (PyModule_AddIntConstant(module, "SAMPLER_DEFAULT_CPU_RATE_HZ", LP_SAMPLER_DEFAULT_CPU_RATE_HZ) < 0)
+        return -1;
     return PyModule_AddFunctions(module, methods);
 }
