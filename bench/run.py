@@ -158,8 +158,8 @@ def main():
                "such as numpy's, included: every tool charges them to the file's import line), "
                "or the workload's wall time. Error = |share - "
                "known| in percentage points, median over runs. Every tool at its default settings, "
-               "as a new user runs it: lprof in CPU mode at its default rate (1000 Hz "
-               "requested; CPU timers fire on the kernel tick, 250 Hz here), "
+               "as a new user runs it: lprof in CPU mode at its default rate (250 signals "
+               "per CPU second of each thread, from a task-clock perf event per thread), "
                "`scalene run --cpu-only` (its default wall-clock timer), `py-spy record` at "
                "its default 100 Hz (`--idle` in wall mode). Target for lprof: <= 1.5 points.",
                "", table(h, rows), "",
@@ -178,8 +178,8 @@ def main():
                "same round); the range of those ratios is shown. "
                "Wall ratio = whole-process wall / plain; in-script ratio uses the time the "
                "workload measures around its own work (excludes interpreter and profiler "
-               "start-up and report writing). Targets (on the wall ratio): lprof <= 1 % at its "
-               "default rate (1000 Hz requested), <= 2 % at 100 Hz, <= 3 % with `--native`; "
+               "start-up and report writing). Targets (on the wall ratio): lprof <= 2 % at its "
+               "default rate (250 per CPU second), <= 2 % at 100 Hz, <= 3 % with `--native`; "
                "`py-spy record --native` beside it (n/a where it cannot attach here).",
                "", table(h, rows), ""]
     if "memory" in only:
