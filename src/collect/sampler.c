@@ -543,12 +543,31 @@ static uint64_t drain_ring(lp_ring *r, int slot_index, lp_sample_fn fn, void *ar
     return n;
 }
 
+/* A thread that blocks the sampling signal while it computes lets its perf
+ * event's signals queue up, one per period; when the user's queue of
+ * real-time signals is full, the kernel sends SIGIO instead, whose default
+ * action ends the process. So an event whose thread is more than
+ * LP_PERF_MAX_BEHIND periods behind is closed: its CPU time goes to its
+ * tail (at most LP_PERF_MAX_BEHIND plus a drain period's worth queue). */
+#define LP_PERF_MAX_BEHIND 1000u
+
+static void close_stalled_perf(slot *t) {
+    if (!t->has_perf || t->state != LP_SLOT_ACTIVE) return;
+    uint64_t cpu = clock_ns(t->cpu_clock);
+    uint64_t covered = t->start_cpu_ns + __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns;
+    if (cpu <= covered + (uint64_t)LP_PERF_MAX_BEHIND * S.cfg.period_ns) return;
+    lp_perf_clock_close(t->perf);
+    t->has_perf = 0;
+    __atomic_fetch_add(&S.perf_stalled, 1, __ATOMIC_RELAXED);
+}
+
 uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
     if (!S.ring_mem) return 0;
     uint64_t n = 0;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
         if (t->state == LP_SLOT_FREE) continue;
+        close_stalled_perf(t);
         n += drain_ring(&t->ring, i, fn, arg);
         /* a DEAD slot is free once drained and no handler is inside it; a
          * timer signal still queued for it finds a new generation later */
@@ -580,10 +599,11 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
     out->signo = S.cfg.signo;
     out->cpu_source = S.cfg.cpu_source;
+    out->perf_stalled = __atomic_load_n(&S.perf_stalled, __ATOMIC_RELAXED);
 }
 
 void lp_sampler_reset_stats(void) {
-    S.signals = S.dropped_reads = S.truncated = S.wall_reads = S.in_profiler = 0;
+    S.signals = S.dropped_reads = S.truncated = S.wall_reads = S.in_profiler = S.perf_stalled = 0;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS && S.ring_mem; i++) S.slots[i].ring.dropped = 0;
     if (S.ring_mem) S.wall_ring.dropped = 0;
 }

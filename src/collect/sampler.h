@@ -164,6 +164,7 @@ typedef struct {
     uint64_t in_profiler; /* signals that landed in lprof's own code: not counted */
     int signo;
     lp_cpu_source cpu_source; /* what made CPU-mode signals (after any fallback) */
+    uint64_t perf_stalled;    /* perf events closed because their thread blocked the signal */
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);

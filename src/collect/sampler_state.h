@@ -82,6 +82,7 @@ typedef struct {
     int wall_started; /* set by the wall thread first thing: its start-up is over */
     int paused; /* lp_sampler_pause: timers disarmed, no wall thread */
     uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
+    uint64_t perf_stalled; /* perf events closed: their thread blocked the signal (sampler.c) */
     int atfork_done;
 } lp_sampler_state;
 

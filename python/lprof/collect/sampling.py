@@ -264,6 +264,8 @@ class SamplingCollector:
             "signal": _signal_name(self._signo) if self._signo else None,
             # CPU mode: what made the signals (collect/sampler.h), after any fallback
             "cpu_source": stats.get("cpu_source") if self.mode == "cpu" else None,
+            # perf events closed because their thread blocked the sampling signal
+            "perf_stalled": stats.get("perf_stalled", 0),
             "samples": int(totals[4]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],

@@ -385,6 +385,11 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
                      f"than the table holds)")
     if (samp.get("waits") or {}).get("note"):
         extra.append(samp["waits"]["note"])
+    if samp.get("perf_stalled"):  # collect/sampler.c: close_stalled_perf
+        n = samp["perf_stalled"]
+        extra.append(f"{n} thread{'s' if n != 1 else ''} blocked the sampling signal while "
+                     f"computing: {'their' if n != 1 else 'its'} CPU time from then on is on no "
+                     f"line (its signals were stopped before their queue ended the process)")
     if samp.get("in_profiler"):  # the tracer's or --memory hooks' own time: on no line
         n = samp["in_profiler"]
         extra.append(f"{n} sample{'s' if n != 1 else ''} in lprof's own code, on no line")

@@ -417,7 +417,7 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_others_get_stats(&os);
     lp_stacktab *t = lp_agg_stacks();
     static const char *sources[] = {"timers", "thread", "perf"};
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsKss}", "others_measured_ns",
+    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsKsssK}", "others_measured_ns",
                          (unsigned long long)os.measured_ns, "others_lost_ns", (unsigned long long)os.lost_ns,
                          "others_charged_ns", (unsigned long long)other_charged_ns, "others_uncharged_ns",
                          (unsigned long long)other_uncharged_ns, "signals", (unsigned long long)st.signals,
@@ -429,7 +429,8 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
                          (unsigned long long)(t ? lp_stacktab_node_count(t) : 0), "native", native_mode,
                          "native_mismatch", (unsigned long long)native_mismatch, "threads_unsampled",
                          (unsigned long long)threads_unsampled, "cpu_source",
-                         st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source] : "?");
+                         st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source] : "?",
+                         "perf_stalled", (unsigned long long)st.perf_stalled);
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
