@@ -3,9 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "aggregate/gpu_trace.h"
+#include "common/table_space.h"
 
 typedef struct {
     const void *code;
@@ -18,33 +18,15 @@ static size_t log_bytes;
 static uint32_t cap, n;
 static uint64_t dropped;
 
-static uint32_t cap_from_env(void) {
-    const char *s = getenv("LPROF_GPU_SPANS_MAX");
-    if (!s || !*s) return LP_GPU_IDLE_DEFAULT_CAP;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end) return LP_GPU_IDLE_DEFAULT_CAP;
-    return v > LP_GPU_IDLE_MAX_CAP ? LP_GPU_IDLE_MAX_CAP : (uint32_t)v;
-}
-
 int lp_gpu_idle_reset(void) {
-    uint32_t want = cap_from_env();
+    uint32_t want = lp_env_cap("LPROF_GPU_SPANS_MAX", LP_GPU_IDLE_DEFAULT_CAP, LP_GPU_IDLE_MAX_CAP);
     size_t bytes = (size_t)(want ? want : 1) * sizeof(span);
     cap = n = 0;
     dropped = 0;
-    if (log_ && bytes > log_bytes) {
-        munmap(log_, log_bytes);
-        log_ = NULL;
-    }
-    if (!log_) {
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            log_bytes = 0;
-            return -1;
-        }
-        log_ = m;
-        log_bytes = bytes;
-    }
+    void *space = log_;
+    int ok = lp_table_reserve(&space, &log_bytes, bytes);
+    log_ = space;
+    if (ok < 0) return -1;
     cap = want;
     return 0;
 }

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include "common/table_space.h"
 
 static lp_gpu_trace_rec *table;
 static size_t table_bytes;
@@ -23,34 +23,17 @@ _Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "launch ring matches the jo
 static uint64_t launch_ring[LP_GPU_CORR_SLOTS];
 static uint64_t base_ns;
 
-static uint32_t cap_from_env(void) {
-    const char *s = getenv("LPROF_GPU_TRACE_MAX");
-    if (!s || !*s) return LP_GPU_TRACE_DEFAULT_CAP;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end) return LP_GPU_TRACE_DEFAULT_CAP;
-    return v > LP_GPU_TRACE_MAX_CAP ? LP_GPU_TRACE_MAX_CAP : (uint32_t)v;
-}
-
 int lp_gpu_trace_reset(void) {
-    uint32_t want = cap_from_env();
+    uint32_t want = lp_env_cap("LPROF_GPU_TRACE_MAX", LP_GPU_TRACE_DEFAULT_CAP, LP_GPU_TRACE_MAX_CAP);
     size_t bytes = (size_t)(want ? want : 1) * sizeof(lp_gpu_trace_rec);
     __atomic_store_n(&cap, 0, __ATOMIC_RELEASE);
-    if (table && bytes > table_bytes) {
-        munmap(table, table_bytes);
-        table = NULL;
-    }
-    if (!table) {
-        /* address space only: pages are touched as records arrive */
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) {
-            table_bytes = 0;
-            __atomic_store_n(&used, 0, __ATOMIC_RELEASE);
-            __atomic_store_n(&dropped, 0, __ATOMIC_RELEASE);
-            return -1;
-        }
-        table = m;
-        table_bytes = bytes;
+    void *space = table;
+    int ok = lp_table_reserve(&space, &table_bytes, bytes);
+    table = space;
+    if (ok < 0) {
+        __atomic_store_n(&used, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&dropped, 0, __ATOMIC_RELEASE);
+        return -1;
     }
     /* fresh zero pages for what a previous run touched */
     uint32_t was = __atomic_load_n(&used, __ATOMIC_ACQUIRE);
