@@ -56,13 +56,28 @@ class _TracingLoader(importlib.machinery.SourceFileLoader):
         return code
 
 
+PREIMPORTS_FILE = "<lprof --preimports>"
+
+
+def _preimport(name):
+    """`import name` as code of its own, as kernprof's generated pre-import
+    module runs it: a module that raises shows that line in its traceback."""
+    if not all(part.isidentifier() for part in name.split(".")):
+        return importlib.import_module(name)  # no import statement can name it
+    import linecache
+    source = f"import {name}\n"
+    linecache.cache[PREIMPORTS_FILE] = (len(source), None, [source], PREIMPORTS_FILE)
+    exec(compile(source, PREIMPORTS_FILE, "exec"), {})
+    return sys.modules[name]
+
+
 def _resolve_name(target):
     modname, _, attr = target.partition(":")
     parts = modname.split(".")
     # longest importable module prefix, then attributes
     for i in range(len(parts), 0, -1):
         try:
-            obj = importlib.import_module(".".join(parts[:i]))
+            obj = _preimport(".".join(parts[:i]))
         except ModuleNotFoundError as exc:
             if exc.name and not ".".join(parts[:i]).startswith(exc.name):
                 raise _failed_import(target, exc) from None  # it imports a missing module
@@ -238,15 +253,18 @@ def _preimport_package(package):
     return count
 
 
-def imported_names(path, package=""):
-    """What a module's source imports at module level (in if/try/with blocks
-    too, not inside functions or classes), as -p targets: `import a.b` ->
-    "a.b", `from x import y` -> "x.y", relative imports resolved in
-    `package`. kernprof's --prof-imports times these."""
+def imported_names(path, package="", source=None):
+    """What a module's source (the file at path, or source) imports at
+    module level (in if/try/with blocks too, not inside functions or
+    classes), as -p targets: `import a.b` -> "a.b", `from x import y` ->
+    "x.y", relative imports resolved in `package`. kernprof's --prof-imports
+    times these, and its --no-preimports only these."""
     import ast
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), path)
+        if source is None:
+            with open(path, "rb") as fh:
+                source = fh.read()
+        tree = ast.parse(source, path)
     except (OSError, SyntaxError, ValueError):
         return []
     out = []
@@ -275,6 +293,50 @@ def imported_names(path, package=""):
     return out
 
 
+def _run_imports(script_path, script_code, run_module):
+    """What the program's own code (the script, the -m module run, or -c / -
+    code) imports at module level."""
+    if script_path:
+        return imported_names(script_path)
+    if run_module:
+        main_file = _main_file_of(run_module)
+        if not main_file:
+            return []
+        package = run_module if main_file.endswith("__main__.py") \
+            else run_module.rpartition(".")[0]
+        return imported_names(main_file, package)
+    if script_code is not None:
+        import linecache
+        lines = linecache.cache.get(script_code.co_filename)
+        if lines:
+            return imported_names(script_code.co_filename, source="".join(lines[2]))
+    return []
+
+
+def _through_run_imports(wanted, script_path, script_code, run_module):
+    """kernprof's --no-preimports: a named target is timed where the
+    program's own code imports it by name (`from pkg.mod import f` for -p
+    pkg.mod or -p pkg.mod.f: f), and only there; paths, the script and the
+    module run stay as they are. Returns (targets, names left out)."""
+    imports = None
+    kept, left_out = [], []
+    for target in wanted:
+        name = target.partition(":")[0]
+        if (target.endswith(".py") or os.sep in target
+                or (script_path and (_same_file(target, script_path) or target == script_path))
+                or (run_module and (run_module == name or run_module.startswith(name + ".")))
+                or ":" in target):
+            kept.append(target)
+            continue
+        if imports is None:
+            imports = _run_imports(script_path, script_code, run_module)
+        found = [n for n in imports if n == name or n.startswith(name + ".")]
+        kept.extend(n for n in found if n not in kept)
+        if not found:
+            left_out.append(target)
+    return kept, left_out
+
+
 def register(targets, script_path, script_code, preimport=None, run_module=None,
              prof_imports=False):
     """Registers every -p target (named ones when their module is imported,
@@ -299,6 +361,9 @@ def register(targets, script_path, script_code, preimport=None, run_module=None,
                     package = run_module if main_file.endswith("__main__.py") \
                         else run_module.rpartition(".")[0]
                     wanted += imported_names(main_file, package)
+    if preimport is False:
+        wanted, left_out = _through_run_imports(wanted, script_path, script_code, run_module)
+        _not_imported_by_name.extend(left_out)
     for target in wanted:
         if target.endswith(".__init__") and not target.endswith(".py"):
             target = target[:-len(".__init__")]
@@ -354,6 +419,7 @@ def register(targets, script_path, script_code, preimport=None, run_module=None,
 
 
 _waiting = []
+_not_imported_by_name = []  # --no-preimports: named targets the program's code never imports
 
 
 def never_imported():
@@ -369,6 +435,8 @@ def untraced():
     for finder in _waiting:
         finder.module_loaded()
     out = [(t, _why_untraced(t)) for finder in _waiting for t in finder.pending]
+    out += [(t, "with --no-preimports only what the program's own code imports by name is "
+                "traced, and it does not import this") for t in _not_imported_by_name]
     return out + [(t, "a compiled module: it has no Python code to trace")
                   for t in _compiled]
 
