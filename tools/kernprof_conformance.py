@@ -3,7 +3,8 @@
 Downloads line_profiler 5.1.0's sdist (its tests) with pip, makes a venv
 with line_profiler 5.1.0, pytest and ubelt, installs lprof from this
 checkout into it, and puts lprof where kernprof was:
-- `kernprof` on PATH runs `lprof "$@"`;
+- `kernprof` on PATH runs `lprof "$@"` under kernprof's name (a link named
+  kernprof to the lprof command: run so, lprof is kernprof, defaults too);
 - the `kernprof` module is lprof.kernprof (`main(args)`, `python -m kernprof`).
 `python -m line_profiler FILES` stays line_profiler's own (it reads the
 files lprof writes, as a kernprof user's habit expects), or, with --reader
@@ -151,8 +152,15 @@ def place(venv, site, lprof):
     own kernprof back, noting the tests that start it."""
     script, module = os.path.join(venv, "bin", "kernprof"), os.path.join(site, "kernprof.py")
     if lprof:
+        # lprof under kernprof's name (a link, as a user makes one): lprof is kernprof then
+        link_dir = os.path.join(WORK, "lprof-as-kernprof")
+        os.makedirs(link_dir, exist_ok=True)
+        link = os.path.join(link_dir, "kernprof")
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(lprof, link)
         with open(script, "w") as fh:
-            fh.write(KERNPROF_SCRIPT.format(command=f'"{lprof}"', who="lprof"))
+            fh.write(KERNPROF_SCRIPT.format(command=f'"{link}"', who="lprof"))
         with open(module, "w") as fh:
             fh.write('"""lprof in kernprof\'s place (tools/kernprof_conformance.py)."""\n'
                      + REFERENCE_NOTE

@@ -2,7 +2,11 @@
 
 The only place that turns an LprofError into `lprof: <message>` and an exit
 status. Verbs: run (default: `lprof [options] script.py args`; its parser is
-commands/run_args.py), view, export, diff, merge, attach, dump (each module's parser())."""
+commands/run_args.py), view, export, diff, merge, attach, dump (each module's parser()).
+
+Run under the name `kernprof` (a link or copy of the console script, `python
+-m kernprof` where lprof.kernprof is that module, lprof.kernprof.main), lprof
+is kernprof: its defaults too (commands/kernprof_mode.py)."""
 import os
 import sys
 
@@ -13,8 +17,10 @@ from .common.errors import LprofError
 VERBS = ("view", "export", "diff", "merge", "attach", "dump")
 
 
-def main(argv=None):
+def main(argv=None, as_kernprof=False):
     argv = list(sys.argv[1:] if argv is None else argv)
+    from .commands import kernprof_mode
+    as_kernprof = kernprof_mode.chosen(as_kernprof)
     from .process.support import unsupported_reason
     reason = unsupported_reason()
     if reason:
@@ -31,12 +37,16 @@ def main(argv=None):
             parse = getattr(command, "parse", None) or command.parser().parse_args
             return command.main(parse(argv))
         from .commands import run_args
-        args = run_args.parse(argv)
+        args = run_args.parse(argv, as_kernprof=as_kernprof)
+        if as_kernprof and kernprof_mode.runs_cprofile(args):
+            from .commands import kernprof_cprofile
+            return kernprof_cprofile.main(args)
         if args.memory:
             # before the run command's imports: the re-executed process
             # pays for them again, this one should not
             from .process import preload
-            preload.maybe_reexec(argv)
+            # `python -m lprof` may run again: still kernprof (read and dropped there)
+            preload.maybe_reexec(argv, {kernprof_mode.ENV: "1"} if as_kernprof else None)
         from .commands import run
         return run.main(args, argv)
     except LprofError as exc:
@@ -48,4 +58,5 @@ def main(argv=None):
 
 def entry():
     libdirs.note_command_callers()  # the console script
-    sys.exit(main())
+    from .commands import kernprof_mode
+    sys.exit(main(as_kernprof=kernprof_mode.named_kernprof(sys.argv[0])))

@@ -1,16 +1,17 @@
 """lprof as kernprof's module: `main(args)` runs lprof's command line in the
-caller's process, as kernprof.main does, and kernprof's `ContextualProfile`
-(its cProfile profiler) is here too.
+caller's process, as kernprof.main does, as kernprof (its defaults too:
+commands/kernprof_mode.py), and kernprof's `ContextualProfile` (its cProfile
+profiler) and `execfile` are here too. `python -m lprof.kernprof` is kernprof.
 
 As kernprof's, main() gives the caller back its process: sys.path,
 sys.argv and sys.modules["__main__"] as they were, and the program's own
 exception raised to the caller (after the profile is saved)."""
-import cProfile
-import functools
-import inspect
 import sys
 
 from .cli import main as _cli_main
+# kernprof's module has these: its cProfile profiler and execfile
+from .commands.contextual_profile import ContextualProfile  # noqa: F401
+from .commands.kernprof_cprofile import execfile  # noqa: F401
 from .process import runner
 
 
@@ -21,7 +22,7 @@ def main(args=None, *, exit_on_error=True):
     if "lprof.collect.linetrace" in sys.modules:  # an earlier call's lines: a new profile
         sys.modules["lprof.collect.linetrace"].collector.clear()
     try:
-        code = _cli_main(list(sys.argv[1:] if args is None else args))
+        code = _cli_main(list(sys.argv[1:] if args is None else args), as_kernprof=True)
         outcome = runner.last_outcome
     finally:
         runner.hand_exceptions_to_caller = False
@@ -37,50 +38,8 @@ def main(args=None, *, exit_on_error=True):
     return code
 
 
-class ContextualProfile(cProfile.Profile):
-    """cProfile.Profile switched on and off by count, usable as a decorator
-    and a context manager, as kernprof's own is."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.enable_count = 0
-
-    def enable_by_count(self, subcalls=True, builtins=True):
-        if self.enable_count == 0:
-            self.enable(subcalls=subcalls, builtins=builtins)
-        self.enable_count += 1
-
-    def disable_by_count(self):
-        if self.enable_count > 0:
-            self.enable_count -= 1
-            if self.enable_count == 0:
-                self.disable()
-
-    def __enter__(self):
-        self.enable_by_count()
-        return self
-
-    def __exit__(self, *exc):
-        self.disable_by_count()
-        return False
-
-    def __call__(self, func):
-        if inspect.isgeneratorfunction(func):
-            @functools.wraps(func)
-            def gen_wrapper(*args, **kwargs):
-                gen = func(*args, **kwargs)
-                value = None
-                while True:
-                    with self:
-                        try:
-                            item = gen.send(value)
-                        except StopIteration as stop:
-                            return stop.value
-                    value = yield item
-            return gen_wrapper
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-        return wrapper
+if __name__ == "__main__":  # `python -m lprof.kernprof`: lprof as kernprof
+    from .common import libdirs
+    libdirs.note_command_callers()  # runpy's frames
+    # the command's own exit: the program's exception printed as python prints it
+    sys.exit(_cli_main(as_kernprof=True))

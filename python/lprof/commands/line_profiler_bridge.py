@@ -4,7 +4,9 @@ functions it decorates are traced by lprof, as kernprof -l traces them.
 
 line_profiler is never imported by lprof: when the program imports it, its
 module `line_profiler.explicit_profiler` is given lprof's `profile` right
-after its code ran, before `line_profiler/__init__.py` copies the name."""
+after its code ran, before `line_profiler/__init__.py` copies the name.
+Run as kernprof without -l, that `profile` is the cProfile run's profiler,
+as kernprof makes it (kernprof_cprofile.py)."""
 import importlib.abc
 import importlib.machinery
 import sys
@@ -12,8 +14,14 @@ import sys
 MODULE = "line_profiler.explicit_profiler"
 
 
+_given = []  # the profiler handed over: lprof's decorator unless install() named another
+
+
 def _hand_over(module):
-    from ..decorator import profile
+    if _given:
+        profile = _given[0]
+    else:
+        from ..decorator import profile
     module.profile = profile
     package = sys.modules.get("line_profiler")
     if package is not None and hasattr(package, "profile"):
@@ -37,7 +45,9 @@ class _Loader(importlib.machinery.SourceFileLoader):
         _hand_over(module)
 
 
-def install():
+def install(profile=None):
+    if profile is not None:
+        _given[:] = [profile]
     if MODULE in sys.modules:  # imported before the program (a --setup, sitecustomize)
         _hand_over(sys.modules[MODULE])
     elif not any(isinstance(f, _Finder) for f in sys.meta_path):

@@ -76,6 +76,9 @@ class _Run(Recording):
 
     def save(self, prof):
         """Saves the profile; returns its encoded bytes (what a fatal signal writes)."""
+        if self.args.as_kernprof:  # -c / - code's functions go with kernprof's temporary file
+            from .kernprof_mode import without_code_functions
+            prof = without_code_functions(prof)
         data = profile_file.encode(prof)
         with self.lock:
             profile_file.save_bytes(data, self.outfile)

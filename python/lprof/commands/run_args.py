@@ -168,19 +168,25 @@ def _max_rate():
     return SAMPLER_MAX_RATE_HZ
 
 
-def parse(argv):
+def parse(argv, as_kernprof=False):
     """The run's options, checked: lprof's own words parsed with pyproject
     defaults, the target and the program's words taken off first (argsplit).
-    Raises LprofError (one line) for what argparse cannot check."""
-    args = _parse(argv)
+    as_kernprof: lprof stands in kernprof's place (kernprof_mode.py), with
+    kernprof's defaults. Raises LprofError (one line) for what argparse
+    cannot check."""
+    args = _parse(argv, as_kernprof)
     _check(args)
     return args
 
 
-def _parse(argv):
+def _parse(argv, as_kernprof=False):
     from . import argsplit, config
     p = parser()
+    if as_kernprof:
+        p.prog = "kernprof"
     own, target = argsplit.split(p, argv)
+    if as_kernprof and target.kind == "script" and target.args[:1] == ["--"]:
+        target.args = target.args[1:]  # kernprof's parser drops a `--` after the script
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config")
     pre.add_argument("--no-config", action="store_true")
@@ -194,6 +200,9 @@ def _parse(argv):
             sys.stderr.write(f"lprof: {warning}\n")
         p.set_defaults(**values)
     args = p.parse_args(own)
+    args.as_kernprof = as_kernprof
+    if as_kernprof and args.preimports is None:
+        args.preimports = True  # kernprof's default: -p modules imported first
     args.script = args.module = args.code = None
     args.code_from_stdin = False
     args.args = target.args

@@ -48,7 +48,7 @@ def reexec_env(path, env=None):
     return env
 
 
-def maybe_reexec(argv):
+def maybe_reexec(argv, extra_env=None):
     """Execs `python -m lprof <argv>` with the shim preloaded unless it is
     already loaded. Returns (without exec) when the shim is loaded, missing,
     or a previous attempt failed to load it; then memory profiling covers
@@ -69,7 +69,9 @@ def maybe_reexec(argv):
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    os.execve(sys.executable, reexec_args(argv), reexec_env(path))
+    env = reexec_env(path)
+    env.update(extra_env or {})  # what the command must still know after the exec
+    os.execve(sys.executable, reexec_args(argv), env)
 
 
 def reexec_args(argv, orig_argv=None, process_argv=None):

@@ -20,6 +20,9 @@ from ..common.errors import LprofError
 # (lprof.kernprof.main): handed to the caller instead of printed.
 hand_exceptions_to_caller = False
 last_outcome = None
+# files of frames that run the program on lprof's behalf, left out of the
+# top of its tracebacks as lprof's own are (kernprof's cProfile run: runctx's)
+launch_files = set()
 
 
 class Outcome:
@@ -187,12 +190,14 @@ def _wait_for_threads():
         shutdown()
 
 
-def run(target, args, kind="script", code=None, setup=None, on_start=None):
+def run(target, args, kind="script", code=None, setup=None, on_start=None, execute=None):
     """Runs the program as python would; returns an Outcome. kind is
     "script" (compiled `code`, or None for a folder/zipapp), "module", or
     "code" (`python -c` / `python -`: `code` compiled, target "-c" or "-").
 
-    `on_start()` is called right before the program's first line runs."""
+    `on_start()` is called right before the program's first line runs.
+    `execute(kind, target, code, namespace)`, where given, runs the program
+    in place of the plain run (kernprof's cProfile run wraps it)."""
     sys.argv[:] = [target] + list(args)
     if kind == "module":
         sys.path[0:1] = [os.getcwd()]
@@ -215,7 +220,7 @@ def run(target, args, kind="script", code=None, setup=None, on_start=None):
     if on_start:
         on_start()
     try:
-        _run_program(kind, target, code, namespace)
+        (execute or _run_program)(kind, target, code, namespace)
         _wait_for_threads()
         return Outcome(0)
     except SystemExit as exc:
@@ -264,13 +269,15 @@ def _run_setup(setup, namespace):
 def print_exception(exc):
     """Prints the traceback without lprof's own frames, as Python would."""
     tb = exc.__traceback__
-    while tb is not None and libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename):
+    while tb is not None and (libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename)
+                              or tb.tb_frame.f_code.co_filename in launch_files):
         tb = tb.tb_next
     exc.__traceback__ = tb  # the hook prints exc.__traceback__ on newer versions
     if sys.excepthook is sys.__excepthook__ and _has_code_string_frames(tb):
-        # -c / - code: Python's own hook cannot show its lines (it reads
-        # files); the traceback module reads them from linecache, where the
-        # run command put the code, so the failing line shows as in a script
+        # -c / - code (or lprof's own, e.g. --preimports' imports): Python's
+        # own hook cannot show its lines (it reads files); the traceback
+        # module reads them from linecache, where they were put, so the
+        # failing line shows as in a script
         import traceback
         traceback.print_exception(type(exc), exc, tb)
         return _flush_stderr()
@@ -286,7 +293,7 @@ def _has_code_string_frames(tb):
     import linecache
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
-        if name in ("<string>", "<stdin>") and name in linecache.cache:
+        if name.startswith("<") and name in linecache.cache:  # <string>, <stdin>, lprof's
             return True
         tb = tb.tb_next
     return False
