@@ -28,6 +28,7 @@
     X(WALL, wall_s, "ns", SUM, SAMPLING, SHOWN, "wall-clock time (wall mode)")                             \
     X(SAMPLES, samples, "count", SUM, SAMPLING, SHOWN, "timer samples, weighted by 1 + overrun")           \
     X(WAIT, wait_s, "ns", SUM, SAMPLING, SHOWN, "time coroutines waited at an await (wall mode, 3.12+)")  \
+    X(GIL, gil_s, "ns", SUM, SAMPLING, SHOWN, "part of the sampled time the thread held the GIL")       \
     X(ALLOC_BYTES, alloc_bytes, "bytes", SUM, MEMORY, SHOWN, "bytes allocated (sampled estimate)")         \
     X(ALLOC_COUNT, alloc_count, "milli", SUM, MEMORY, SHOWN, "allocations (sampled estimate)")             \
     X(PYTHON_BYTES, python_bytes, "bytes", SUM, MEMORY, SHOWN, "part of alloc_bytes from the PyMem hooks") \

@@ -33,6 +33,8 @@ void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mo
         out->cpu = lp_charge_cpu_metric(s, leaf_at_call, arg);
         put(out, out->cpu, w);
         if (mode == LP_MODE_WALL) put(out, LP_M_WALL, w);
+        /* the GIL share per line: what of this time other threads could not run Python */
+        if (s->flags & LP_SF_GIL) put(out, LP_M_GIL, w);
     }
     put(out, LP_M_SAMPLES, s->weight);
 }

@@ -20,7 +20,7 @@
 #include "aggregate/metrics.h"
 #include "collect/sampler.h"
 
-#define LP_CHARGE_MAX 3
+#define LP_CHARGE_MAX 4
 
 typedef struct {
     int n;                          /* entries used in add[] */
@@ -43,7 +43,9 @@ LP_INTERNAL lp_metric lp_charge_cpu_metric(const lp_sample *s, lp_charge_at_call
  * the sampling period and mode: its CPU column (or, detached, wall time and
  * the native CPU time the thread spent, at most its weight; in CPU mode,
  * read by the CPU sampler thread: the CPU time it owed, as native time),
- * wall time in wall mode, and its sample count. */
+ * wall time in wall mode, the same time again as GIL time when the thread
+ * held the GIL (never for a detached read: no GIL state was read), and its
+ * sample count. */
 LP_INTERNAL void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mode,
                                   lp_charge_at_call_fn leaf_at_call, void *arg, lp_charge *out);
 

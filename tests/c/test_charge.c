@@ -62,11 +62,32 @@ TEST(cpu_mode_sample_adds_its_column_and_count) {
     lp_charge_sample(&s, 1000000, LP_MODE_CPU, NULL, NULL, &c);
     CHECK_EQ_INT(c.weight_ns, 3000000);
     CHECK_EQ_INT(c.cpu, LP_M_CPU_PYTHON);
-    REQUIRE(c.n == 2);
+    REQUIRE(c.n == 3);
     CHECK_EQ_INT(c.add[0].metric, LP_M_CPU_PYTHON);
     CHECK_EQ_INT(c.add[0].value, 3000000);
+    CHECK_EQ_INT(c.add[1].metric, LP_M_GIL); /* Python time always holds the GIL */
+    CHECK_EQ_INT(c.add[1].value, 3000000);
+    CHECK_EQ_INT(c.add[2].metric, LP_M_SAMPLES);
+    CHECK_EQ_INT(c.add[2].value, 3);
+}
+
+TEST(gil_time_is_the_time_the_thread_held_it) {
+    lp_sample s = {0};
+    s.flags = LP_SF_GIL; /* native code that kept the GIL (a C call that does not release it) */
+    s.weight = 2;
+    lp_charge c;
+    lp_charge_sample(&s, 1000, LP_MODE_WALL, NULL, NULL, &c);
+    CHECK_EQ_INT(c.cpu, LP_M_CPU_NATIVE);
+    REQUIRE(c.n == 4);
+    CHECK_EQ_INT(c.add[1].metric, LP_M_WALL);
+    CHECK_EQ_INT(c.add[2].metric, LP_M_GIL);
+    CHECK_EQ_INT(c.add[2].value, 2000);
+    CHECK_EQ_INT(c.add[3].metric, LP_M_SAMPLES);
+    s.flags = 0; /* released it (a blocking call, hashing a large buffer): no GIL time */
+    lp_charge_sample(&s, 1000, LP_MODE_CPU, NULL, NULL, &c);
+    REQUIRE(c.n == 2);
+    CHECK_EQ_INT(c.add[0].metric, LP_M_CPU_NATIVE);
     CHECK_EQ_INT(c.add[1].metric, LP_M_SAMPLES);
-    CHECK_EQ_INT(c.add[1].value, 3);
 }
 
 TEST(wall_mode_sample_adds_wall_time_too) {
@@ -114,4 +135,5 @@ TEST(detached_sample_is_wall_time_and_capped_native_cpu) {
 
 RUN_TESTS(python_needs_the_gil_and_the_interpreter, outside_the_eval_loop_at_a_call_is_native,
           a_system_call_is_system_time_whatever_else, cpu_mode_sample_adds_its_column_and_count,
-          wall_mode_sample_adds_wall_time_too, detached_sample_is_wall_time_and_capped_native_cpu)
+          wall_mode_sample_adds_wall_time_too, detached_sample_is_wall_time_and_capped_native_cpu,
+          gil_time_is_the_time_the_thread_held_it)
