@@ -12,6 +12,7 @@
 #include "collect/sampler_state.h"
 #include "common/own_tids.h"
 #include "common/thread_start.h"
+#include "common/wakeable_sleep.h"
 
 #define S lp_sampler_S
 
@@ -215,8 +216,7 @@ static void *others_main(void *arg) {
         uint64_t ns = (uint64_t)next.tv_nsec + LP_OTHERS_PERIOD_NS;
         next.tv_sec += (time_t)(ns / 1000000000ull);
         next.tv_nsec = (long)(ns % 1000000000ull);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
-        }
+        lp_sleep_while_running(&O.running, &next);
         if (!__atomic_load_n(&O.running, __ATOMIC_ACQUIRE)) break;
         tick(0);
     }
@@ -247,8 +247,8 @@ int lp_others_start(void) {
 
 void lp_others_stop(void) {
     if (!O.have_thread) return;
-    __atomic_store_n(&O.running, 0, __ATOMIC_RELEASE);
-    /* the join waits up to a period: let the program's threads run */
+    lp_sleep_stop(&O.running); /* wakes it: the join takes microseconds */
+    /* the join may still wait for a tick in progress: let the program's threads run */
     void *saved = S.host.release_gil ? S.host.release_gil() : NULL;
     pthread_join(O.thread, NULL);
     if (S.host.reacquire_gil) S.host.reacquire_gil(saved);

@@ -26,6 +26,7 @@
 #include "collect/perf_clock.h"
 #include "common/own_tids.h"
 #include "common/thread_start.h"
+#include "common/wakeable_sleep.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid /* glibc 2.36 lacks the macro */
@@ -135,8 +136,8 @@ static void *wall_main(void *arg) {
         uint64_t ns = (uint64_t)next.tv_nsec + S.cfg.period_ns;
         next.tv_sec += (time_t)(ns / 1000000000ull);
         next.tv_nsec = (long)(ns % 1000000000ull);
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
-        }
+        lp_sleep_while_running(&S.wall_running, &next);
+        if (!__atomic_load_n(&S.wall_running, __ATOMIC_ACQUIRE)) break;
         if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE)) continue;
         if (S.cfg.mode == LP_MODE_CPU) {
             cpu_look(pid);
@@ -258,8 +259,8 @@ static int start_wall_thread(void) {
 
 static void stop_wall_thread(void) {
     if (!S.wall_running) return;
-    __atomic_store_n(&S.wall_running, 0, __ATOMIC_RELEASE);
-    /* the join can take up to a period: let the program's threads run */
+    lp_sleep_stop(&S.wall_running); /* wakes it: the join takes microseconds */
+    /* the join may still wait for a tick in progress: let the program's threads run */
     void *saved = S.host.release_gil ? S.host.release_gil() : NULL;
     pthread_join(S.wall_thread, NULL);
     if (S.host.reacquire_gil) S.host.reacquire_gil(saved);
