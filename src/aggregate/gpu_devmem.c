@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include "aggregate/agg.h"
+#include "common/hash.h"
 #include "common/spinlock.h"
 
 #define BLOCK_SLOTS (1u << 20) /* tracked at most 3/4 full */
@@ -40,8 +41,7 @@ static struct {
 } D;
 
 static uint32_t slot_of(uint64_t ptr) {
-    uint64_t x = ptr * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(x >> 40) & (BLOCK_SLOTS - 1);
+    return (uint32_t)lp_hash_mix64(ptr) & (BLOCK_SLOTS - 1);
 }
 
 /* A fork while a runtime's thread holds the lock must not leave the

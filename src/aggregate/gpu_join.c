@@ -7,6 +7,7 @@
 #include "aggregate/agg.h"
 #include "aggregate/gpu_names.h"
 #include "aggregate/gpu_trace.h"
+#include "common/hash.h"
 #include "common/spinlock.h"
 
 /* A ring slot: bit 63 valid, 62 a record joined it, 61 nested (no record
@@ -52,7 +53,7 @@ void lp_gpu_join_reset(void) {
     wait_head = wait_count = 0;
 }
 
-static size_t wait_home(uint32_t corr) { return (size_t)((corr * 2654435761u) & (WAIT_HASH - 1)); }
+static size_t wait_home(uint32_t corr) { return (size_t)(lp_hash_mix64(corr) & (WAIT_HASH - 1)); }
 
 /* Lock held. The entry of corr, or NULL. */
 static waiter *wait_find(uint32_t corr) {

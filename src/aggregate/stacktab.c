@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/hash.h"
+
 typedef struct {
     uint64_t hash;
     void *code;
@@ -49,15 +51,8 @@ struct lp_stacktab {
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30; x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27; x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 static uint64_t key_hash(uint32_t parent, const void *code, int32_t offset) {
-    return mix64(((uint64_t)parent << 32 ^ (uint32_t)offset) * 0x9e3779b97f4a7c15ull ^
-                 mix64((uint64_t)(uintptr_t)code));
+    return lp_hash_mix64(((uint64_t)parent << 32 | (uint32_t)offset) ^ lp_hash_ptr(code));
 }
 
 static size_t round_page(size_t n) { return (n + 4095) & ~(size_t)4095; }

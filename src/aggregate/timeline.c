@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/hash.h"
+
 /* Per-thread sample counters for the stride, direct-mapped by thread key: a
  * collision restarts a thread's count (a few extra entries, never more than
  * the capacity). */
@@ -24,8 +26,7 @@ struct lp_timeline {
 };
 
 static tl_thread *thread_slot(lp_timeline *tl, uint64_t thread) {
-    uint64_t h = thread * 0x9e3779b97f4a7c15ull;
-    tl_thread *s = &tl->threads[(h >> 32) % TL_THREAD_SLOTS];
+    tl_thread *s = &tl->threads[lp_hash_fib32(thread) % TL_THREAD_SLOTS];
     if (!s->used || s->thread != thread) {
         s->used = 1;
         s->thread = thread;

@@ -4,18 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "common/own_alloc.h"
 
 #define WAYS 8
 #define FIRST_SETS 2048 /* powers of two */
 #define MAX_SETS 32768
 
-uint64_t lp_suspended_hash(const void *frame) {
-    uint64_t h = (uint64_t)(uintptr_t)frame;
-    h ^= h >> 31;
-    h *= 0x9e3779b97f4a7c15ull;
-    return h >> 32;
-}
+uint64_t lp_suspended_hash(const void *frame) { return lp_hash_fib32((uint64_t)(uintptr_t)frame); }
 
 static lp_suspended *set_of(lp_suspended_table *tab, const void *frame) {
     return &tab->entries[(lp_suspended_hash(frame) & (tab->sets - 1)) * WAYS];

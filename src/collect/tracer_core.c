@@ -2,6 +2,7 @@
 #include "collect/tracer_core.h"
 
 #include "collect/suspended.h"
+#include "common/hash.h"
 #include "common/own_alloc.h"
 
 #include <stdlib.h>
@@ -20,11 +21,7 @@ static uint64_t next_serial = 1;
 static lp_suspended_table waits; /* suspended frames' open lines (Wait column) */
 
 static size_t slot_of(const void *id, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)id;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-    return (size_t)h & (cap - 1);
+    return (size_t)lp_hash_ptr(id) & (cap - 1);
 }
 
 lp_tc_code *lp_tc_find(const void *id) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
+
 typedef struct {
     const uint32_t *ranks; /* into f->rank_ids */
     uint32_t depth;
@@ -41,7 +43,7 @@ static int cmp_line(const void *a, const void *b) {
 static uint64_t hash_line(const line *l) {
     uint64_t h = 1469598103934665603ull ^ l->depth;
     for (uint32_t i = 0; i < l->depth; i++) h = (h ^ l->ranks[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+    return lp_hash_mix64(h);
 }
 
 /* Compacts lines[0..n) to distinct stacks (values summed, first order kept)

@@ -11,6 +11,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/symbols.h"
+#include "common/hash.h"
 
 #define NO_FRAME LP_RESOLVE_NO_FRAME
 
@@ -26,15 +27,9 @@ static struct {
     int in_hook;
 } R;
 
-static size_t ptr_hash(const void *p) {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
-    return (size_t)x;
-}
-
 static int codes_contains(PyObject *co) {
     if (!R.codes_cap) return 0;
-    for (size_t i = ptr_hash(co) & (R.codes_cap - 1);; i = (i + 1) & (R.codes_cap - 1)) {
+    for (size_t i = (size_t)lp_hash_ptr(co) & (R.codes_cap - 1);; i = (i + 1) & (R.codes_cap - 1)) {
         if (R.codes[i] == co) return 1;
         if (R.codes[i] == NULL) return 0;
     }
@@ -48,7 +43,7 @@ static int codes_insert(PyObject *co) {
         for (size_t k = 0; k < R.codes_cap; k++) {
             PyObject *o = R.codes[k];
             if (!o) continue;
-            size_t i = ptr_hash(o) & (cap - 1);
+            size_t i = (size_t)lp_hash_ptr(o) & (cap - 1);
             while (n[i]) i = (i + 1) & (cap - 1);
             n[i] = o;
         }
@@ -56,7 +51,7 @@ static int codes_insert(PyObject *co) {
         R.codes = n;
         R.codes_cap = cap;
     }
-    size_t i = ptr_hash(co) & (R.codes_cap - 1);
+    size_t i = (size_t)lp_hash_ptr(co) & (R.codes_cap - 1);
     while (R.codes[i]) i = (i + 1) & (R.codes_cap - 1);
     Py_INCREF(co);
     R.codes[i] = co;

@@ -45,6 +45,7 @@
 #include "aggregate/gpu_names.h"
 #include "aggregate/gpu_trace.h"
 #include "aggregate/timeline.h"
+#include "common/hash.h"
 
 #define ROOT -1       /* the trie's root: no frame yet */
 #define CUT -2        /* launcher frames cut: what follows starts at the root */
@@ -59,12 +60,6 @@ static PyObject *entries;   /* frozenset of (file, function): the runner's progr
 
 /* What a resolved frame is to the cut (snap.kinds) */
 enum { KIND_UNKNOWN, KIND_OTHER, KIND_LAUNCHER, KIND_ENTRY, KIND_CALLER };
-
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
 
 /* ---- a growable open-addressing map: 64-bit key -> int32 value -------- */
 typedef struct {
@@ -90,7 +85,7 @@ static void idmap_free(idmap *m) {
 
 /* Slot of key: found (keys[i] == key + 1) or empty. */
 static size_t idmap_slot(const idmap *m, uint64_t key) {
-    size_t i = (size_t)mix(key) & m->mask;
+    size_t i = (size_t)lp_hash_mix64(key) & m->mask;
     while (m->keys[i] && m->keys[i] != key + 1) i = (i + 1) & m->mask;
     return i;
 }
@@ -284,9 +279,9 @@ static int32_t map_node(snap *s, uint32_t id, uint32_t count) {
 
 static int add_row(snap *s, int32_t node, uint64_t thread, const int64_t v[LP_M_COUNT]) {
     if ((s->rowmap.used + 1) * 2 > s->rowmap.mask + 1 && idmap_grow(&s->rowmap) < 0) return -1;
-    uint64_t key = mix(thread) ^ (uint64_t)(uint32_t)node;
+    uint64_t key = lp_hash_mix64(thread) ^ (uint64_t)(uint32_t)node;
     /* the key is a hash: confirm the row's own node and thread on a hit */
-    size_t i = (size_t)mix(key) & s->rowmap.mask;
+    size_t i = (size_t)lp_hash_mix64(key) & s->rowmap.mask;
     for (; s->rowmap.keys[i]; i = (i + 1) & s->rowmap.mask) {
         int32_t r = s->rowmap.vals[i];
         if (((int32_t *)s->row_node.data)[r] == node && ((uint64_t *)s->row_thread.data)[r] == thread) {

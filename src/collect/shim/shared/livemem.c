@@ -83,7 +83,7 @@ int lp_livemem_insert(lp_livemem *t, const lp_live_block *b, lp_live_block *repl
     if (t->slots == NULL || b->addr == 0) return 0;
     int rc = 0;
     lp_spin_lock(&t->lock);
-    uint32_t i = lp_livemem_hash(b->addr, 32) & t->mask;
+    uint32_t i = lp_livemem_hash(b->addr) & t->mask;
     for (;;) {
         lp_live_block *s = &t->slots[i];
         if (s->addr == b->addr) {
@@ -111,7 +111,7 @@ int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) {
     if (t->slots == NULL || addr == 0) return 0;
     int found = 0;
     lp_spin_lock(&t->lock);
-    uint32_t i = lp_livemem_hash(addr, 32) & t->mask;
+    uint32_t i = lp_livemem_hash(addr) & t->mask;
     while (t->slots[i].addr != 0) {
         if (t->slots[i].addr == addr) { found = 1; break; }
         i = (i + 1) & t->mask;
@@ -125,7 +125,7 @@ int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) {
         for (;;) {
             j = (j + 1) & t->mask;
             if (t->slots[j].addr == 0) break;
-            uint32_t home = lp_livemem_hash(t->slots[j].addr, 32) & t->mask;
+            uint32_t home = lp_livemem_hash(t->slots[j].addr) & t->mask;
             /* move j into the hole unless its home lies cyclically in (hole, j] */
             int stays = (hole <= j) ? (home > hole && home <= j) : (home > hole || home <= j);
             if (!stays) {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/base.h"
+#include "common/hash.h"
 
 enum { LP_MEM_NATIVE = 0, LP_MEM_PYTHON = 1, LP_MEM_MMAP = 2 };
 
@@ -53,9 +54,8 @@ LP_INTERNAL void lp_livemem_destroy(lp_livemem *t);
 /* Forgets every block (keeps the mapping). */
 LP_INTERNAL void lp_livemem_clear(lp_livemem *t);
 
-static inline uint32_t lp_livemem_hash(uintptr_t a, unsigned bits) {
-    return (uint32_t)(((uint64_t)(a >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - bits));
-}
+/* The home slot's hash of address a (the table takes its low bits). */
+static inline uint32_t lp_livemem_hash(uintptr_t a) { return (uint32_t)lp_hash_mix64(a); }
 
 /* The filter counter of address a: one per 64-byte granule, in address
  * order (addresses 64 MiB apart share one). Locality matters more than

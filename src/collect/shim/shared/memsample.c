@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "common/hash.h"
+
 static uint64_t next_u64(uint64_t *state) {
     uint64_t x = *state;
     x ^= x >> 12;
@@ -14,10 +16,7 @@ static uint64_t next_u64(uint64_t *state) {
 
 void lp_memsample_init(lp_memsample *s, uint64_t mean_bytes, uint64_t seed) {
     /* splitmix the seed so that nearby seeds (thread addresses) diverge */
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    uint64_t z = lp_hash_mix64(seed + 0x9E3779B97F4A7C15ull);
     s->rng = z ? z : 0x1234567ull;
     s->mean = mean_bytes ? mean_bytes : 1;
     lp_memsample_redraw(s);
