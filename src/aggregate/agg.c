@@ -71,16 +71,6 @@ void lp_agg_add(uint32_t stack, lp_metric m, int64_t value) {
     if (LP_LIKELY(t != NULL)) lp_stacktab_add(t, stack, m, value);
 }
 
-void lp_agg_max(uint32_t stack, lp_metric m, int64_t value) {
-    lp_stacktab *t = lp_agg_stacks();
-    if (LP_LIKELY(t != NULL)) lp_stacktab_max(t, stack, m, value);
-}
-
-void lp_agg_set(uint32_t stack, lp_metric m, int64_t value) {
-    lp_stacktab *t = lp_agg_stacks();
-    if (LP_LIKELY(t != NULL)) lp_stacktab_set(t, stack, m, value);
-}
-
 /* Set at module init under the GIL; read under the GIL. */
 static lp_agg_source source;
 

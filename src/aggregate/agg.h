@@ -3,8 +3,8 @@
  * stacktab.h for writing, they call these.
  *
  * Locking and drain rules (the only place they are stated):
- * - lp_agg_intern / lp_agg_add / lp_agg_max / lp_agg_set: any thread, GIL or
- *   not, inside malloc hooks; lock-free, no malloc, no Python. Not from a
+ * - lp_agg_intern / lp_agg_extend / lp_agg_add: any thread, GIL or not,
+ *   inside malloc hooks; lock-free, no malloc, no Python. Not from a
  *   signal handler (the sampler handler writes its per-thread ring and the
  *   drain interns later, under the GIL).
  * - Code pointers stored in interned stacks are kept alive by the code
@@ -40,8 +40,6 @@ LP_INTERNAL uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, s
 /* One more frame under `stack` (lp_stacktab_extend). */
 LP_INTERNAL uint32_t lp_agg_extend(uint32_t stack, void *code, int32_t offset);
 LP_INTERNAL void lp_agg_add(uint32_t stack, lp_metric m, int64_t value);
-LP_INTERNAL void lp_agg_max(uint32_t stack, lp_metric m, int64_t value);
-LP_INTERNAL void lp_agg_set(uint32_t stack, lp_metric m, int64_t value);
 
 /* A collector whose samples wait outside the table until drained (the
  * sampler: its rings). drain moves them in and returns how many; pending is

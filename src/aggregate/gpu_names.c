@@ -19,7 +19,7 @@ static struct {
     char *arena;       /* [size_t hash][len bytes + NUL] records */
     size_t used;
     uint32_t *index;   /* arena offset + 1 of a record, 0 = empty */
-    size_t count, refused;
+    size_t count;
 } N;
 
 static uint64_t hash_bytes(const char *s, size_t n) {
@@ -88,8 +88,6 @@ const char *lp_gpu_name(const char *name, size_t len) {
             N.used += need;
             N.count++;
             out = rec + sizeof h;
-        } else if (!out) {
-            N.refused++;
         }
     }
     lp_spin_unlock(&N.lock);
@@ -167,6 +165,3 @@ int lp_gpu_name_is_comm(const char *name) {
     }
     return 0;
 }
-
-size_t lp_gpu_name_count(void) { return __atomic_load_n(&N.count, __ATOMIC_RELAXED); }
-size_t lp_gpu_name_refused(void) { return __atomic_load_n(&N.refused, __ATOMIC_RELAXED); }

@@ -27,8 +27,4 @@ LP_INTERNAL const char *lp_gpu_name(const char *name, size_t len);
  * (_lprof.gpu_is_comm) for the timeline's names. Pure: any thread, no lock. */
 LP_INTERNAL int lp_gpu_name_is_comm(const char *name);
 
-/* Names interned so far, and lookups refused because the arena was full. */
-LP_INTERNAL size_t lp_gpu_name_count(void);
-LP_INTERNAL size_t lp_gpu_name_refused(void);
-
 #endif

@@ -70,8 +70,6 @@ void lp_clock_init(void) {
     lp_clock_force(want_tsc ? LP_CLOCK_TSC : LP_CLOCK_MONOTONIC);
 }
 
-lp_clock_kind lp_clock_kind_in_use(void) { return lp_clock_use_tsc ? LP_CLOCK_TSC : LP_CLOCK_MONOTONIC; }
-
 const char *lp_clock_name(void) { return lp_clock_use_tsc ? "tsc" : "monotonic"; }
 
 double lp_clock_seconds_per_tick(void) { return lp_clock_use_tsc ? measure_tsc() : 1e-9; }

@@ -17,7 +17,6 @@ typedef enum { LP_CLOCK_MONOTONIC = 0, LP_CLOCK_TSC = 1 } lp_clock_kind;
 /* Chooses the clock; idempotent, call with no locks held. The TSC's unit is
  * measured from this moment to each lp_clock_seconds_per_tick() call. */
 LP_INTERNAL void lp_clock_init(void);
-LP_INTERNAL lp_clock_kind lp_clock_kind_in_use(void);
 LP_INTERNAL const char *lp_clock_name(void);
 LP_INTERNAL double lp_clock_seconds_per_tick(void);
 /* For tests: force a clock kind (restarts the TSC measurement). */
