@@ -11,6 +11,7 @@
 
 #include "aggregate/agg.h"
 #include "common/hash.h"
+#include "common/own_map.h"
 #include "common/spinlock.h"
 
 #define BLOCK_SLOTS (1u << 20) /* tracked at most 3/4 full */
@@ -54,7 +55,7 @@ int lp_gpu_devmem_reset(void) {
     if (!handlers && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0) handlers = 1;
     size_t bb = (size_t)BLOCK_SLOTS * sizeof(block), lb = (size_t)LOG_EVENTS * sizeof(event);
     if (!D.blocks) {
-        void *m = mmap(NULL, bb + lb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m = lp_own_map(bb + lb, MAP_NORESERVE);
         if (m == MAP_FAILED) return -1;
         D.blocks = m;
         D.log = (event *)((char *)m + bb);

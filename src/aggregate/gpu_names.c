@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/own_map.h"
 #include "common/spinlock.h"
 
 #define INDEX_SLOTS (1u << 17) /* at most half full: 65536 names */
@@ -37,7 +38,7 @@ static int map_once(void) {
     if (N.arena) return 0;
     if (N.failed) return -1;
     size_t total = ARENA_BYTES + INDEX_SLOTS * sizeof(uint32_t);
-    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = lp_own_map(total, MAP_NORESERVE);
     if (m == MAP_FAILED) {
         N.failed = 1;
         return -1;

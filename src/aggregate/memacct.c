@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/own_map.h"
 #include "common/spinlock.h"
 
 struct lp_memacct {
@@ -26,7 +27,7 @@ struct lp_memacct {
 };
 
 lp_memacct *lp_memacct_create(lp_stacktab *tab, uint64_t t0_ns) {
-    lp_memacct *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    lp_memacct *a = lp_own_map(sizeof *a, 0);
     if (a == MAP_FAILED) return NULL;
     a->tab = tab;
     lp_memacct_reset(a, t0_ns);
@@ -34,7 +35,7 @@ lp_memacct *lp_memacct_create(lp_stacktab *tab, uint64_t t0_ns) {
 }
 
 void lp_memacct_destroy(lp_memacct *a) {
-    if (a) munmap(a, sizeof *a);
+    if (a) lp_own_unmap(a, sizeof *a);
 }
 
 void lp_memacct_reset(lp_memacct *a, uint64_t t0_ns) {

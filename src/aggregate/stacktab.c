@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/own_map.h"
 
 typedef struct {
     uint64_t hash;
@@ -80,7 +81,7 @@ lp_stacktab *lp_stacktab_create(uint32_t max_nodes, uint32_t max_rows) {
     size_t nb = round_page((size_t)max_nodes * sizeof(node));
     size_t rb = round_page((size_t)max_rows * sizeof(row));
     size_t total = head + ib + nb + rb;
-    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = lp_own_map(total, MAP_NORESERVE);
     if (m == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
     /* the index is hashed: on 4 KiB pages nearly every insert would fault
@@ -102,7 +103,7 @@ lp_stacktab *lp_stacktab_create(uint32_t max_nodes, uint32_t max_rows) {
 }
 
 void lp_stacktab_destroy(lp_stacktab *t) {
-    if (t) munmap(t->map, t->map_bytes);
+    if (t) lp_own_unmap(t->map, t->map_bytes);
 }
 
 void lp_stacktab_clear(lp_stacktab *t) {

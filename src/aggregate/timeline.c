@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "common/hash.h"
+#include "common/own_map.h"
 
 /* Per-thread sample counters for the stride, direct-mapped by thread key: a
  * collision restarts a thread's count (a few extra entries, never more than
@@ -40,7 +41,7 @@ lp_timeline *lp_timeline_create(uint32_t capacity) {
     if (capacity < 2) capacity = 2;
     size_t bytes = sizeof(lp_timeline) + (size_t)capacity * sizeof(lp_timeline_entry);
     /* address space only: pages are touched as entries arrive */
-    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = lp_own_map(bytes, MAP_NORESERVE);
     if (m == MAP_FAILED) return NULL;
     lp_timeline *tl = m;
     tl->e = (lp_timeline_entry *)(void *)((char *)m + sizeof(lp_timeline));
@@ -51,7 +52,7 @@ lp_timeline *lp_timeline_create(uint32_t capacity) {
 }
 
 void lp_timeline_destroy(lp_timeline *tl) {
-    if (tl) munmap(tl, tl->bytes);
+    if (tl) lp_own_unmap(tl, tl->bytes);
 }
 
 void lp_timeline_clear(lp_timeline *tl) {

@@ -24,6 +24,7 @@
 #include "collect/sampler_state.h"
 #include "collect/other_threads.h"
 #include "collect/perf_clock.h"
+#include "common/own_map.h"
 #include "common/own_tids.h"
 #include "common/thread_start.h"
 #include "common/wakeable_sleep.h"
@@ -222,7 +223,7 @@ static void child_after_fork(void) {
 static int setup_memory(void) {
     if (S.ring_mem) return 0;
     size_t total = (size_t)(LP_SAMPLER_MAX_THREADS + 2) * LP_SAMPLER_RING_BYTES;
-    void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = lp_own_map(total, MAP_NORESERVE);
     if (m == MAP_FAILED) return -1;
     S.ring_mem = m;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "common/own_map.h"
+
 uint32_t lp_env_cap(const char *name, uint32_t dflt, uint32_t max) {
     const char *s = getenv(name);
     if (!s || !*s) return dflt;
@@ -15,11 +17,11 @@ uint32_t lp_env_cap(const char *name, uint32_t dflt, uint32_t max) {
 
 int lp_table_reserve(void **table, size_t *have, size_t bytes) {
     if (*table && bytes > *have) {
-        munmap(*table, *have);
+        lp_own_unmap(*table, *have);
         *table = NULL;
     }
     if (!*table) {
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m = lp_own_map(bytes, MAP_NORESERVE);
         if (m == MAP_FAILED) {
             *have = 0;
             return -1;

@@ -259,3 +259,20 @@ def test_cli_reexecs_with_shim(shim, write_script, run_lprof, load_profile, tmp_
     assert m["native_covered"] is True
     row = [l for l in m["lines"] if l[0] == str(script) and l[1] == 3]
     assert row and near(row[0][5], 64_000_000)
+
+
+def test_lprofs_own_tables_are_not_the_programs(shim, write_script, run_lprof, load_profile,
+                                                tmp_path):
+    """lprof maps its tables (stack table 98 MB, sample rings, live blocks,
+    timeline) past the shim's mmap: through it they were sampled as the
+    program's mappings, shim_mmaps 3 and 159 MB of start-up bytes for a
+    program that maps nothing large (issue #38)."""
+    script = write_script("tiny.py", """
+        x = sum(range(1000))
+        print("ok", x)
+    """)
+    r = run_lprof("--memory", "-o", tmp_path / "p.lprof", script, env={"LPROF_SHIM": shim})
+    assert r.returncode == 0, r.stderr
+    stats = load_profile(str(tmp_path / "p.lprof"))["memory"]["stats"]
+    assert stats["shim_mmaps"] == 0, stats
+    assert stats["shim_startup_bytes"] < 64 * MB, stats  # the interpreter's start-up, not tables

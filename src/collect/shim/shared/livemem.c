@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/own_map.h"
 #include "common/spinlock.h"
 
 /* Tables indexed by hash or address are touched at random: with 4 KiB
@@ -11,7 +12,7 @@
  * whose TLB flush interrupts every core the process runs on. Huge pages
  * (where the kernel offers them on request) make that a handful of faults. */
 static void *map_zero(size_t bytes) {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = lp_own_map(bytes, 0);
     if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
     if (bytes >= ((size_t)2 << 20)) (void)madvise(p, bytes, MADV_HUGEPAGE);
@@ -49,9 +50,9 @@ int lp_livemem_init(lp_livemem *t, unsigned log2_slots) {
 }
 
 void lp_livemem_destroy(lp_livemem *t) {
-    if (t->slots) munmap(t->slots, ((size_t)t->mask + 1) * sizeof(lp_live_block));
-    if (t->filter) munmap(t->filter, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
-    if (t->touched) munmap(t->touched, groups_bytes((size_t)t->mask + 1));
+    if (t->slots) lp_own_unmap(t->slots, ((size_t)t->mask + 1) * sizeof(lp_live_block));
+    if (t->filter) lp_own_unmap(t->filter, (size_t)1 << LP_LIVEMEM_FILTER_BITS);
+    if (t->touched) lp_own_unmap(t->touched, groups_bytes((size_t)t->mask + 1));
     memset(t, 0, sizeof *t);
 }
 
