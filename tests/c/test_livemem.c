@@ -3,6 +3,7 @@
 
 #include "harness.h"
 #include "collect/shim/shared/livemem.h"
+#include "collect/shim/shared/memsample.h"
 
 static lp_live_block blk(uintptr_t addr, double w, uint32_t stack) {
     lp_live_block b = {0};
@@ -101,5 +102,39 @@ TEST(foreach_sums) {
     lp_livemem_destroy(&t);
 }
 
+static int replaced_calls;
+static lp_live_block replaced_block;
+static uint64_t replaced_t;
+
+static uint32_t attribute_by_size(const lp_live_block *b) { return (uint32_t)b->size + 1; }
+static void note_replaced(const lp_live_block *old, uint64_t t_ns) {
+    replaced_calls++;
+    replaced_block = *old;
+    replaced_t = t_ns;
+}
+
+/* A recorded block gets its weight at the mean and its stack from the
+ * owner; one recorded again at its address hands the first to replaced. */
+TEST(record_weighs_attributes_and_replaces) {
+    lp_livemem t;
+    REQUIRE(lp_livemem_init(&t, 4) == 0);
+    static const lp_livemem_owner owner = {attribute_by_size, note_replaced};
+    lp_live_block a = {.addr = 0x1000, .size = 100, .t_ns = 5, .kind = LP_MEM_PYTHON};
+    CHECK_EQ_INT(lp_livemem_record(&t, &a, 16384, &owner), 1);
+    CHECK_NEAR(a.weight, lp_memsample_weight(100, 16384), 1e-9);
+    CHECK_EQ_INT(a.stack, 101);
+    CHECK_EQ_INT(replaced_calls, 0);
+    lp_live_block b = {.addr = 0x1000, .size = 7, .t_ns = 9};
+    CHECK_EQ_INT(lp_livemem_record(&t, &b, 16384, &owner), 2);
+    CHECK_EQ_INT(replaced_calls, 1);
+    CHECK_EQ_INT(replaced_block.stack, 101);
+    CHECK_EQ_INT(replaced_block.kind, LP_MEM_PYTHON);
+    CHECK_EQ_INT(replaced_t, 9);
+    lp_live_block out;
+    CHECK_EQ_INT(lp_livemem_remove(&t, 0x1000, &out), 1);
+    CHECK_EQ_INT(out.stack, 8);
+    lp_livemem_destroy(&t);
+}
+
 RUN_TESTS(insert_remove_matches_reference, replace_same_address, overflow_counted,
-          filter_mostly_rejects_unsampled, foreach_sums)
+          filter_mostly_rejects_unsampled, foreach_sums, record_weighs_attributes_and_replaces)

@@ -68,5 +68,23 @@ TEST(seeds_differ) {
     CHECK(a.until != b.until || a.rng != b.rng);
 }
 
+/* The sampled path's first step: an unseeded sampler is seeded and the
+ * allocation tested again against the new countdown;
+ * a seeded one takes the sample, at the mean given, with a new countdown. */
+TEST(take_seeds_then_redraws) {
+    lp_memsample s = {0};
+    CHECK_EQ_INT(lp_memsample_take(&s, 16384, 0, 99), 0); /* no bytes cross no countdown */
+    CHECK(s.rng != 0);
+    CHECK(s.until > 0);
+    lp_memsample again = {0};
+    CHECK_EQ_INT(lp_memsample_take(&again, 16384, (size_t)1 << 40, 99), 1); /* crosses any countdown */
+    s.until = 0;
+    uint64_t rng = s.rng;
+    CHECK_EQ_INT(lp_memsample_take(&s, 4096, 1, 99), 1);
+    CHECK_EQ_INT(s.mean, 4096);
+    CHECK(s.until > 0);
+    CHECK(s.rng != rng);
+}
+
 RUN_TESTS(small_objects_unbiased, page_objects_unbiased, large_objects_exact, weight_formula,
-          countdown_mean, seeds_differ)
+          countdown_mean, seeds_differ, take_seeds_then_redraws)

@@ -145,25 +145,24 @@ static void shim_on_free(const lp_shim_block *b, uint64_t t) {
 static const lp_shim_hooks shim_hooks = {LP_SHIM_ABI, sizeof(lp_shim_hooks), shim_on_alloc,
                                          shim_on_free};
 
+static uint32_t live_attribute(const lp_live_block *b) {
+    return attribute(b->size, b->weight, b->kind == LP_MEM_PYTHON, b->t_ns);
+}
+
+/* a block whose free went unseen (its address came back): freed now */
+static void live_replaced(const lp_live_block *old, uint64_t t_ns) {
+    lp_memacct_free(account, old->stack, old->weight, t_ns);
+}
+
+static const lp_livemem_owner live_owner = {live_attribute, live_replaced};
+
 static void sampled(void *p, size_t size, int python) {
     uint64_t mean = __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED);
-    if (LP_UNLIKELY(tls_sampler.rng == 0)) {
-        lp_memsample_init(&tls_sampler, mean, (uint64_t)(uintptr_t)&tls_sampler ^ lp_clock_monotonic_ns());
-        if (!lp_memsample_step(&tls_sampler, size)) return;
-    }
-    tls_sampler.mean = mean;
-    lp_memsample_redraw(&tls_sampler);
+    if (!lp_memsample_take(&tls_sampler, mean, size, (uint64_t)(uintptr_t)&tls_sampler)) return;
     int prev = lp_memhooks_guard_enter();
-    lp_live_block b;
-    memset(&b, 0, sizeof b);
-    b.addr = (uintptr_t)p;
-    b.size = size;
-    b.weight = lp_memsample_weight(size, mean);
-    b.t_ns = lp_clock_monotonic_ns();
-    b.kind = python ? LP_MEM_PYTHON : LP_MEM_NATIVE;
-    b.stack = attribute(size, b.weight, python, b.t_ns);
-    lp_live_block old;
-    if (lp_livemem_insert(&live, &b, &old) == 2) lp_memacct_free(account, old.stack, old.weight, b.t_ns);
+    lp_live_block b = {.addr = (uintptr_t)p, .size = size, .t_ns = lp_clock_monotonic_ns(),
+                       .kind = python ? LP_MEM_PYTHON : LP_MEM_NATIVE};
+    lp_livemem_record(&live, &b, mean, &live_owner);
     lp_memhooks_guard_leave(prev);
 }
 

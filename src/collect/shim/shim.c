@@ -65,37 +65,38 @@ static void report_free(const lp_live_block *b) {
     }
 }
 
+/* A sampled block's stack: the extension's, once it has registered;
+ * before, its bytes count as start-up bytes. */
+static uint32_t attribute(const lp_live_block *b) {
+    uint32_t stack = 0;
+    const lp_shim_hooks *h = __atomic_load_n(&hooks, __ATOMIC_ACQUIRE);
+    if (h && h->on_alloc)
+        stack = h->on_alloc(b->addr, b->size, b->weight, b->kind, b->t_ns);
+    else
+        __atomic_fetch_add(&st_startup_bytes, (uint64_t)b->weight, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&st_sampled, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&st_sampled_bytes, (uint64_t)b->weight, __ATOMIC_RELAXED);
+    if (b->kind == LP_SHIM_KIND_MMAP) __atomic_fetch_add(&st_mmaps, 1, __ATOMIC_RELAXED);
+    return stack;
+}
+
+/* an address already present means its free went unseen: count it freed */
+static void replaced(const lp_live_block *old, uint64_t t_ns) {
+    (void)t_ns;
+    report_free(old);
+}
+
+static const lp_livemem_owner owner = {attribute, replaced};
+
 void lp_shim_sampled(void *p, size_t size, uint32_t kind) {
     shim_tls *t = &lp_shim_tls;
     uint64_t mean = __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED);
-    if (LP_UNLIKELY(t->sampler.rng == 0)) {
-        /* first allocation of this thread: seed, then re-test this one */
-        lp_memsample_init(&t->sampler, mean, (uint64_t)(uintptr_t)t ^ now_ns());
-        if (!lp_memsample_step(&t->sampler, size)) return;
-    }
+    if (!lp_memsample_take(&t->sampler, mean, size, (uint64_t)(uintptr_t)t)) return;
     t->guard = 1;
-    t->sampler.mean = mean;
-    lp_memsample_redraw(&t->sampler);
     if (p != NULL && table_ready()) {
-        lp_live_block b;
-        memset(&b, 0, sizeof b);
-        b.addr = (uintptr_t)p;
-        b.size = size;
-        b.weight = lp_memsample_weight(size, mean);
-        b.t_ns = now_ns();
-        b.kind = (uint16_t)kind;
-        b.gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
-        const lp_shim_hooks *h = __atomic_load_n(&hooks, __ATOMIC_ACQUIRE);
-        if (h && h->on_alloc)
-            b.stack = h->on_alloc(b.addr, size, b.weight, kind, b.t_ns);
-        else
-            __atomic_fetch_add(&st_startup_bytes, (uint64_t)b.weight, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&st_sampled, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&st_sampled_bytes, (uint64_t)b.weight, __ATOMIC_RELAXED);
-        if (kind == LP_SHIM_KIND_MMAP) __atomic_fetch_add(&st_mmaps, 1, __ATOMIC_RELAXED);
-        lp_live_block old;
-        /* an address already present means its free went unseen: count it freed */
-        if (lp_livemem_insert(&lp_shim_live, &b, &old) == 2) report_free(&old);
+        lp_live_block b = {.addr = (uintptr_t)p, .size = size, .t_ns = now_ns(), .kind = (uint16_t)kind,
+                           .gen = __atomic_load_n(&generation, __ATOMIC_RELAXED)};
+        lp_livemem_record(&lp_shim_live, &b, mean, &owner);
     }
     t->guard = 0;
 }

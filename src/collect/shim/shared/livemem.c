@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "collect/shim/shared/memsample.h"
 #include "common/own_map.h"
 #include "common/spinlock.h"
 
@@ -105,6 +106,15 @@ int lp_livemem_insert(lp_livemem *t, const lp_live_block *b, lp_live_block *repl
         i = (i + 1) & t->mask;
     }
     lp_spin_unlock(&t->lock);
+    return rc;
+}
+
+int lp_livemem_record(lp_livemem *t, lp_live_block *b, uint64_t mean, const lp_livemem_owner *owner) {
+    b->weight = lp_memsample_weight(b->size, mean);
+    b->stack = owner->attribute(b);
+    lp_live_block old;
+    int rc = lp_livemem_insert(t, b, &old);
+    if (rc == 2) owner->replaced(&old, b->t_ns);
     return rc;
 }
 

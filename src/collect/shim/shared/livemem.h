@@ -85,6 +85,20 @@ static inline int lp_livemem_maybe(const lp_livemem *t, const void *p) {
  * address (that one is copied to *replaced), 0 dropped (table full). */
 LP_INTERNAL int lp_livemem_insert(lp_livemem *t, const lp_live_block *b,
                                   lp_live_block *replaced) LP_HOOK_SAFE;
+/* Who keeps a table's sampled blocks: attribute gives a new block its
+ * stack id (b has all else set), replaced takes a block whose free went
+ * unseen (its address was handed out again), as freed at t_ns. */
+typedef struct {
+    uint32_t (*attribute)(const lp_live_block *b);
+    void (*replaced)(const lp_live_block *old, uint64_t t_ns);
+} lp_livemem_owner;
+
+/* The sampled path's last step, the same in the shim and the PyMem hooks:
+ * b (addr, size, t_ns, kind, gen set; the rest zero) gets its weight at
+ * mean `mean` and its stack from the owner, and goes into the table (the
+ * return value of lp_livemem_insert). Call with the allocator guard set. */
+LP_INTERNAL int lp_livemem_record(lp_livemem *t, lp_live_block *b, uint64_t mean,
+                                  const lp_livemem_owner *owner) LP_HOOK_SAFE;
 /* Removes the block at addr; 1 and *out filled if it was there, else 0. */
 LP_INTERNAL int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) LP_HOOK_SAFE;
 /* Visits every block under the lock; fn must not touch the table. */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 
 static uint64_t next_u64(uint64_t *state) {
@@ -37,4 +38,15 @@ double lp_memsample_weight(uint64_t size, uint64_t mean) {
     /* -expm1(-x) = 1 - exp(-x) without cancellation for small x */
     double p = -expm1(-x);
     return (double)size / p;
+}
+
+int lp_memsample_take(lp_memsample *s, uint64_t mean, size_t size, uint64_t seed) {
+    if (LP_UNLIKELY(s->rng == 0)) {
+        /* the thread's first allocation: seed, then test this one again */
+        lp_memsample_init(s, mean, seed ^ lp_clock_monotonic_ns());
+        if (!lp_memsample_step(s, size)) return 0;
+    }
+    s->mean = mean;
+    lp_memsample_redraw(s);
+    return 1;
 }

@@ -32,8 +32,17 @@ LP_INTERNAL void lp_memsample_redraw(lp_memsample *s) LP_HOOK_SAFE;
 /* Unbiased weight in bytes of a sampled allocation of `size` bytes. */
 LP_INTERNAL double lp_memsample_weight(uint64_t size, uint64_t mean) LP_HOOK_SAFE;
 
+/* The sampled path's first step, the same in the shim and the PyMem hooks,
+ * for an allocation whose countdown ran out (lp_memsample_step gave 1). A
+ * thread's first allocation finds its sampler unseeded: it is seeded from
+ * `seed` (bits that differ between threads: the sampler's address) and the
+ * time, and the allocation is tested again against the seeded countdown;
+ * 0: not sampled after all. Otherwise draws the next countdown at `mean`
+ * and returns 1: sample it. */
+LP_INTERNAL int lp_memsample_take(lp_memsample *s, uint64_t mean, size_t size, uint64_t seed) LP_HOOK_SAFE;
+
 /* Hot path: 1 when this allocation is sampled. The caller must then call
- * lp_memsample_redraw() (kept apart so the hot path stays inline and tiny). */
+ * lp_memsample_take() (kept apart so the hot path stays inline and tiny). */
 static inline int lp_memsample_step(lp_memsample *s, size_t size) {
     s->until -= (int64_t)size;
     return LP_UNLIKELY(s->until <= 0);
