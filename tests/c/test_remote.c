@@ -210,5 +210,113 @@ TEST(walk_survives_bad_frames) {
     CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_BADREAD);
 }
 
+/* 3.14+: f_executable a _PyStackRef (tag bits 0-1), frame owners 3 and 4 run no code */
+TEST(walk_clears_stackref_tags) {
+    static fake_frame outer, inner, base;
+    static fake_ts ts;
+    static fake_interp interp;
+    lp_remote_layout L = fake_layout;
+    L.version_hex = 0x030E0000;
+    L.frame_model = LP_REMOTE_FRAMES_314;
+    base = (fake_frame){0, U(&code) | 1, U(code.code), 3};      /* the thread's base frame */
+    outer = (fake_frame){U(&base), U(&code) | 1, U(code.code) + 0, 0}; /* a borrowed reference */
+    inner = (fake_frame){U(&outer), U(&code), U(code.code) + 4, 4}; /* a C-stack entry frame */
+    static fake_frame top;
+    top = (fake_frame){U(&inner), U(&code), U(code.code) + 4, 0}; /* unit 2 */
+    ts = (fake_ts){0, 1, 2, U(&top)};
+    interp = (fake_interp){0, U(&ts)};
+    static uint64_t runtime_head;
+    runtime_head = U(&interp);
+    tally t;
+    memset(&t, 0, sizeof t);
+    code = (fake_code){U(&code_type), U(&file_str), U(&func_str), U(&table), 10, 0, {0}};
+    lp_remote_sink sink = {.thread = t_thread, .frame = t_frame, .end_thread = t_end, .ctx = &t};
+    CHECK_EQ_INT(lp_remote_walk(getpid(), U(&runtime_head), &L, &sink), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.frames, 2); /* top and outer; inner (owner 4) and base (3) skipped */
+    CHECK_EQ_INT(t.last_line, 11);
+    CHECK_EQ_INT(t.bad_threads, 0);
+    /* the same tagged pointer under the 3.13 model is a misaligned one: the thread is cut */
+    L.frame_model = LP_REMOTE_FRAMES_313;
+    memset(&t, 0, sizeof t);
+    CHECK_EQ_INT(lp_remote_walk(getpid(), U(&runtime_head), &L, &sink), LP_REMOTE_OK);
+    CHECK_EQ_INT(t.frames, 1);
+    CHECK_EQ_INT(t.bad_threads, 1);
+}
+
+/* ---- _Py_DebugOffsets tables faked in this process ---------------------- */
+
+/* a table of `words` words: every offset word k holds k, every section size
+ * `size`; the cookie, version and free_threaded as given */
+static void fake_debug(uint64_t *w, size_t words, uint64_t version, uint64_t free_threaded,
+                       const int *sizes, size_t nsizes) {
+    for (size_t k = 0; k < words; k++) w[k] = k;
+    memcpy(&w[0], "xdebugpy", 8);
+    w[1] = version;
+    w[2] = free_threaded;
+    for (size_t i = 0; i < nsizes; i++) w[sizes[i]] = 4096;
+}
+
+TEST(debug_offsets_of_each_version) {
+    static uint64_t w[128];
+    lp_remote_layout L;
+    uint64_t version = 0;
+    /* the section-size words of 3.13, 3.14, 3.15 (from their headers) */
+    static const int s313[] = {3, 6, 19, 28, 34, 44, 46, 50, 53, 56, 59, 61, 64, 67, 71};
+    static const int s314[] = {3, 6, 22, 31, 39, 50, 52, 56, 59, 62, 66, 69, 71, 74, 77, 81, 83};
+    static const int s315[] = {3, 6, 22, 39, 47, 58, 60, 66, 68, 71, 74, 78, 81, 83, 86, 89, 94, 99};
+    fake_debug(w, 73, 0x030D05F0, 0, s313, LP_ARRAY_LEN(s313));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_OK);
+    CHECK(version == 0x030D05F0 && L.frame_model == LP_REMOTE_FRAMES_313);
+    CHECK(L.ts_next == 21 && L.ts_frame == 23 && L.fr_previous == 29 && L.fr_owner == 33);
+    CHECK(L.co_code_adaptive == 43 && L.u_ascii_size == 70 && L.u_compact_size == 86);
+
+    fake_debug(w, 95, 0x030E0AF0, 0, s314, LP_ARRAY_LEN(s314));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_OK);
+    CHECK(L.version_hex == 0x030E0AF0 && L.frame_model == LP_REMOTE_FRAMES_314);
+    CHECK(L.rt_interpreters_head == 5 && L.is_next == 8 && L.is_threads_head == 9);
+    CHECK(L.ts_next == 24 && L.ts_frame == 26 && L.ts_thread_id == 27 && L.ts_native_thread_id == 28);
+    CHECK(L.fr_previous == 32 && L.fr_code == 33 && L.fr_instr == 34 && L.fr_localsplus == 35 &&
+          L.fr_owner == 36);
+    CHECK(L.co_filename == 40 && L.co_name == 41 && L.co_qualname == 42 && L.co_linetable == 43 &&
+          L.co_firstlineno == 44 && L.co_localsplusnames == 46 && L.co_code_adaptive == 48);
+    CHECK(L.ob_type == 51 && L.tp_name == 53 && L.tuple_item == 57 && L.tuple_size == 58);
+    CHECK(L.float_fval == 70 && L.long_size == 72 && L.long_digits == 73);
+    CHECK(L.bytes_size == 75 && L.bytes_sval == 76);
+    CHECK(L.u_state == 78 && L.u_length == 79 && L.u_ascii_size == 80 && L.u_compact_size == 96);
+
+    fake_debug(w, 111, 0x030F02F0, 0, s315, LP_ARRAY_LEN(s315));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_OK);
+    CHECK(L.frame_model == LP_REMOTE_FRAMES_314);
+    CHECK(L.ts_next == 24 && L.ts_frame == 26 && L.ts_thread_id == 30 && L.ts_native_thread_id == 31);
+    CHECK(L.fr_previous == 40 && L.fr_code == 41 && L.fr_instr == 42 && L.fr_localsplus == 43 &&
+          L.fr_owner == 44);
+    CHECK(L.co_filename == 48 && L.co_qualname == 50 && L.co_linetable == 51 &&
+          L.co_firstlineno == 52 && L.co_localsplusnames == 54 && L.co_code_adaptive == 56);
+    CHECK(L.ob_type == 59 && L.tp_name == 61 && L.tuple_item == 69 && L.tuple_size == 70);
+    CHECK(L.float_fval == 82 && L.long_size == 84 && L.long_digits == 85);
+    CHECK(L.bytes_size == 87 && L.bytes_sval == 88);
+    /* 3.15 says sizeof(PyCompactUnicodeObject) itself (word 93) */
+    CHECK(L.u_state == 90 && L.u_length == 91 && L.u_ascii_size == 92 && L.u_compact_size == 93);
+
+    /* free-threaded, a version not known, no cookie, an offset past its struct */
+    fake_debug(w, 111, 0x030F02F0, 1, s315, LP_ARRAY_LEN(s315));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version),
+                 LP_REMOTE_FREE_THREADED);
+    fake_debug(w, 111, 0x031000F0, 0, s315, LP_ARRAY_LEN(s315));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_VERSION);
+    CHECK(version == 0x031000F0);
+    fake_debug(w, 111, 0x030C00F0, 0, s315, LP_ARRAY_LEN(s315));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_VERSION);
+    fake_debug(w, 95, 0x030E0AF0, 0, s314, LP_ARRAY_LEN(s314));
+    w[26] = 5000; /* thread_state.current_frame past sizeof(PyThreadState) */
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_VERSION);
+    /* a 3.15 table read with 3.14's indexes: sizes where offsets are, refused */
+    fake_debug(w, 111, 0x030E0AF0, 0, s315, LP_ARRAY_LEN(s315));
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_VERSION);
+    memcpy(&w[0], "notdebug", 8);
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_NODEBUG);
+}
+
 RUN_TESTS(line_table_310, line_table_311, malformed_tables_give_no_line, reads_are_checked,
-          walk_reads_frames_and_lines, walk_is_bounded_on_cycles, walk_survives_bad_frames)
+          walk_reads_frames_and_lines, walk_is_bounded_on_cycles, walk_survives_bad_frames,
+          walk_clears_stackref_tags, debug_offsets_of_each_version)

@@ -752,12 +752,27 @@ print("lprof imported", any(m == "lprof" or m.startswith("lprof.") for m in sys.
 def test_start_timeout_leaves_nothing_behind(tmp_path, target):
     p = target(BLOCKED)
     r = _attach(tmp_path, p.pid, "--start-timeout", 0.5, "-d", 1)
-    assert r.returncode == 1
+    # nothing started in it: its stacks were read from outside instead (test_dump.py)
+    assert r.returncode == 0, r.stderr
     assert r.stderr.count("\n") == 1 and "ran no Python code on its main thread" in r.stderr
+    assert "sampling it from outside instead" in r.stderr, r.stderr
     out, err = p.communicate(timeout=60)
     # the script ran once the sleep was over, found the attach given up, did nothing
     assert out.strip() == "lprof imported False", err
     assert err == ""
+    assert not _control_folders(p.pid)
+
+
+@needs_remote_exec
+def test_start_timeout_where_code_must_run_is_the_error(tmp_path, target):
+    # --memory needs lprof's code in the process: no outside fallback, the give-up stands
+    p = target(BLOCKED)
+    r = _attach(tmp_path, p.pid, "--start-timeout", 0.5, "-d", 1, "--memory")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.count("\n") == 1 and "ran no Python code on its main thread" in r.stderr
+    assert "outside" not in r.stderr, r.stderr
+    out, err = p.communicate(timeout=60)
+    assert out.strip() == "lprof imported False", err
     assert not _control_folders(p.pid)
 
 

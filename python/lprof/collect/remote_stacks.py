@@ -19,10 +19,13 @@ def _message(status, pid, version, verb):
     if status == c.REMOTE_NODEBUG:
         return (f"{verb}: process {pid}: no CPython debug offsets at _PyRuntime (not a CPython "
                 f"3.13+ lprof can read)"), 2
+    v = "%d.%d" % ((version >> 24) & 0xFF, (version >> 16) & 0xFF)
     if status == c.REMOTE_VERSION:
-        v = "%d.%d" % ((version >> 24) & 0xFF, (version >> 16) & 0xFF)
         return (f"{verb}: process {pid} runs Python {v}, whose debug offsets lprof does not "
-                f"read yet (3.10-3.13 only)"), 2
+                f"read yet (3.10-3.15 only)"), 2
+    if status == c.REMOTE_FREE_THREADED:
+        return (f"{verb}: process {pid} runs a free-threaded Python {v}, whose threads lprof "
+                f"does not read from outside"), 2
     if status == c.REMOTE_LAYOUT:
         return f"{verb}: process {pid}: the frame layout lprof has for it is incomplete", 2
     return (f"{verb}: process {pid}: its interpreter state did not read (not the layout lprof "

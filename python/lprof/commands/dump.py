@@ -1,8 +1,8 @@
 """`lprof dump PID`: every thread's Python stack in another process now,
 read from outside (process_vm_readv through lprof's C reader): nothing runs
 in the process, so one sleeping, blocked in a C call or hung is read as it
-is. Python 3.10-3.13 (3.10-3.12: with lprof's extension built for the
-target's version; docs/design-remote.md)."""
+is. Python 3.10-3.15 (3.10-3.12: with lprof's extension built for the
+target's version; 3.13+: the target's _Py_DebugOffsets; docs/design-remote.md)."""
 import argparse
 import json
 import sys

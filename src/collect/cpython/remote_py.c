@@ -288,6 +288,7 @@ int lp_pyremote_init(PyObject *module) {
         {"REMOTE_NOPERM", LP_REMOTE_NOPERM},   {"REMOTE_BADREAD", LP_REMOTE_BADREAD},
         {"REMOTE_NODEBUG", LP_REMOTE_NODEBUG}, {"REMOTE_VERSION", LP_REMOTE_VERSION},
         {"REMOTE_LAYOUT", LP_REMOTE_LAYOUT},   {"REMOTE_STOPPED", LP_REMOTE_STOPPED},
+        {"REMOTE_FREE_THREADED", LP_REMOTE_FREE_THREADED},
     };
     for (size_t i = 0; i < LP_ARRAY_LEN(consts); i++)
         if (PyModule_AddIntConstant(module, consts[i].name, consts[i].value) < 0) return -1;

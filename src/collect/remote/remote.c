@@ -43,78 +43,143 @@ static int read_ptr(pid_t pid, uint64_t base, uint64_t off, uint64_t *out) {
     return LP_REMOTE_OK;
 }
 
-/* ---- the debug offsets (3.13) --------------------------------------------- */
+/* ---- the debug offsets (3.13+) ------------------------------------------- */
 
-/* _Py_DebugOffsets of 3.13 as 64-bit words: cookie, version, free_threaded,
- * then each section's size followed by its fields (CPython 3.13's
- * Include/internal/pycore_runtime.h). Only the words used here are named. */
+/* _Py_DebugOffsets as 64-bit words: the cookie, the version, free_threaded,
+ * then sections of uint64_t, each its struct's size followed by offsets in
+ * it. 3.14 and 3.15 added fields inside sections, so each version has its
+ * own word indexes (from that version's pycore_runtime.h, 3.13, or
+ * pycore_debug_offsets.h, 3.14+). D_* names the words the reader takes;
+ * each is checked against its section's size word (an offset inside the
+ * struct), so an index table that does not fit the target is refused. */
 enum {
-    W313_VERSION = 1, W313_FREE_THREADED = 2,
-    W313_RT_INTERPRETERS_HEAD = 5,
-    W313_IS_NEXT = 8, W313_IS_THREADS_HEAD = 9,
-    W313_TS_NEXT = 21, W313_TS_CURRENT_FRAME = 23, W313_TS_THREAD_ID = 24,
-    W313_TS_NATIVE_THREAD_ID = 25,
-    W313_IF_PREVIOUS = 29, W313_IF_EXECUTABLE = 30, W313_IF_INSTR_PTR = 31,
-    W313_IF_LOCALSPLUS = 32, W313_IF_OWNER = 33,
-    W313_CO_FILENAME = 35, W313_CO_NAME = 36, W313_CO_QUALNAME = 37, W313_CO_LINETABLE = 38,
-    W313_CO_FIRSTLINENO = 39, W313_CO_LOCALSPLUSNAMES = 41, W313_CO_CODE_ADAPTIVE = 43,
-    W313_OB_TYPE = 45, W313_TP_NAME = 47,
-    W313_TUPLE_OB_ITEM = 51, W313_TUPLE_OB_SIZE = 52, W313_FLOAT_OB_FVAL = 60,
-    W313_LONG_LV_TAG = 62, W313_LONG_OB_DIGIT = 63,
-    W313_BYTES_OB_SIZE = 65, W313_BYTES_OB_SVAL = 66,
-    W313_U_STATE = 68, W313_U_LENGTH = 69, W313_U_ASCII_SIZE = 70,
-    W313_WORDS = 73,
+    D_RT_INTERPRETERS_HEAD, D_IS_NEXT, D_IS_THREADS_HEAD,
+    D_TS_NEXT, D_TS_CURRENT_FRAME, D_TS_THREAD_ID, D_TS_NATIVE_THREAD_ID,
+    D_IF_PREVIOUS, D_IF_EXECUTABLE, D_IF_INSTR_PTR, D_IF_LOCALSPLUS, D_IF_OWNER,
+    D_CO_FILENAME, D_CO_NAME, D_CO_QUALNAME, D_CO_LINETABLE, D_CO_FIRSTLINENO,
+    D_CO_LOCALSPLUSNAMES, D_CO_CODE_ADAPTIVE,
+    D_OB_TYPE, D_TP_NAME, D_TUPLE_OB_ITEM, D_TUPLE_OB_SIZE, D_FLOAT_OB_FVAL,
+    D_LONG_LV_TAG, D_LONG_OB_DIGIT, D_BYTES_OB_SIZE, D_BYTES_OB_SVAL,
+    D_U_STATE, D_U_LENGTH, D_U_ASCII_SIZE,
+    D_FIELDS
+};
+
+/* the section-size word of each section the fields above are in */
+enum { S_RT, S_IS, S_TS, S_IF, S_CO, S_OB, S_TP, S_TUPLE, S_FLOAT, S_LONG, S_BYTES, S_U, S_COUNT };
+
+static const uint8_t d_section[D_FIELDS] = {
+    [D_RT_INTERPRETERS_HEAD] = S_RT,
+    [D_IS_NEXT] = S_IS, [D_IS_THREADS_HEAD] = S_IS,
+    [D_TS_NEXT] = S_TS, [D_TS_CURRENT_FRAME] = S_TS, [D_TS_THREAD_ID] = S_TS,
+    [D_TS_NATIVE_THREAD_ID] = S_TS,
+    [D_IF_PREVIOUS] = S_IF, [D_IF_EXECUTABLE] = S_IF, [D_IF_INSTR_PTR] = S_IF,
+    [D_IF_LOCALSPLUS] = S_IF, [D_IF_OWNER] = S_IF,
+    [D_CO_FILENAME] = S_CO, [D_CO_NAME] = S_CO, [D_CO_QUALNAME] = S_CO, [D_CO_LINETABLE] = S_CO,
+    [D_CO_FIRSTLINENO] = S_CO, [D_CO_LOCALSPLUSNAMES] = S_CO, [D_CO_CODE_ADAPTIVE] = S_CO,
+    [D_OB_TYPE] = S_OB, [D_TP_NAME] = S_TP,
+    [D_TUPLE_OB_ITEM] = S_TUPLE, [D_TUPLE_OB_SIZE] = S_TUPLE, [D_FLOAT_OB_FVAL] = S_FLOAT,
+    [D_LONG_LV_TAG] = S_LONG, [D_LONG_OB_DIGIT] = S_LONG,
+    [D_BYTES_OB_SIZE] = S_BYTES, [D_BYTES_OB_SVAL] = S_BYTES,
+    [D_U_STATE] = S_U, [D_U_LENGTH] = S_U, [D_U_ASCII_SIZE] = S_U,
+};
+
+#define D_WORDS_MAX 112
+#define D_NONE 0 /* word 0 is the cookie: no field's index */
+
+typedef struct debug_table {
+    uint16_t minor;                /* 3.minor */
+    uint16_t words;                /* the table's length in words (all read at once) */
+    uint16_t frame_model;
+    uint8_t field[D_FIELDS];       /* word index of each field */
+    uint8_t section[S_COUNT];      /* word index of each section's size */
+    uint8_t compact_size;          /* sizeof(PyCompactUnicodeObject), or D_NONE */
+} debug_table;
+
+/* 3.13: pycore_runtime.h; 3.14, 3.15: pycore_debug_offsets.h (3.14 added
+ * interpreter_state.threads_main, code_object_generation, tlbc_generation,
+ * frame stackpointer, tlbc_index, co_tlbc, set_object; 3.15 thread_state's
+ * base_frame, last_profiled_frame(_seq), holds_gil, gil_requested,
+ * current_exception, exc_state, a section err_stackitem, tp_basicsize,
+ * tp_dictoffset, heap_type_object, compactunicodeobject_size, gc frame
+ * and generation stats) */
+static const debug_table debug_tables[] = {
+    {13, 73, LP_REMOTE_FRAMES_313,
+     {5, 8, 9, 21, 23, 24, 25, 29, 30, 31, 32, 33, 35, 36, 37, 38, 39, 41, 43,
+      45, 47, 51, 52, 60, 62, 63, 65, 66, 68, 69, 70},
+     {3, 6, 19, 28, 34, 44, 46, 50, 59, 61, 64, 67}, D_NONE},
+    {14, 95, LP_REMOTE_FRAMES_314,
+     {5, 8, 9, 24, 26, 27, 28, 32, 33, 34, 35, 36, 40, 41, 42, 43, 44, 46, 48,
+      51, 53, 57, 58, 70, 72, 73, 75, 76, 78, 79, 80},
+     {3, 6, 22, 31, 39, 50, 52, 56, 69, 71, 74, 77}, D_NONE},
+    {15, 111, LP_REMOTE_FRAMES_314,
+     {5, 8, 9, 24, 26, 30, 31, 40, 41, 42, 43, 44, 48, 49, 50, 51, 52, 54, 56,
+      59, 61, 69, 70, 82, 84, 85, 87, 88, 90, 91, 92},
+     {3, 6, 22, 39, 47, 58, 60, 68, 81, 83, 86, 89}, 93},
 };
 
 int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layout *out,
                                 uint64_t *version_hex) {
-    uint64_t w[W313_WORDS];
-    char cookie[8];
-    int rc = lp_remote_read(pid, runtime_addr, cookie, sizeof cookie);
+    uint64_t w[D_WORDS_MAX];
+    uint64_t head[3]; /* cookie, version, free_threaded */
+    int rc = lp_remote_read(pid, runtime_addr, head, sizeof head);
     if (rc != LP_REMOTE_OK) return rc;
-    if (memcmp(cookie, "xdebugpy", 8) != 0) return LP_REMOTE_NODEBUG;
-    rc = lp_remote_read(pid, runtime_addr, w, sizeof w);
+    if (memcmp(&head[0], "xdebugpy", 8) != 0) return LP_REMOTE_NODEBUG;
+    *version_hex = head[1];
+    if ((head[1] >> 24) != 3) return LP_REMOTE_VERSION;
+    const debug_table *T = NULL;
+    for (size_t i = 0; i < LP_ARRAY_LEN(debug_tables); i++)
+        if (debug_tables[i].minor == ((head[1] >> 16) & 0xFF)) T = &debug_tables[i];
+    if (T == NULL) return LP_REMOTE_VERSION;
+    if (head[2] != 0) return LP_REMOTE_FREE_THREADED;
+    rc = lp_remote_read(pid, runtime_addr, w, (size_t)T->words * 8);
     if (rc != LP_REMOTE_OK) return rc;
-    *version_hex = w[W313_VERSION];
-    /* 3.14 grew the table in the middle: its words are elsewhere */
-    if ((w[W313_VERSION] >> 16) != 0x030D || w[W313_FREE_THREADED] != 0) return LP_REMOTE_VERSION;
+    uint64_t f[D_FIELDS];
+    for (int i = 0; i < D_FIELDS; i++) {
+        f[i] = w[T->field[i]];
+        /* an offset inside its struct, and the struct's size a sane one */
+        uint64_t size = w[T->section[d_section[i]]];
+        if (size > (1u << 24) || f[i] >= size) return LP_REMOTE_VERSION;
+    }
+    uint64_t compact = T->compact_size != D_NONE ? w[T->compact_size]
+                                                  /* PyASCIIObject + utf8_length + utf8 */
+                                                  : f[D_U_ASCII_SIZE] + 16;
+    if (compact < f[D_U_ASCII_SIZE] || compact >= w[T->section[S_U]]) return LP_REMOTE_VERSION;
     lp_remote_layout L = {
-        .version_hex = w[W313_VERSION],
-        .frame_model = LP_REMOTE_FRAMES_313,
-        .rt_interpreters_head = w[W313_RT_INTERPRETERS_HEAD],
-        .is_next = w[W313_IS_NEXT],
-        .is_threads_head = w[W313_IS_THREADS_HEAD],
-        .ts_next = w[W313_TS_NEXT],
-        .ts_thread_id = w[W313_TS_THREAD_ID],
-        .ts_native_thread_id = w[W313_TS_NATIVE_THREAD_ID],
-        .ts_frame = w[W313_TS_CURRENT_FRAME],
+        .version_hex = head[1],
+        .frame_model = T->frame_model,
+        .rt_interpreters_head = f[D_RT_INTERPRETERS_HEAD],
+        .is_next = f[D_IS_NEXT],
+        .is_threads_head = f[D_IS_THREADS_HEAD],
+        .ts_next = f[D_TS_NEXT],
+        .ts_thread_id = f[D_TS_THREAD_ID],
+        .ts_native_thread_id = f[D_TS_NATIVE_THREAD_ID],
+        .ts_frame = f[D_TS_CURRENT_FRAME],
         .cframe_current_frame = LP_REMOTE_ABSENT,
-        .fr_previous = w[W313_IF_PREVIOUS],
-        .fr_code = w[W313_IF_EXECUTABLE],
-        .fr_instr = w[W313_IF_INSTR_PTR],
-        .fr_owner = w[W313_IF_OWNER],
-        .co_filename = w[W313_CO_FILENAME],
-        .co_name = w[W313_CO_NAME],
-        .co_qualname = w[W313_CO_QUALNAME],
-        .co_linetable = w[W313_CO_LINETABLE],
-        .co_firstlineno = w[W313_CO_FIRSTLINENO],
-        .co_code_adaptive = w[W313_CO_CODE_ADAPTIVE],
-        .ob_type = w[W313_OB_TYPE],
-        .tp_name = w[W313_TP_NAME],
-        .bytes_size = w[W313_BYTES_OB_SIZE],
-        .bytes_sval = w[W313_BYTES_OB_SVAL],
-        .u_state = w[W313_U_STATE],
-        .u_length = w[W313_U_LENGTH],
-        .u_ascii_size = w[W313_U_ASCII_SIZE],
-        /* PyCompactUnicodeObject: PyASCIIObject + utf8_length + utf8 (3.12+) */
-        .u_compact_size = w[W313_U_ASCII_SIZE] + 16,
-        .fr_localsplus = w[W313_IF_LOCALSPLUS],
-        .co_localsplusnames = w[W313_CO_LOCALSPLUSNAMES],
-        .tuple_size = w[W313_TUPLE_OB_SIZE],
-        .tuple_item = w[W313_TUPLE_OB_ITEM],
-        .float_fval = w[W313_FLOAT_OB_FVAL],
-        .long_size = w[W313_LONG_LV_TAG],
-        .long_digits = w[W313_LONG_OB_DIGIT],
+        .fr_previous = f[D_IF_PREVIOUS],
+        .fr_code = f[D_IF_EXECUTABLE],
+        .fr_instr = f[D_IF_INSTR_PTR],
+        .fr_owner = f[D_IF_OWNER],
+        .co_filename = f[D_CO_FILENAME],
+        .co_name = f[D_CO_NAME],
+        .co_qualname = f[D_CO_QUALNAME],
+        .co_linetable = f[D_CO_LINETABLE],
+        .co_firstlineno = f[D_CO_FIRSTLINENO],
+        .co_code_adaptive = f[D_CO_CODE_ADAPTIVE],
+        .ob_type = f[D_OB_TYPE],
+        .tp_name = f[D_TP_NAME],
+        .bytes_size = f[D_BYTES_OB_SIZE],
+        .bytes_sval = f[D_BYTES_OB_SVAL],
+        .u_state = f[D_U_STATE],
+        .u_length = f[D_U_LENGTH],
+        .u_ascii_size = f[D_U_ASCII_SIZE],
+        .u_compact_size = compact,
+        .fr_localsplus = f[D_IF_LOCALSPLUS],
+        .co_localsplusnames = f[D_CO_LOCALSPLUSNAMES],
+        .tuple_size = f[D_TUPLE_OB_SIZE],
+        .tuple_item = f[D_TUPLE_OB_ITEM],
+        .float_fval = f[D_FLOAT_OB_FVAL],
+        .long_size = f[D_LONG_LV_TAG],
+        .long_digits = f[D_LONG_OB_DIGIT],
     };
     *out = L;
     return LP_REMOTE_OK;
@@ -316,6 +381,30 @@ static int emit_code(walk *w, uint64_t code, int64_t unit) {
     return w->sink->frame(w->sink->ctx, w->file, w->func, line) ? LP_REMOTE_STOPPED : LP_REMOTE_OK;
 }
 
+/* ---- frames --------------------------------------------------------- */
+
+/* a frame owner from this value up runs no Python code of its own: 3.12 and
+ * 3.13's FRAME_OWNED_BY_CSTACK (3, an entry frame of the C stack); 3.14's
+ * FRAME_OWNED_BY_INTERPRETER (3, the thread's base frame and the
+ * interpreter's entry frames, f_executable None) and FRAME_OWNED_BY_CSTACK
+ * (4); 3.15's FRAME_OWNED_BY_INTERPRETER (3) */
+#define OWNED_BY_NO_CODE 3
+
+/* 3.14+ (LP_REMOTE_FRAMES_314): a _PyStackRef of the default build is a
+ * PyObject pointer with tag bits (Py_TAG_BITS 3): bit 0 set for a borrowed
+ * or immortal reference, 3 for a tagged int (value << 2 | 3), and the
+ * bits 1 alone for NULL (PyStackRef_NULL_BITS) */
+#define STACKREF_TAG_BITS 3u
+#define STACKREF_INT_TAG 3u
+#define STACKREF_NULL 1u
+
+/* a _PyStackRef's object: the tag bits cleared (3.14+), else the pointer */
+static uint64_t stackref_object(const lp_remote_layout *L, uint64_t bits) {
+    if (L->frame_model != LP_REMOTE_FRAMES_314) return bits;
+    if (bits == STACKREF_NULL || (bits & STACKREF_TAG_BITS) == STACKREF_INT_TAG) return 0;
+    return bits & ~(uint64_t)STACKREF_TAG_BITS;
+}
+
 /* ---- locals (--locals) ------------------------------------------------- */
 
 static int layout_has(uint64_t off) { return off != LP_REMOTE_ABSENT && off <= (1u << 20); }
@@ -419,15 +508,20 @@ static int emit_locals(walk *w, uint64_t frame, uint64_t code) {
         return LP_REMOTE_OK;
     char value[LP_REMOTE_MAX_VALUE];
     for (int64_t i = 0; i < n; i++) {
-        if (value_at[i] == 0) continue; /* unbound */
+        uint64_t bits = value_at[i], obj = stackref_object(L, bits);
+        int tagged_int = L->frame_model == LP_REMOTE_FRAMES_314 &&
+                         (bits & STACKREF_TAG_BITS) == STACKREF_INT_TAG;
+        if (obj == 0 && !tagged_int) continue; /* unbound */
         if (read_str(w->pid, L, name_at[i], w->file, sizeof w->file) != LP_REMOTE_OK) break;
-        value_text(w, value_at[i], value, sizeof value);
+        if (tagged_int) /* (value << 2) | 3, exactly: minus the tag, a multiple of 4 */
+            snprintf(value, sizeof value, "%lld",
+                     (long long)(((int64_t)(bits - STACKREF_INT_TAG)) / 4));
+        else
+            value_text(w, obj, value, sizeof value);
         if (w->sink->local(w->sink->ctx, w->file, value)) return LP_REMOTE_STOPPED;
     }
     return LP_REMOTE_OK;
 }
-
-#define OWNED_BY_CSTACK 3 /* 3.12+: an entry frame of the C stack, no Python code */
 
 static int walk_frames(walk *w, uint64_t frame) {
     const lp_remote_layout *L = w->L;
@@ -435,7 +529,14 @@ static int walk_frames(walk *w, uint64_t frame) {
         if (depth >= LP_REMOTE_MAX_DEPTH) return LP_REMOTE_OK; /* deeper frames left out */
         uint64_t code, next;
         int rc = read_ptr(w->pid, frame, L->fr_previous, &next);
-        if (rc == LP_REMOTE_OK) rc = read_ptr(w->pid, frame, L->fr_code, &code);
+        if (rc == LP_REMOTE_OK && L->frame_model == LP_REMOTE_FRAMES_314) {
+            /* f_executable: a _PyStackRef, its tag bits cleared before the checks */
+            rc = read_u64(w->pid, frame + L->fr_code, &code);
+            code = stackref_object(L, code);
+            if (rc == LP_REMOTE_OK && code != 0 && !ptr_ok(code)) rc = LP_REMOTE_BADREAD;
+        } else if (rc == LP_REMOTE_OK) {
+            rc = read_ptr(w->pid, frame, L->fr_code, &code);
+        }
         if (rc != LP_REMOTE_OK) return rc;
         int skip = 0;
         int64_t unit = -1;
@@ -447,7 +548,7 @@ static int walk_frames(walk *w, uint64_t frame) {
             if (L->fr_owner != LP_REMOTE_ABSENT) {
                 uint8_t owner;
                 rc = lp_remote_read(w->pid, frame + L->fr_owner, &owner, 1);
-                skip = rc == LP_REMOTE_OK && owner == OWNED_BY_CSTACK;
+                skip = rc == LP_REMOTE_OK && owner >= OWNED_BY_NO_CODE;
             }
             uint64_t instr;
             if (rc == LP_REMOTE_OK && !skip)
@@ -484,7 +585,7 @@ static int first_frame(walk *w, uint64_t tstate, uint64_t *frame) {
 }
 
 static int layout_ok(const lp_remote_layout *L) {
-    if (L->frame_model < LP_REMOTE_FRAMES_310 || L->frame_model > LP_REMOTE_FRAMES_313) return 0;
+    if (L->frame_model < LP_REMOTE_FRAMES_310 || L->frame_model > LP_REMOTE_FRAMES_314) return 0;
     const uint64_t need[] = {L->rt_interpreters_head, L->is_next, L->is_threads_head, L->ts_next,
                              L->ts_thread_id, L->ts_frame, L->fr_previous, L->fr_code, L->fr_instr,
                              L->co_filename, L->co_name, L->co_linetable, L->co_firstlineno,

@@ -4,7 +4,7 @@
  *
  * Contract:
  * - Pure C (no Python.h). The target's interpreter layout arrives as numbers,
- *   an lp_remote_layout: from the target's own _Py_DebugOffsets (3.13, read
+ *   an lp_remote_layout: from the target's own _Py_DebugOffsets (3.13+, read
  *   by lp_remote_layout_from_debug) or from an lprof extension compiled for
  *   the target's version (offsetof() on its headers, 3.10-3.12:
  *   collect/cpython/remote_py.c). docs/design-remote.md has the table.
@@ -36,6 +36,7 @@ enum {
     LP_REMOTE_FRAMES_310 = 1, /* tstate->frame: PyFrameObject chain (f_back, f_lasti) */
     LP_REMOTE_FRAMES_311 = 2, /* tstate->cframe->current_frame: _PyInterpreterFrame (prev_instr) */
     LP_REMOTE_FRAMES_313 = 3, /* tstate->current_frame: _PyInterpreterFrame (instr_ptr) */
+    LP_REMOTE_FRAMES_314 = 4, /* as 3.13, f_executable and localsplus _PyStackRef-tagged */
 };
 
 #define LP_REMOTE_ABSENT UINT64_MAX /* a field this version does not have */
@@ -67,6 +68,7 @@ enum {
     LP_REMOTE_VERSION = 5,  /* debug offsets of a version this reader does not know */
     LP_REMOTE_LAYOUT = 6,   /* the layout given is incomplete or of an unknown model */
     LP_REMOTE_STOPPED = 7,  /* a sink callback asked to stop (its error) */
+    LP_REMOTE_FREE_THREADED = 8, /* debug offsets of a free-threaded build (not read) */
 };
 
 /* Called per thread, then per frame of that thread, innermost first, and
@@ -93,8 +95,10 @@ LP_INTERNAL int lp_remote_read(pid_t pid, uint64_t addr, void *dst, size_t n);
 
 /* The layout from the _Py_DebugOffsets at the start of _PyRuntime
  * (`runtime_addr`): NODEBUG without the cookie, VERSION for a layout of
- * the table this reader does not know (known: 3.13). *version_hex gets
- * the version the table says, when the cookie is there. */
+ * the table this reader does not know (known: 3.13, 3.14, 3.15; each
+ * offset must lie inside its section's struct size), FREE_THREADED for a
+ * free-threaded build's. *version_hex gets the version the table says,
+ * when the cookie is there. */
 LP_INTERNAL int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layout *out,
                                             uint64_t *version_hex);
 
