@@ -41,8 +41,7 @@ for _i in range(600000):
 
 
 def test_fold_columns_unit():
-    from lprof.model import import_fold
-    from lprof.model.profile_file import _stacks_to_columns, stacks_from_columns
+    from lprof.model import import_fold, stacks
     frames = [["/app/main.py", "<module>", 1, 3],                       # 0
               [BOOT, "_find_and_load", 1, 1176],                        # 1
               [BOOT, "_load_unlocked", 1, 690],                         # 2
@@ -56,7 +55,9 @@ def test_fold_columns_unit():
                "stacks": [[[0, 1, 2, 3, 4, 5, 6], 1, {"cpu_python_s": 2.0}],
                           [[0, 1, 2, 3, 7], 1, {"cpu_python_s": 0.5}],
                           [[0, 8], 1, {"cpu_python_s": 1.0}]]}
-    out = stacks_from_columns(import_fold.fold_columns(_stacks_to_columns(section)))
+    out = stacks.from_columns(stacks.fold_imports(stacks.to_columns(section)))
+    # the row form folds to the same rows (put in a trie once, read back)
+    assert stacks.fold_imports(section) == dict(out, columns=section["columns"])
     named = sorted(([out["frames"][i][1] for i in ids], m["cpu_python_s"])
                    for ids, _t, m in out["stacks"])
     assert named == [(["<module>", "import (importlib)"], 0.5),
@@ -66,7 +67,7 @@ def test_fold_columns_unit():
     imp = [f for f in out["frames"] if f[1] == "import pkg"][0]
     assert imp[0].endswith("pkg/__init__.py") and imp[3] == 7
     assert import_fold.module_name("/usr/lib/python3/dist-packages/a/b/c.py") == "a.b.c"
-    assert import_fold.fold_section({"frames": frames[8:], "stacks": []}) == \
+    assert stacks.fold_imports({"frames": frames[8:], "stacks": []}) == \
         {"frames": frames[8:], "stacks": []}  # nothing to fold: the same section
 
 
@@ -75,7 +76,7 @@ def test_columnar_svg_of_several_threads_equals_the_row_form_s(tmp_path):
     fold (a root per row), not by turning every row into Python objects (1 M
     rows took 14.7 s so): the picture must be the row form's, byte for byte."""
     from lprof import _lprof, export
-    from lprof.model.profile_file import _stacks_to_columns, stacks_from_columns
+    from lprof.model.stacks import from_columns, to_columns
     frames = [["/app/main.py", "<module>", 1, 3], ["/app/main.py", "work", 5, 6],
               ["/app/main.py", "io", 8, 9], ["/app/other.py", "spin", 1, 2]]
     rows = [[[0, 1], 1, {"cpu_python_s": 2.0}], [[0, 1, 3], 2, {"cpu_python_s": 1.5}],
@@ -83,10 +84,10 @@ def test_columnar_svg_of_several_threads_equals_the_row_form_s(tmp_path):
             [[0, 1, 3], 2, {"cpu_python_s": 0.5}]]
     section = {"frames": frames, "columns": [["cpu_python_s", "ns", "sum"]], "stacks": rows}
     prof = {"sampling": {"threads": {"1": "MainThread", "2": "worker"}}}
-    columnar = _stacks_to_columns(section)
+    columnar = to_columns(section)
     assert "nodes" in columnar
     export.write(dict(prof, stacks=columnar), "svg", str(tmp_path / "c.svg"), "cpu")
-    export.write(dict(prof, stacks=stacks_from_columns(columnar)), "svg",
+    export.write(dict(prof, stacks=from_columns(columnar)), "svg",
                  str(tmp_path / "r.svg"), "cpu")
     assert (tmp_path / "c.svg").read_text() == (tmp_path / "r.svg").read_text()
     _root, titles = _titles(tmp_path / "c.svg")

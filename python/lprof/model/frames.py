@@ -11,6 +11,7 @@ frames as Frame objects (table()). Kinds:
 - THREAD: a thread's root in a picture (never stored in a profile); file "<thread>"
 """
 import collections
+import os
 
 PYTHON, NATIVE, GPU, MARKER, THREAD = "python", "native", "gpu", "marker", "thread"
 
@@ -64,6 +65,16 @@ class Frame(collections.namedtuple("Frame", "file function first_line line")):
         if kind == NATIVE:  # an object file, no line
             return f"{self.function} ({self.file.rsplit('/', 1)[-1]})"
         return f"{self.function} ({self.file}:{self.line})"
+
+    @property
+    def short_label(self):
+        """The label with a file's folder left out, and code given as text,
+        a marker or GPU work without a line named alone (the HTML report)."""
+        if self.is_native:
+            return f"{self.function} ({os.path.basename(self.file)})"
+        if self.file.startswith("<"):
+            return f"{self.function} ({self.file}:{self.line})" if self.line else self.function
+        return f"{self.function} ({os.path.basename(self.file)}:{self.line})"
 
 
 def table(raw_frames):

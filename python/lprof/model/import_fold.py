@@ -9,10 +9,12 @@ bootstrap frames and the module frame it leads to become one frame,
 `import numpy`, at the module's line; a run that ends in the bootstrap itself
 (finding or reading a module) becomes one `import (importlib)` frame.
 
-Works on the file's columnar form (a trie of frame ids), so a large profile
-is folded without building a Python list per stack; row-form sections go
-through it too (fold_section)."""
+Works on a trie of frame ids (the file's columnar form stores one), so a
+large profile is folded without building a Python list per stack; the
+stacks section's owner, lprof.model.stacks.fold_imports, hands it one."""
 import os
+
+from .frames import Frame
 
 BOOTSTRAP_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 FINDING = "import (importlib)"
@@ -36,10 +38,11 @@ def module_name(path):
     return p.strip("/").replace("/", ".") or path
 
 
-def fold_columns(st):
-    """A copy of a columnar stacks section ({"frames", "nodes", "rows", ...})
-    with importlib's frames folded. Rows keep their order and values."""
-    frames = [list(f) for f in st["frames"]]
+def fold_trie(frames, parent, frame, folded):
+    """Folds importlib's frames out of the trie of frame ids (parent, frame)
+    into `folded` (an empty lprof.model.stacks.Trie): frames (a list of
+    stored frames) gains the import frames; returns the image of each node,
+    the folded node that a stack ending there ends at."""
     frame_ids = {tuple(f): i for i, f in enumerate(frames)}
 
     def frame_id(f):
@@ -51,48 +54,27 @@ def fold_columns(st):
         return fid
 
     finding = None
-    parent, frame = st["nodes"]["parent"], st["nodes"]["frame"]
-    new_parent, new_frame, children = [], [], {}
-
-    def child(of, fid):
-        key = (of, fid)
-        node = children.get(key)
-        if node is None:
-            node = children[key] = len(new_parent)
-            new_parent.append(of)
-            new_frame.append(fid)
-        return node
-
-    image = [0] * len(parent)     # node -> folded node (rows ending there)
+    image = [0] * len(parent)     # node -> folded node (stacks ending there)
     anchor = [None] * len(parent)  # inside a run: the folded node above it
     for n, (p, fid) in enumerate(zip(parent, frame)):
-        f = frames[fid]
+        f = Frame.of(frames[fid])
         up = image[p] if p >= 0 else -1
         in_run = p >= 0 and anchor[p] is not None
-        if f[0] in BOOTSTRAP_FILES:
+        if f.file in BOOTSTRAP_FILES:
             if in_run:
                 image[n], anchor[n] = image[p], anchor[p]
             else:
                 if finding is None:
                     finding = frame_id([BOOTSTRAP_FILES[0], FINDING, 1, 0])
                 anchor[n] = up
-                image[n] = child(up, finding)
-        elif in_run and f[1] == "<module>":
-            image[n] = child(anchor[p], frame_id([f[0], f"import {module_name(f[0])}", 1, f[3]]))
+                image[n] = folded.node_of((finding,), up)
+        elif in_run and f.function == "<module>":
+            image[n] = folded.node_of((frame_id([f.file, f"import {module_name(f.file)}", 1, f.line]),),
+                                      anchor[p])
         else:
-            image[n] = child(up, fid)
-    rows = dict(st["rows"])
-    rows["node"] = [image[n] for n in st["rows"]["node"]]
-    return dict(st, frames=frames, nodes={"parent": new_parent, "frame": new_frame}, rows=rows)
+            image[n] = folded.node_of((fid,), up)
+    return image
 
 
 def has_imports(frames):
-    return any(f[0] in BOOTSTRAP_FILES for f in frames)
-
-
-def fold_section(section):
-    """The same for a row-form section ({"frames", "stacks": [[ids, thread, m]]})."""
-    if not has_imports(section.get("frames", [])):
-        return section
-    from .profile_file import _stacks_to_columns, stacks_from_columns
-    return stacks_from_columns(fold_columns(_stacks_to_columns(section)))
+    return any(Frame.of(f).file in BOOTSTRAP_FILES for f in frames)

@@ -16,9 +16,12 @@ only where no such file is on the stack), else to its innermost Python frame; na
 frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
+import math
+
 from .. import _lprof
 from ..common import libdirs
-from .frames import table as frame_table
+from ..common.errors import ProfileFileError
+from .frames import THREAD_FILE, table as frame_table
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
 # columns kept for the memory sampler's statistics (the leak rule reads them),
@@ -178,25 +181,112 @@ def merge(into, more):
     return into
 
 
-def restrict(section, names):
-    """A copy with only the named columns (rows left without values dropped)."""
-    rows = []
-    for ids, th, m in section.get("stacks", []):
-        kept = {k: v for k, v in m.items() if k in names}
-        if kept:
-            rows.append([list(ids), th, kept])
-    return {"frames": section.get("frames", []),
-            "columns": [c for c in section.get("columns", []) if c[0] in names],
-            "stacks": rows}
-
-
 # -- the section's two shapes: the row form above (built in memory, what the
-# listings and this module read) and the file's columnar form ("nodes",
-# "rows": what a loaded .lprof keeps for the stack exports, which fold it in
-# C without building rows). Only these functions tell them apart.
+# listings and this module read) and the file's columnar form (a trie of frame
+# ids, then one list per column: what a loaded .lprof keeps for the stack
+# exports, which fold it in C without building rows; docs/formats.md):
+#   {"frames", "columns", "nodes": {"parent": [...], "frame": [...]},
+#    "rows": {"node": [...], "thread": [...], "values": {column: [...]}}}
+# Only the code below reads the columnar fields: every exporter and renderer
+# asks this module (tests/python/test_layout.py checks it).
+
+class Trie:
+    """Stacks as a trie of frame ids: node n is frame[n] under parent[n] (-1:
+    a root). The columnar form stores one; import folding builds one."""
+    __slots__ = ("parent", "frame", "_index")
+
+    def __init__(self):
+        self.parent, self.frame, self._index = [], [], {}
+
+    def node_of(self, ids, node=-1):
+        """The node of the stack `ids` (root first) under `node`, added as needed."""
+        index, parent, frame = self._index, self.parent, self.frame
+        for fid in ids:
+            key = (node, fid)
+            nxt = index.get(key)
+            if nxt is None:
+                nxt = index[key] = len(parent)
+                parent.append(node)
+                frame.append(fid)
+            node = nxt
+        return node
+
+    def paths(self):
+        """Each node's stack of frame ids, root first (tuples)."""
+        out = []
+        for p, f in zip(self.parent, self.frame):
+            out.append((out[p] if p >= 0 else ()) + (f,))
+        return out
+
+
+def _names(section):
+    """The value columns of a row-form section: its declared columns, then
+    any a row holds that none declares, in order of appearance."""
+    names = [c[0] for c in section.get("columns", [])]
+    for _ids, _t, m in section.get("stacks", []):
+        for name in m:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def to_columns(section):
+    """Row form -> the columnar form (what the file stores)."""
+    trie = Trie()
+    row_node, row_thread = [], []
+    names = _names(section)
+    values = {name: [] for name in names}
+    for ids, thread, m in section.get("stacks", []):
+        row_node.append(trie.node_of(ids))
+        row_thread.append(thread)
+        for name in names:
+            values[name].append(m.get(name, 0))
+    return {"frames": section.get("frames", []), "columns": section.get("columns", []),
+            "nodes": {"parent": trie.parent, "frame": trie.frame},
+            "rows": {"node": row_node, "thread": row_thread, "values": values}}
+
+
+def from_columns(col, name="<profile>"):
+    """The columnar form -> row form; ProfileFileError when malformed."""
+    def bad(what):
+        raise ProfileFileError(f"{name}: malformed profile (stacks {what})")
+    try:
+        frames, nodes, rows = col["frames"], col["nodes"], col["rows"]
+        parent, frame = nodes["parent"], nodes["frame"]
+        row_node, row_thread, values = rows["node"], rows["thread"], rows["values"]
+    except (KeyError, TypeError):
+        bad("section")
+    if not (isinstance(frames, list) and isinstance(values, dict)
+            and all(isinstance(a, list) for a in (parent, frame, row_node, row_thread))
+            and len(parent) == len(frame) and len(row_node) == len(row_thread)
+            and all(isinstance(v, list) and len(v) == len(row_node) for v in values.values())):
+        bad("arrays")
+    for column in values.values():  # numbers only: the exporters pack them into C arrays
+        if not all(type(v) in (int, float) for v in column) or not all(map(math.isfinite, column)):
+            bad("values")
+    paths = []
+    for p, f in zip(parent, frame):
+        if not (isinstance(p, int) and isinstance(f, int) and -1 <= p < len(paths)
+                and 0 <= f < len(frames)):
+            bad("node")
+        paths.append((paths[p] if p >= 0 else ()) + (f,))
+    names = list(values)
+    stacks = []
+    for r, node in enumerate(row_node):
+        if not (isinstance(node, int) and 0 <= node < len(paths)):
+            bad("row")
+        m = {n: values[n][r] for n in names if values[n][r]}
+        stacks.append([list(paths[node]), row_thread[r], m])
+    return {"frames": frames, "columns": col.get("columns", []), "stacks": stacks}
+
 
 def is_columnar(section):
     return "nodes" in section
+
+
+def is_row_form(section):
+    """A section in the row form (one that holds its rows)."""
+    return "stacks" in section
 
 
 def row_form(section, name="<profile>"):
@@ -204,8 +294,7 @@ def row_form(section, name="<profile>"):
     when malformed)."""
     if not is_columnar(section):
         return section
-    from .profile_file import stacks_from_columns
-    return stacks_from_columns(section, name)
+    return from_columns(section, name)
 
 
 def row_threads(section):
@@ -213,3 +302,104 @@ def row_threads(section):
     if is_columnar(section):
         return section["rows"]["thread"]
     return [r[1] for r in section.get("stacks", [])]
+
+
+def rows(section):
+    """(frame ids root first, thread, {column: value}) of each row, in
+    either form (a columnar one converted)."""
+    for ids, th, m in row_form(section).get("stacks", []):
+        yield ids, th, m
+
+
+def frames(section):
+    """The section's frames as Frames, by frame id (model/frames.py)."""
+    return frame_table(section.get("frames", []))
+
+
+def fold_imports(section):
+    """importlib's frames folded into one frame per import (pictures only:
+    model/import_fold.py), in the section's own form; the section itself
+    where it holds no import. Rows keep their order, threads and values, and
+    frame ids keep their frames (folding only appends frames). A row-form
+    section is put in a trie once and read back folded."""
+    from . import import_fold
+    if not import_fold.has_imports(section.get("frames", [])):
+        return section
+    new_frames = [list(f) for f in section["frames"]]
+    folded = Trie()
+    if is_columnar(section):
+        nodes, rows_ = section["nodes"], section["rows"]
+        image = import_fold.fold_trie(new_frames, nodes["parent"], nodes["frame"], folded)
+        rows_ = dict(rows_, node=[image[n] for n in rows_["node"]])
+        return dict(section, frames=new_frames, nodes={"parent": folded.parent, "frame": folded.frame},
+                    rows=rows_)
+    trie = Trie()
+    stacks = section.get("stacks", [])
+    ends = [trie.node_of(ids) for ids, _t, _m in stacks]
+    image = import_fold.fold_trie(new_frames, trie.parent, trie.frame, folded)
+    paths = folded.paths()
+    names = _names(section)
+    return {"frames": new_frames, "columns": section.get("columns", []),
+            "stacks": [[list(paths[image[n]]) if n >= 0 else [], th, {k: m[k] for k in names if m.get(k)}]
+                       for n, (_ids, th, m) in zip(ends, stacks)]}
+
+
+def thread_roots(section, names):
+    """For a picture of several threads: each stack starts with a frame
+    naming its thread (names: {str(thread): name}), so threads sit side by
+    side, labelled; the section itself for one thread. The columnar form
+    keeps its columns: it gains the thread frames and a "root" list (one
+    frame id per row) that fold() hands to the C fold; turning 1 M rows into
+    Python objects took 14.7 s."""
+    threads = row_threads(section)
+    distinct = set(threads)
+    if len(distinct) < 2:
+        return section
+    new_frames = [list(f) for f in section.get("frames", [])]
+
+    def root(th):
+        name = names.get(str(th))
+        new_frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        return len(new_frames) - 1
+
+    if is_columnar(section):
+        root_of = {th: root(th) for th in sorted(distinct, key=str)}
+        return dict(section, frames=new_frames,
+                    rows=dict(section["rows"], root=[root_of[t] for t in threads]))
+    root_of = {}
+    out = []
+    for ids, th, m in section.get("stacks", []):
+        if th not in root_of:
+            root_of[th] = root(th)
+        out.append([[root_of[th]] + list(ids), th, m])
+    return dict(section, frames=new_frames, stacks=out)
+
+
+def has_values(section, cols):
+    """Whether a row of the row form holds a value in one of cols."""
+    return any(any(m.get(c) for c in cols) for _ids, _t, m in section.get("stacks", []))
+
+
+def fold(section, cols, scale, out_path, min_fraction):
+    """Folds the section for the sum of columns `cols` in C (times `scale`,
+    as integers): writes the folded lines to out_path (None: not written) and
+    returns (frame labels, (lines, total, rects)); None where no row holds
+    any of cols. The columnar section is folded straight from its value
+    arrays (_lprof.fold_columns: no Python object per row)."""
+    from array import array
+    if is_columnar(section):
+        values = section["rows"]["values"]
+        present = [values[c] for c in cols if c in values and any(values[c])]
+        if not present:
+            return None
+        labels = [f.label for f in frames(section)]
+        nodes, rows_ = section["nodes"], section["rows"]
+        args = (labels, array("i", nodes["parent"]), array("i", nodes["frame"]),
+                array("i", rows_["node"]), [array("d", v) for v in present], scale)
+        roots = rows_.get("root")  # the picture's thread frames (thread_roots)
+        roots = array("i", roots) if roots is not None else None
+        return labels, _lprof.fold_columns(*args, out_path, min_fraction, roots)
+    if not has_values(section, cols):
+        return None
+    labels = [f.label for f in frames(section)]
+    return labels, _lprof.fold_rows(labels, section.get("stacks", []), cols, scale, out_path, min_fraction)

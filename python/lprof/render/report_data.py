@@ -5,13 +5,11 @@ src/aggregate/metrics.h), so a column added there shows up in the report
 without edits here. Each stack row is sent with the frame it is charged to by
 the one attribution rule (lprof.model.stacks.charge): the page sums rows per
 line and per thread but never re-implements the rule."""
-import os
-
 from ..model import import_fold
-from ..model.frames import Frame, table as frame_table
+from ..model.frames import table as frame_table
 from ..model import shares
 from ..model.selection import default_accept
-from ..model.stacks import INTERNAL_COLUMNS, charge, row_form
+from ..model.stacks import INTERNAL_COLUMNS, charge, fold_imports as fold_section_imports, row_form
 from .source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
@@ -58,15 +56,6 @@ def _cpu_parts(cols):
     return [n for n, u, _k in cols if n.startswith("cpu_") and u == "s"]
 
 
-def _frame_label(f):
-    f = Frame.of(f)
-    if f.is_native:
-        return f"{f[1]} ({os.path.basename(f[0])})"
-    if f[0].startswith("<"):
-        return f"{f[1]} ({f[0]}:{f[3]})" if f[3] else f[1]
-    return f"{f[1]} ({os.path.basename(f[0])}:{f[3]})"
-
-
 def _stack_part(profile, fold_imports, accept):
     section = row_form(profile.get("stacks") or {})
     section = dict(section, stacks=[r for r in section.get("stacks", []) if r[0]])
@@ -80,11 +69,11 @@ def _stack_part(profile, fold_imports, accept):
         key = tuple(ids)
         if key not in cache:
             f = charge(frames, ids, accept)
-            cache[key] = -1 if f is None or not accept(f[0]) else _fid(frames, ids, f)
+            cache[key] = -1 if f is None or not accept(f.file) else _fid(frames, ids, f)
         charged.append(cache[key])
     folded = fold_imports and import_fold.has_imports(frames)
-    if folded:
-        section = import_fold.fold_section(section)
+    if folded:  # the rows put in a trie once and read back folded
+        section = fold_section_imports(section)
     cols = _columns(section)
     parts = _cpu_parts(cols)
     names = [c[0] for c in cols]
@@ -170,8 +159,9 @@ def build(profile, fold_imports=True):
     folded, cols, parts, frames, threads, rows = _stack_part(profile, fold_imports, accept)
     charged = {rows_charged for _i, _t, rows_charged, _v in rows if rows_charged >= 0}
     wanted = {}
+    table = frame_table(frames)
     for fid in charged:
-        wanted.setdefault(frames[fid][0], set()).add(frames[fid][3])
+        wanted.setdefault(table[fid].file, set()).add(table[fid].line)
     user_files = [p for p in wanted if accept(p) and not p.startswith("<")]
     thread_names = (profile.get("sampling") or {}).get("threads", {})
     mem = profile.get("memory") or {}
@@ -187,8 +177,8 @@ def build(profile, fold_imports=True):
         "columns": [{"name": n, "unit": u, "label": _label(n),
                      "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
                     for n, u, _k in cols],
-        "frames": [[_frame_label(f), f[0], f[1], f[3], bool(accept(f[0])) and not Frame.of(f).is_native]
-                   for f in frames],
+        "frames": [[f.short_label, f.file, f.function, f.line, bool(accept(f.file)) and not f.is_native]
+                   for f in table],
         "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
                     for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],
         "stacks": rows,

@@ -1,0 +1,77 @@
+"""The Python package keeps one owner per rule (docs/design.md): the stacks
+section's fields are read by lprof.model.stacks alone, and the model does not
+depend on the file format."""
+import ast
+import glob
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "python", "lprof")
+
+# the columnar stacks section's raw fields (lprof.model.stacks)
+RAW_FIELDS = {"nodes", "rows"}
+# modules that spell "nodes" for a section of their own, not the stacks one
+OTHER_TRIES = {
+    "model/timeline.py": "the timeline section's own trie of stacks",
+    "model/validate.py": "checks the timeline section's trie",
+}
+
+
+def _modules():
+    for path in sorted(glob.glob(os.path.join(PACKAGE, "**", "*.py"), recursive=True)):
+        rel = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
+        with open(path, encoding="utf-8") as f:
+            yield rel, ast.parse(f.read(), path)
+
+
+def _raw_field_reads(tree):
+    """Lines where a module spells a raw field: as a string ("rows") or as a
+    keyword building the section (dict(st, rows=...))."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in RAW_FIELDS:
+            out.append((node.lineno, node.value))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "dict"):
+            out.extend((kw.value.lineno, kw.arg) for kw in node.keywords if kw.arg in RAW_FIELDS)
+    return out
+
+
+def test_only_the_stacks_model_reads_the_stacks_sections_raw_fields():
+    offenders = []
+    for rel, tree in _modules():
+        if rel == "model/stacks.py":
+            continue
+        for line, field in _raw_field_reads(tree):
+            if rel in OTHER_TRIES and field == "nodes":
+                continue
+            offenders.append(f"python/lprof/{rel}:{line} reads {field!r}")
+    assert offenders == [], "ask lprof.model.stacks instead:\n" + "\n".join(offenders)
+
+
+def test_the_check_sees_a_raw_read():
+    tree = ast.parse('x = st["rows"]["node"]\ny = dict(st, nodes={})\nz = "rows and nodes"')
+    assert sorted(_raw_field_reads(tree)) == [(1, "rows"), (2, "nodes")]
+
+
+def _imported(tree):
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            names.add(mod)
+            names.update(f"{mod}.{a.name}" if mod else a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+def test_the_model_does_not_import_the_file_format():
+    """The file depends on the model, not the reverse: profile_file converts
+    the stacks section through lprof.model.stacks."""
+    offenders = []
+    for rel, tree in _modules():
+        if rel.startswith("model/") and rel not in ("model/profile_file.py", "model/kernprof_file.py"):
+            if any(n.split(".")[-1] == "profile_file" for n in _imported(tree)):
+                offenders.append(rel)
+    assert offenders == []
