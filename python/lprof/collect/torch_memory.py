@@ -41,6 +41,7 @@ import time
 
 from ..common import libdirs
 from ..model import stacks as stacks_model
+from ..model.frames import Frame
 
 MAX_ENTRIES = 200000  # trace entries torch keeps (a ring: older ones are overwritten)
 UNKNOWN = ("<torch>", "[tensor memory without a Python frame]", 0, 0)
@@ -285,8 +286,8 @@ def read_snapshots(parts, accept=None, backward=None, max_entries=MAX_ENTRIES):
             devices.append(st)
     lines = {}
     for ids, m in table.stacks.items():
-        fr = table.frames[ids[-1]]
-        key = (fr[0], fr[3], fr[1])
+        fr = Frame.of(table.frames[ids[-1]])
+        key = (fr.file, fr.line, fr.function)
         row = lines.setdefault(key, [0, 0, 0])
         row[0] += m["gpu_alloc_bytes"]
         row[1] += m["gpu_peak_bytes"]

@@ -62,10 +62,10 @@ def _flame_events(stacks, names, frames, tid):
     def close(down_to):
         while len(open_) > down_to:
             fid, start = open_.pop()
-            f = frames[fid]
+            f = Frame.of(frames[fid])
             events.append((start, start - x, len(open_), {"name": names[fid], "cat": "stack", "ph": "X", "pid": PID,
                            "tid": tid, "ts": start, "dur": x - start,
-                           "args": {"file": f[0], "line": f[3], "function": f[1]}}))
+                           "args": {"file": f.file, "line": f.line, "function": f.function}}))
     for ids, us in order:
         common = 0
         while common < len(open_) and common < len(ids) and open_[common][0] == ids[common]:
@@ -80,9 +80,9 @@ def _flame_events(stacks, names, frames, tid):
 
 
 def _x(names, frames, fid, pid, tid, start, end):
-    f = frames[fid]
+    f = Frame.of(frames[fid])
     return {"name": names[fid], "cat": "stack", "ph": "X", "pid": pid, "tid": tid, "ts": start,
-            "dur": end - start, "args": {"file": f[0], "line": f[3], "function": f[1]}}
+            "dur": end - start, "args": {"file": f.file, "line": f.line, "function": f.function}}
 
 
 def _timeline_events(samples, names, frames, pid, tid, shift):
@@ -186,8 +186,8 @@ def _gpu_events(profile, frames, names, started, shift, thread_track):
             if r["stack"] and all(i < len(frames) for i in r["stack"]):
                 # the launching line by the attribution rule, as the listing charges it
                 f = stacks_model.charge(ftable, r["stack"]) or Frame.of(frames[r["stack"][-1]])
-                site = {"file": f[0], "line": f[3], "function": f[1]}
-                args["launched_from"] = f"{f[0]}:{f[3]}"
+                site = {"file": f.file, "line": f.line, "function": f.function}
+                args["launched_from"] = f"{f.file}:{f.line}"
                 args["launch_stack"] = [names[i] for i in r["stack"]]
             events.append({"name": r["name"], "cat": f"gpu,{op}", "ph": "X", "pid": gpid, "tid": tid,
                            "ts": ts, "dur": round(r["dur_ns"] / 1000.0, 3), "args": args})

@@ -5,6 +5,7 @@ file become objects with named fields so consumers need no column list."""
 import json
 
 from ..common.files import atomic_path
+from ..model.frames import table as frame_table
 
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
@@ -66,8 +67,8 @@ def export_dict(prof):
     if "stacks" in prof:
         st = prof["stacks"]
         out["stacks"] = {
-            "frames": [{"file": f[0], "function": f[1], "first_line": f[2], "line": f[3]}
-                       for f in st.get("frames", [])],
+            "frames": [{"file": f.file, "function": f.function, "first_line": f.first_line,
+                        "line": f.line} for f in frame_table(st.get("frames", []))],
             "stacks": [{"frames": ids, "thread": thread, "metrics": metrics}
                        for ids, thread, metrics in st.get("stacks", [])]}
     if "ranks" in prof:

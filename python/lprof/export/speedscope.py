@@ -3,6 +3,7 @@ one sampled profile per thread, weights in the metric's unit."""
 import json
 
 from ..common.files import atomic_path
+from ..model.frames import table as frame_table
 from . import stack_rows
 
 
@@ -20,7 +21,8 @@ def write(profile, path, metric="cpu"):
             samples.append(list(ids))
             weights.append(iv)
     thread_names = (profile.get("sampling") or {}).get("threads", {})
-    sframes = [{"name": f[1], "file": f[0], "line": f[3]} for f in st.get("frames", [])]
+    sframes = [{"name": f.function, "file": f.file, "line": f.line}
+               for f in frame_table(st.get("frames", []))]
     unit_name = {"us": "microseconds", "bytes": "bytes"}[unit]
     profiles = []
     for t in sorted(by_thread):

@@ -85,7 +85,7 @@ def analyse(parts, members, frames, is_comm=None):
             where = line_cache.get(key)
             if where is None:
                 f = stacks_model.charge(ftable, list(key)) or Frame.of(frames[key[-1]])
-                where = line_cache[key] = (f[0], f[3], f[1])
+                where = line_cache[key] = (f.file, f.line, f.function)
             start = base + r["start_ns"]
             mine.setdefault(name, []).append((start, start + r["dur_ns"], where))
     seqs = {m: v for m, v in seqs.items() if v}

@@ -31,6 +31,8 @@ import os
 from array import array
 from bisect import bisect_right
 
+from .frames import Frame
+
 OPS = ("kernel", "memcpy", "memset")
 DIRS = ("", "HtoD", "DtoH", "DtoD")
 _INT64_MIN = -(1 << 63)
@@ -69,9 +71,9 @@ def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None, origin_ns
         label = raw_names[name_ix[i]] if name_ix[i] >= 0 else "[GPU work]"
         path = ()
         if nd >= 0:
-            leaf = frames[frame[nd]] if frame[nd] < len(frames) else None
-            if leaf and leaf[0] == "<gpu>" and leaf[1]:
-                label = leaf[1]  # the resolved (demangled) name of the leaf frame
+            leaf = Frame.of(frames[frame[nd]]) if frame[nd] < len(frames) else None
+            if leaf and leaf.is_gpu and leaf.function:
+                label = leaf.function  # the resolved (demangled) name of the leaf frame
             up = parent[nd]
             ids = []
             while up >= 0:
@@ -166,7 +168,7 @@ def sampled_idle(tl_part, gpu_part, frames_raw):
         t += dt
         if node not in charged:
             f = stacks_model.charge(frames, paths[node])
-            charged[node] = None if f is None or f.kind in (GPU, MARKER) else (f[0], f[3], f[1])
+            charged[node] = None if f is None or f.kind in (GPU, MARKER) else (f.file, f.line, f.function)
         key = charged[node]
         if key is None:
             continue

@@ -113,7 +113,7 @@ def gpu_line_rows(section, accept_frame=None):
              else stacks_model.charge_frame(frames, ids, accept_frame))
         if f is None or f.kind in (GPU, MARKER):
             continue
-        row = rows.setdefault((f[0], f[3], f[1]), [0.0] * len(GPU_ROW_COLUMNS))
+        row = rows.setdefault((f.file, f.line, f.function), [0.0] * len(GPU_ROW_COLUMNS))
         for i, c in enumerate(GPU_ROW_COLUMNS):
             row[i] += m.get(c, 0)
         if orphan and orphan.intersection(ids):
@@ -130,7 +130,7 @@ def gpu_line_columns(profile, functions=None):
     gpu = profile.get("gpu") or {}
     if functions is not None:
         inside = {(fn["file"], fn["first_line"]) for fn in functions}
-        rows = gpu_line_rows(profile.get("stacks") or {}, lambda f: (f[0], f[2]) in inside)
+        rows = gpu_line_rows(profile.get("stacks") or {}, lambda f: (f.file, f.first_line) in inside)
     else:
         rows = gpu.get("lines", [])
     out = {}

@@ -157,9 +157,9 @@ def _focus_groups(section):
             continue
         root = None  # the program's first frame: below runpy; threads' roots are threading's
         for f in py:
-            if grp(f[0]) in (("stdlib", "runpy"), ("lprof",)):
+            if grp(f.file) in (("stdlib", "runpy"), ("lprof",)):
                 continue
-            root = grp(f[0])
+            root = grp(f.file)
             break
         if root is None or root == ("stdlib", "threading"):
             pass
@@ -169,21 +169,21 @@ def _focus_groups(section):
             program_lib += w
         seen = []  # library groups rootward of the user's code host it: never the focus
         for f in py:
-            if users(f[0]):
+            if users(f.file):
                 hosts.update(seen)
-            elif grp(f[0])[0] in ("site", "stdlib"):
-                seen.append(grp(f[0]))
+            elif grp(f.file)[0] in ("site", "stdlib"):
+                seen.append(grp(f.file))
         entry = None  # the first frame past the runners and the tests: what the run called
         for f in py:
-            g = grp(f[0])
+            g = grp(f.file)
             if g == ("stdlib", "importlib"):
                 break  # an import (a runner's plugin, a test module): not what the run tests
-            if users(f[0]):
-                if is_test_file(f[0]):
+            if users(f.file):
+                if is_test_file(f.file):
                     continue
                 entry = ("user",)
                 break
-            if _is_runner(g) or is_test_file(f[0]):
+            if _is_runner(g) or is_test_file(f.file):
                 continue
             entry = g
             break

@@ -41,9 +41,9 @@ def _hidden_group(frames, ids, groups):
         f = frames[fid]
         if not f.has_line or f.kind != "python":
             continue
-        g = groups.get(f[0])
+        g = groups.get(f.file)
         if g is None:
-            g = groups[f[0]] = file_group(f[0])
+            g = groups[f.file] = file_group(f.file)
         if g[0] == "site":
             return g
         if g[0] == "stdlib" and (best is None or best[0] != "stdlib"):

@@ -100,8 +100,8 @@ def charge(frames, ids, accept=is_user_file):
         f = frames[fid]
         if not f.has_line:
             continue
-        if accept(f[0]):
-            if not f[0].startswith("<"):
+        if accept(f.file):
+            if not f.file.startswith("<"):
                 return f
             # code given as text counts only where no program file is on the
             # stack: libraries exec code too (Triton's kernel launcher,
@@ -135,7 +135,7 @@ def lines(section, accept=None, names=None, thread=None):
             f = cache[key] = charge(frames, ids, accept)
         if f is None:
             continue
-        row = out.setdefault((f[0], f[3], f[1]), {})
+        row = out.setdefault((f.file, f.line, f.function), {})
         for name, v in m.items():
             if names is None or name in names:
                 row[name] = row.get(name, 0) + v

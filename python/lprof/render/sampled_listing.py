@@ -54,11 +54,11 @@ def _charge(profile, accept, thread=None):
         if not any(vals) or not ids:
             continue
         chosen = charge(frames, ids, accept)
-        if chosen is None or not accept(chosen[0]):
+        if chosen is None or not accept(chosen.file):
             continue
-        key = (chosen[0], chosen[3])
+        key = (chosen.file, chosen.line)
         row = lines.setdefault(key, [0.0] * _N)
-        frow = funcs.setdefault((chosen[0], chosen[1], chosen[2]), [0.0] * _N)
+        frow = funcs.setdefault((chosen.file, chosen.function, chosen.first_line), [0.0] * _N)
         for i, v in enumerate(vals):
             row[i] += v
             frow[i] += v

@@ -28,10 +28,10 @@ def line_seconds(profile):
         if not value or not ids:
             continue
         chosen = charge(frames, ids, is_user_file)
-        if chosen is None or not is_user_file(chosen[0]):
+        if chosen is None or not is_user_file(chosen.file):
             continue
-        key = (chosen[0], chosen[3])
-        func, total = out.get(key, (chosen[1], 0.0))
+        key = (chosen.file, chosen.line)
+        func, total = out.get(key, (chosen.function, 0.0))
         out[key] = (func, total + value)
     return out
 
