@@ -252,8 +252,8 @@ class SamplingCollector:
         t1 = self._t1 if self._t1 is not None else time.perf_counter()
         duration = (t1 - self._t0) if self._t0 is not None else 0.0
         per_line = model.lines(stacks, names=SAMPLING_METRICS)
-        totals = [sum(row.get(name, 0) for row in per_line.values()) for name in SAMPLING_METRICS]
-        cpu_s = sum(totals[:3])
+        totals = {name: sum(row.get(name, 0) for row in per_line.values()) for name in SAMPLING_METRICS}
+        cpu_s = sum(totals[name] for name in model.CPU_COLUMNS)
         others = _threads_without_python(stats)
         # the timer's rate is per CPU second of the threads it samples
         span = max(0.0, cpu_s - others["cpu_s"]) if self.mode == "cpu" else duration
@@ -266,7 +266,7 @@ class SamplingCollector:
             "cpu_source": stats.get("cpu_source") if self.mode == "cpu" else None,
             # perf events closed because their thread blocked the sampling signal
             "perf_stalled": stats.get("perf_stalled", 0),
-            "samples": int(totals[4]),
+            "samples": int(totals["samples"]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],
             "in_profiler": stats.get("in_profiler", 0),
@@ -278,8 +278,8 @@ class SamplingCollector:
             "threads_without_python": others,
             "duration_s": duration,
             "cpu_total_s": cpu_s,
-            "wall_total_s": totals[3],
-            **self._waits_section(totals[SAMPLING_METRICS.index("wait_s")]),
+            "wall_total_s": totals["wall_s"],
+            **self._waits_section(totals["wait_s"]),
             "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
                               - self._cpu0) if self._cpu0 is not None else 0.0,
             "threads": {str(k): v for k, v in self._threads.items()},

@@ -12,6 +12,7 @@ how many there were and how much they held."""
 import bisect
 import re
 
+from ..model.stacks import CPU_COLUMNS
 from . import stack_rows, svg
 
 FULL_SHARE = 0.10
@@ -21,8 +22,7 @@ SHRANK = (31, 90, 200)
 _THREAD_ID = re.compile(r" \(\d+\)$")
 
 # a diff column -> the stack metric holding it
-STACK_METRIC = {"cpu_s": "cpu", "cpu_python_s": "cpu", "cpu_native_s": "cpu",
-                "cpu_system_s": "cpu", "samples": "cpu", "wall_s": "wall", "wait_s": "wait",
+STACK_METRIC = {"cpu_s": "cpu", **{c: "cpu" for c in CPU_COLUMNS}, "samples": "cpu", "wall_s": "wall", "wait_s": "wait",
                 "alloc_bytes": "alloc", "peak_bytes": "peak", "live_bytes": "leak",
                 "gpu_kernel_s": "gpu", "gpu_copy_s": "gpu", "gpu_alloc_bytes": "gpu-mem",
                 "gpu_peak_bytes": "gpu-peak"}

@@ -6,12 +6,12 @@ import json
 
 from ..common.files import atomic_path
 from ..model.frames import table as frame_table
+from ..model.sections import SAMPLING_LINE_COLUMNS
 
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
 
-SAMPLING_LINE_FIELDS = ("file", "line", "function", "cpu_python_s", "cpu_native_s",
-                        "cpu_system_s", "wall_s", "samples")
+SAMPLING_LINE_FIELDS = ("file", "line", "function") + SAMPLING_LINE_COLUMNS + ("samples",)
 MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", "net_bytes",
                       "peak_bytes", "python_share", "count")
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")

@@ -1,9 +1,11 @@
-"""The stack metrics an export can draw, declared once (no imports: the
-command line's choices read it before anything else is loaded)."""
+"""The stack metrics an export can draw, declared once (no imports at load:
+the command line's choices read it before anything else is loaded)."""
 
-# export metric -> (stack metric columns summed, unit of the output integers)
+# export metric -> (stack metric columns summed, unit of the output integers);
+# CPU time's columns are None here: columns() reads them from the C metric
+# list (lprof.model.stacks.CPU_COLUMNS)
 METRICS = {
-    "cpu": (("cpu_python_s", "cpu_native_s", "cpu_system_s"), "us"),
+    "cpu": (None, "us"),
     "wall": (("wall_s",), "us"),
     # time coroutines waited, under the await chain they waited in (--wall, 3.12+)
     "wait": (("wait_s",), "us"),
@@ -21,3 +23,12 @@ METRICS = {
 }
 # the metrics of the formats that hold time (Chrome trace, pstats)
 TIME_METRICS = ("cpu", "wall")
+
+
+def columns(metric):
+    """The stack columns `metric` sums (KeyError for an unknown one)."""
+    cols = METRICS[metric][0]
+    if cols is None:
+        from ..model.stacks import CPU_COLUMNS
+        return CPU_COLUMNS
+    return cols

@@ -4,7 +4,7 @@ sees it, and the fold in C (the table of stack metrics: metrics.py)."""
 from ..model.frames import Frame
 from ..model import stacks
 from ..model.stacks import row_form  # noqa: F401 (row_form: the exports')
-from .metrics import METRICS, TIME_METRICS  # noqa: F401 (the table's home: metrics.py)
+from .metrics import METRICS, TIME_METRICS, columns
 
 
 def frame_name(raw):
@@ -17,15 +17,15 @@ def metric_columns(metric):
     an unknown metric."""
     if metric not in METRICS:
         raise ValueError(f"unknown stack metric {metric!r} (choose from {', '.join(METRICS)})")
-    cols, unit = METRICS[metric]
-    return cols, unit, (1e6 if unit == "us" else 1)
+    unit = METRICS[metric][1]
+    return columns(metric), unit, (1e6 if unit == "us" else 1)
 
 
 def time_columns(metric, holder):
     """The columns of a time metric, for a format that holds time."""
     if metric not in TIME_METRICS:
         raise ValueError(f"{holder} holds time: --metric cpu or wall, not {metric!r}")
-    return METRICS[metric][0]
+    return columns(metric)
 
 
 def no_data(metric):

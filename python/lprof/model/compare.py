@@ -6,7 +6,7 @@ hits and waits (`lprof -l`). Lines match by (file, line), functions by (file,
 qualified name); only the program's own files count (as in the listing)
 unless `accept` says otherwise. Entries are sorted by the size of their
 change in the chosen metric."""
-from .stacks import INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
+from .stacks import CPU_COLUMNS, INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
 
 CPU_TOTAL = "cpu_s"
 # the exact tracer's (lprof -l); its waits are line_wait_s: wait_s is the
@@ -29,7 +29,7 @@ def per_line(profile, accept=is_user_file):
     """({(file, line): {column: value}}, {(file, line): function},
     {(file, function): {column: value}}, {column: unit})."""
     units = _units(profile)
-    cpu_parts = [n for n, u in units.items() if n.startswith("cpu_") and u == "s"]
+    cpu_parts = [n for n in units if n in CPU_COLUMNS]
     values, names, funcs = {}, {}, {}
 
     def add(file, line, func, col, v):

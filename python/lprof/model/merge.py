@@ -42,7 +42,7 @@ _WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
 # exact line timing (lprof -l) joins the imbalance view under these names
 LINE_TIME, LINE_HITS = "line_time_s", "line_hits"
-# the CPU columns of a line (cpu_*_s: Python, native, system) summed
+# the CPU columns of a line (stacks_model.CPU_COLUMNS) summed
 CPU_TOTAL = "cpu_s"
 
 
@@ -266,7 +266,7 @@ class Merger:
         values of one member, folded into the imbalance accumulators."""
         totals = self.members[member].setdefault("totals", {})
         for key, values in stacks_model.lines(st).items():
-            cpu = [v for name, v in values.items() if name.startswith("cpu_") and name.endswith("_s")]
+            cpu = [v for name, v in values.items() if name in stacks_model.CPU_COLUMNS]
             if cpu:
                 values[CPU_TOTAL] = sum(cpu)
             _fold(self._lines, key, values, member)

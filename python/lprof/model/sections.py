@@ -15,6 +15,8 @@ _GROUPS = _lprof.metric_groups()
 SAMPLING_METRICS = tuple(_GROUPS["sampling"])
 MEMORY_COLUMNS = tuple(_GROUPS["memory"])
 GPU_COLUMNS = tuple(_GROUPS["gpu"])
+# a "sampling" line's times, after its file, line and function (then samples)
+SAMPLING_LINE_COLUMNS = stacks_model.CPU_COLUMNS + ("wall_s",)
 
 ORPHAN_MARKER = "[GPU work from a thread without Python]"
 GPU_BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
@@ -25,7 +27,7 @@ def sampling_line_rows(stacks, per_line=None):
     one attribution rule (also what a merge of several profiles rebuilds)."""
     if per_line is None:
         per_line = stacks_model.lines(stacks, names=SAMPLING_METRICS)
-    return sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_METRICS[:4]]
+    return sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_LINE_COLUMNS]
                    + [int(row.get("samples", 0))]
                    for (f, ln, func), row in per_line.items()])
 

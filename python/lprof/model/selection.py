@@ -23,7 +23,7 @@ import os
 
 from ..common import libdirs
 from .frames import table as frame_table
-from .stacks import is_user_file
+from .stacks import CPU_COLUMNS, is_user_file
 
 # the runners' own code: never what a run exercises
 HARNESS = frozenset({
@@ -106,8 +106,7 @@ def is_test_file(path):
 
 
 def _weight(m):
-    w = m.get("cpu_python_s", 0) + m.get("cpu_native_s", 0) + m.get("cpu_system_s", 0) \
-        + m.get("wall_s", 0)
+    w = sum(m.get(c, 0) for c in CPU_COLUMNS) + m.get("wall_s", 0)
     return w or m.get("alloc_bytes", 0) or m.get("samples", 0)
 
 

@@ -18,9 +18,7 @@ threads that lived 1 s each make 2 s). The parts:
 """
 from .frames import table as frame_table
 from .selection import default_accept, file_group
-from .stacks import charge, row_form
-
-CPU_PARTS = ("cpu_python_s", "cpu_native_s", "cpu_system_s")
+from .stacks import CPU_COLUMNS, charge, row_form
 
 
 def mode_of(profile):
@@ -31,7 +29,7 @@ def metric_value(mode, m):
     """A stack row's (or line's) time in the mode's metric."""
     if mode == "wall":
         return m.get("wall_s", 0.0)
-    return sum(m.get(c, 0.0) for c in CPU_PARTS)
+    return sum(m.get(c, 0.0) for c in CPU_COLUMNS)
 
 
 def _hidden_group(frames, ids, groups):

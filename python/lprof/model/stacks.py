@@ -27,6 +27,9 @@ _SCALE = {"ns": 1e-9, "milli": 1e-3}
 # columns kept for the memory sampler's statistics (the leak rule reads them),
 # not quantities a report shows per line: their audience in metrics.h
 INTERNAL_COLUMNS = frozenset(_lprof.internal_metrics())
+# CPU time is split into columns (Python, native, system: the sampling group
+# of metrics.h); every reader that sums or shows CPU time takes them from here
+CPU_COLUMNS = tuple(n for n in _lprof.metric_groups()["sampling"] if n.startswith("cpu_"))
 
 
 def columns():

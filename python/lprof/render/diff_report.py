@@ -4,6 +4,7 @@ import os
 import textwrap
 from html import escape
 
+from ..model.stacks import CPU_COLUMNS
 from .source import read_lines
 from .memory_report import fmt_bytes
 
@@ -39,7 +40,7 @@ _LABELS = {
 }
 # sampled time: a line's value is its samples times a sample's weight, so
 # sampling alone moves it by about the square root of its samples
-SAMPLED_TIME = ("cpu_s", "cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s")
+SAMPLED_TIME = ("cpu_s",) + CPU_COLUMNS + ("wall_s",)
 
 
 NOISE_NOTE = ("noise: about two standard deviations of what sampling alone changes "

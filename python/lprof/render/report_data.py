@@ -9,7 +9,7 @@ from ..model import import_fold
 from ..model.frames import table as frame_table
 from ..model import shares
 from ..model.selection import default_accept
-from ..model.stacks import INTERNAL_COLUMNS, charge, fold_imports as fold_section_imports, row_form
+from ..model.stacks import CPU_COLUMNS, INTERNAL_COLUMNS, charge, fold_imports as fold_section_imports, row_form
 from .source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
@@ -53,7 +53,7 @@ def _columns(section):
 
 
 def _cpu_parts(cols):
-    return [n for n, u, _k in cols if n.startswith("cpu_") and u == "s"]
+    return [n for n, _u, _k in cols if n in CPU_COLUMNS]
 
 
 def _stack_part(profile, fold_imports, accept):

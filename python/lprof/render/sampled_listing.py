@@ -11,13 +11,16 @@ import shutil
 import sys
 import textwrap
 
+from ..model.stacks import CPU_COLUMNS
 from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 
 # the last: time coroutines waited at the line's await (wall mode, 3.12+)
-_COLS = ("cpu_python_s", "cpu_native_s", "cpu_system_s", "wall_s", "wait_s")
+_COLS = CPU_COLUMNS + ("wall_s", "wait_s")
 _N = len(_COLS)
+_NCPU = len(CPU_COLUMNS)
+_WALL, _WAIT = _COLS.index("wall_s"), _COLS.index("wait_s")
 
 
 def _make_filter(profile, profile_only, profile_all):
@@ -81,7 +84,7 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     lines, funcs = _charge(profile, accept, thread)
     cpu_total = wholes["cpu"]
     wall_total = wholes["wall"]
-    wait_total = sum(v[4] for v in lines.values())
+    wait_total = sum(v[_WAIT] for v in lines.values())
     main_total = wall_total if mode == "wall" else cpu_total
     notes = notes if notes is not None else {}
     memory = memory_lines(profile, accept) if thread is None else {}
@@ -107,7 +110,7 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
         return f" {(f'{v:.3f}' if v else ''):>9}" if wait_total else ""
 
     def wait_share(v):
-        return 100.0 * v[4] / wait_total if wait_total else 0.0
+        return 100.0 * v[_WAIT] / wait_total if wait_total else 0.0
 
     hdr = (f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
            + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}"
@@ -145,8 +148,11 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
         cells = gpu_columns.cells(gpu.get((path, ln)), gpu_total) if gpu else ""
         return cells + (gpu_columns.idle_cell(idle.get((path, ln))) if idle else "")
 
+    def cpu_cells(v):  # the CPU columns, the first under "CPU% py"
+        return " ".join(f"{_fmt_pct(v[i], cpu_total):>{8 if i == 0 else 7}}" for i in range(_NCPU))
+
     def main_value(v):
-        return v[3] if mode == "wall" else sum(v[:3])
+        return v[_WALL] if mode == "wall" else sum(v[:_NCPU])
 
     selected_total = sum(main_value(v) for v in lines.values())
 
@@ -183,9 +189,8 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
             v = file_lines.get(ln, [0.0] * _N)
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
             secs = main_value(v)
-            out.append(f"{ln:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
-                       f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}{wait_cell(v[4])}{mem_cells(path, ln)}"
+            out.append(f"{ln:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
+                       f"{(f'{secs:.3f}' if secs else ''):>9}{wait_cell(v[_WAIT])}{mem_cells(path, ln)}"
                        f"{gpu_cells(path, ln)}  {text}")
         out.extend(_import_memory_notes(memory, path, shown, src))
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
@@ -194,9 +199,8 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
             for (p, func, first), v in fl:
                 if reduced and pct_of_main(v) < threshold_pct and wait_share(v) < threshold_pct:
                     continue
-                out.append(f"  {first:>6} {_fmt_pct(v[0], cpu_total):>8} {_fmt_pct(v[1], cpu_total):>7} "
-                           f"{_fmt_pct(v[2], cpu_total):>7}{wall_cell(v[3])} "
-                           f"{main_value(v):>9.3f}{wait_cell(v[4])}  {func}")
+                out.append(f"  {first:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
+                           f"{main_value(v):>9.3f}{wait_cell(v[_WAIT])}  {func}")
     notes["files"] = notes.get("files", 0) + len(hidden)
     notes["files_s"] = notes.get("files_s", 0.0) + sum(hidden)
     notes["threshold"] = threshold_pct

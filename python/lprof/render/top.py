@@ -9,11 +9,11 @@ own code that called it."""
 import os
 
 from ..model.frames import table as frame_table
-from ..model.stacks import charge, is_user_file
+from ..model.stacks import CPU_COLUMNS, charge, is_user_file
 from .source import read_lines
 
 # the seconds a line is ranked by, per sampling mode
-_METRICS = {"cpu": ("cpu_python_s", "cpu_native_s", "cpu_system_s"), "wall": ("wall_s",)}
+_METRICS = {"cpu": CPU_COLUMNS, "wall": ("wall_s",)}
 
 
 def line_seconds(profile):
