@@ -11,7 +11,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium debootstrap
 # debootstrap: the chroot `make matrix` tests CPython $(SID_VERSIONS) in
 # mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
-PIP_PACKAGES := pytest numpy ipython mpi4py atheris
+PIP_PACKAGES := pytest numpy ipython mpi4py atheris ruff
 # optional, from local wheels only (a CPU torch build, where the machine has one)
 LOCAL_PIP_PACKAGES := torch==2.13.0
 
@@ -24,20 +24,22 @@ ALL_HEADERS := $(shell find src -name '*.h')
 CTESTS := $(patsubst tests/c/%.c,tests/c/bin/%,$(wildcard tests/c/test_*.c))
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-.PHONY: all help deps build ctest pytest test matrix asan sdist-check bench example clean kernprof-conformance \
+.PHONY: all help deps build lint ctest pytest test matrix asan sdist-check bench example clean kernprof-conformance \
 	gpu-check reliability-quick reliability fuzz longrun tsan
 
 all: build
 
 help:
 	@echo "quick, while working:"
+	@echo "make help     this list (make all: the same as make build)"
 	@echo "make build    build the C extension in place (PYTHON=$(PYTHON))"
+	@echo "make lint     ruff over python tests tools bench (rules: pyproject.toml)"
 	@echo "make ctest    the C unit tests (ASan/UBSan) and the signal handler's symbol check"
 	@echo "make pytest   build, then the pytest suite on PYTHON"
 	@echo "make example  deps + build + profile examples/primes.py end to end"
 	@echo "the whole suite and its tiers:"
 	@echo "make deps     install apt and pip packages the project needs (idempotent)"
-	@echo "make test     deps + build + every tier below (what .ci/run runs)"
+	@echo "make test     deps + lint + build + every tier below (what .ci/run runs)"
 	@echo "make tsan     the C unit tests that start threads, under ThreadSanitizer"
 	@echo "make reliability-quick  a handful of the differential corpus, a bounded fuzz run"
 	@echo "make matrix   build and run pytest on each CPython in PYVERSIONS found on the machine, and"
@@ -63,6 +65,10 @@ build:
 	@$(PYTHON) setup.py -q build_ext --inplace
 	@# bytecode as `pip install` would leave it: start-up then skips compiling
 	@$(PYTHON) -m compileall -q python/lprof
+
+# the rules are pyproject.toml's [tool.ruff]; `make deps` installs ruff
+lint:
+	$(PYTHON) -m ruff check python tests tools bench
 
 tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(ALL_HEADERS)
 	@mkdir -p tests/c/bin
@@ -91,7 +97,7 @@ asan:
 sdist-check:
 	@$(PYTHON) tools/sdist_check.py
 
-test: deps build ctest tsan pytest reliability-quick matrix asan sdist-check kernprof-conformance
+test: deps lint build ctest tsan pytest reliability-quick matrix asan sdist-check kernprof-conformance
 	@echo "all test tiers passed"
 
 # line_profiler 5.1.0's own kernprof tests with lprof in kernprof's place
