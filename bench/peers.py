@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from common import BASE_ENV, BENCH, ROOT, SCRATCH, Failed, Run, run_timed, short_reason
+from common import BASE_ENV, BENCH, ROOT, SCRATCH, Failed, Run, short_reason
 
 VENV = os.path.join(ROOT, "build", "bench-venv")
 VPY = os.path.join(VENV, "bin", "python")

@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import common  # noqa: E402
-import peers  # noqa: E402
+import common
+import peers
 
 SECTIONS = ["line", "sampling", "memory", "export", "processes", "gpu", "versions", "startup"]
 

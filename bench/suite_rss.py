@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tarfile
 
-import lprof_tool
 import peers
 from common import ROOT, SCRATCH, fmt
 

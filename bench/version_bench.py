@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (ROOT, SCRATCH, Failed, alternate, median, paired_ratios,  # noqa: E402
+from common import (ROOT, SCRATCH, Failed, alternate, median, paired_ratios,
                     run_timed, workload)
 
 LPROF_ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}

@@ -16,10 +16,10 @@ past -rss_limit_mb is a finding. atheris (libFuzzer for Python) drives it.
 Seeds are real profiles of a small program in each mode, made at start-up.
 The report (JSON: runs, seconds, crashes) feeds docs/reliability.md."""
 import argparse
+import importlib
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -156,10 +156,11 @@ def main():
     with atheris.instrument_imports(include=["lprof"]):
         # lprof imports these lazily, at first use: import them here so that
         # they are instrumented too
-        import lprof.model.kernprof_file, lprof.model.validate, lprof.model.stacks  # noqa
-        import lprof.render.listing, lprof.render.sampled_listing  # noqa
-        import lprof.render.memory_report, lprof.export.svg  # noqa
-        import lprof.collect.sampling, lprof.render.source  # noqa
+        for name in ("lprof.model.kernprof_file", "lprof.model.validate", "lprof.model.stacks",
+                     "lprof.render.listing", "lprof.render.sampled_listing",
+                     "lprof.render.memory_report", "lprof.export.svg",
+                     "lprof.collect.sampling", "lprof.render.source"):
+            importlib.import_module(name)
         target = make_target(scratch)
     atheris.Setup(flags, target)
     atheris.Fuzz()

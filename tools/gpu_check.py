@@ -290,10 +290,10 @@ def line_mode_columns(prof_path):
     by lprof's own reader (the -l listing's rule: work is charged to the
     innermost line inside a profiled function)."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
-    from lprof.collect import gpu
     from lprof.model import profile_file
+    from lprof.model.sections import gpu_line_columns
     prof = profile_file.load(prof_path)
-    cols = gpu.line_columns(prof, functions=prof["functions"])
+    cols = gpu_line_columns(prof, functions=prof["functions"])
     return {line: c for (path, line), c in cols.items() if path == WORKLOAD}
 
 
@@ -420,7 +420,7 @@ def driver_version():
                              capture_output=True, text=True)
         name = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 and smi.stdout.strip() else "?"
         return f"{name} (CUDA {v.value // 1000}.{v.value % 1000 // 10})"
-    except Exception as exc:  # noqa: BLE001 (a report line, not a check)
+    except Exception as exc:
         return f"unknown ({exc})"
 
 

@@ -26,10 +26,10 @@ def generate(batch):
         body = [f"def gen_{i}(depth, keep):"]
         for k in range(rng.randint(2, 12)):  # distinct lines
             body.append(f"    x{k} = [{k} * j for j in range({rng.randint(5, 60)})]")
-        body.append(f"    if rng.random() < 0.05:")
+        body.append("    if rng.random() < 0.05:")
         body.append(f"        keep.append(bytearray({rng.randint(64, 65536)}))")
         if i and rng.random() < 0.7:  # distinct stacks: call an earlier function
-            body.append(f"    if depth < 8:")
+            body.append("    if depth < 8:")
             body.append(f"        functions[{rng.randrange(i)}](depth + 1, keep)")
         body.append("    return depth")
         parts.append("\n".join(body))

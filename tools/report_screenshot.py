@@ -11,7 +11,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 
-from headless_browser import Browser  # noqa: E402
+from headless_browser import Browser  # noqa: E402 (tests/python is on the path from above)
 
 
 def main():

@@ -4,7 +4,7 @@
 unless lprof -l (or `profile.enable()`) turns tracing on."""
 __version__ = "0.1.0"
 
-import contextlib  # noqa: E402
+import contextlib
 
 _FROM_DECORATOR = ("profile", "LineProfiler", "LineStats")
 

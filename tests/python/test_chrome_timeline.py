@@ -4,7 +4,6 @@ trace's per-thread tracks drawn from it. A program with a known phase order
 that order, with the phases' durations, as valid trace events; the section's
 values are checked on reading; merged profiles keep each process apart."""
 import json
-import os
 import subprocess
 import sys
 

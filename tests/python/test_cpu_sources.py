@@ -6,7 +6,6 @@ picks one (collect/sampler.h). Every source must charge the same lines the
 same CPU time. Bounds are per CPU second of the sampled threads, which a busy
 machine does not change."""
 import json
-import os
 import re
 
 import pytest
@@ -143,7 +142,6 @@ def test_a_thread_blocking_the_signal_does_not_end_the_process(run_lprof, write_
     says so; the thread's CPU from then on is on no line (not yet taken
     back: the event is not reopened when the thread unblocks)."""
     import resource
-    import signal
     import subprocess
     import sys
     from conftest import lprof_env

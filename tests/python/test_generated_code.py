@@ -6,7 +6,7 @@ the program only where no program file is on the stack (python -c)."""
 import os
 
 from conftest import line_of
-from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401  (the fixture)
+from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401 (fake_cuda: a fixture, named as a parameter)
 
 
 def test_inductor_modules_are_not_the_programs_lines(monkeypatch, tmp_path):

@@ -3,7 +3,6 @@ of libcupti (tests/gpu/fake_cupti.c, built here against the real CUPTI
 headers), the real Level Zero collector through Debian's real loader and its
 tracing layer with a test driver (tests/gpu/fake_ze_driver.c); the absence
 paths; option checks. The join itself has C tests (tests/c/test_gpu_join.c)."""
-import glob
 import json
 import os
 import shutil
@@ -111,9 +110,9 @@ def test_cuda_columns_in_the_line_profiler_listing(run_lprof, tmp_path, fake_cud
     r = run_lprof("-l", "-v", "--gpu=cuda", "-o", tmp_path / "p.lprof", CUDA_WORKLOAD,
                   env=_cuda_env(fake_cuda))
     assert r.returncode == 0, r.stderr
-    from lprof.collect import gpu
+    from lprof.model.sections import gpu_line_columns
     prof = load_profile(str(tmp_path / "p.lprof"))
-    cols = gpu.line_columns(prof, functions=prof["functions"])
+    cols = gpu_line_columns(prof, functions=prof["functions"])
     call = cols[(CUDA_WORKLOAD, line_of(CUDA_WORKLOAD, "marker: matmul call"))]
     # matmul() is not profiled: its kernels belong to the profiled line that called it
     assert call["kernel_s"] == pytest.approx(10 * 30 * US) and call["kernels"] == 10

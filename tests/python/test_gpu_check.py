@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import gpu_check  # noqa: E402
+import gpu_check
 
 
 def test_workload_and_snippets_compile(tmp_path):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import ROOT, line_of
-from test_gpu import _cuda_env, fake_cuda, fake_ze  # noqa: F401 (fixtures)
+from test_gpu import _cuda_env, fake_cuda, fake_ze  # noqa: F401 (fixtures, named as parameters)
 
 CUDA = os.path.join(ROOT, "tests", "scripts", "gpu_collectives_cuda.py")
 ZE = os.path.join(ROOT, "tests", "scripts", "gpu_collectives_levelzero.py")

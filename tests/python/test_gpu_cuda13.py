@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from conftest import line_of
-from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401  (the fixture)
+from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401 (fake_cuda: a fixture, named as a parameter)
 
 US = 1e-6
 

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from conftest import ROOT, line_of
-from test_gpu import _cuda_env, fake_cuda, fake_ze  # noqa: F401 (fixtures)
+from test_gpu import _cuda_env, fake_cuda, fake_ze  # noqa: F401 (fixtures, named as parameters)
 
 CUDA = os.path.join(ROOT, "tests", "scripts", "gpu_timeline_cuda.py")
 ZE = os.path.join(ROOT, "tests", "scripts", "gpu_timeline_levelzero.py")

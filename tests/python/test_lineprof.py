@@ -41,7 +41,7 @@ def test_exact_hit_counts(run_lprof, write_script, load_profile, tmp_path):
     assert result.returncode == 0, result.stderr
     prof = load_profile(str(tmp_path / "counts.py.lprof"))
     b = function_lines(prof, "branches")
-    L = lambda m: line_of(path, m)  # noqa: E731
+    L = lambda m: line_of(path, m)
     assert b[L("L_total")][0] == 1
     assert b[L("L_for")][0] == 31          # 30 iterations + the exhausted check
     assert b[L("L_if")][0] == 30

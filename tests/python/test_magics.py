@@ -1,6 +1,5 @@
 """IPython magics (%load_ext lprof): %lprun as line_profiler's, %lprof and
 %%lprof sampling, run in a real IPython shell (from PyPI)."""
-import os
 import subprocess
 import sys
 import textwrap

@@ -98,17 +98,18 @@ def test_stop_idempotent_and_stacks_shape(collector):
 
 
 def test_line_columns():
+    from lprof.model.sections import memory_line_columns
     prof = {"memory": {"peak_bytes": 1000, "lines": [
         ["a.py", 3, "f", 800, 200, 600, 500, 0.5, 4],
         ["a.py", 3, "g", 200, 0, 200, 100, 1.0, 1],
         ["b.py", 1, "h", 10, 10, 0, 0, 0.0, 1]]}}
-    cols = memory.line_columns(prof)
+    cols = memory_line_columns(prof)
     a = cols[("a.py", 3)]
     assert a["alloc_bytes"] == 1000 and a["net_bytes"] == 800 and a["count"] == 5
     assert a["peak_share"] == pytest.approx(0.6)
     assert a["python_share"] == pytest.approx(0.6)
     assert cols[("b.py", 1)]["peak_share"] == 0
-    assert memory.line_columns({}) == {}
+    assert memory_line_columns({}) == {}
 
 
 def test_bad_sample_bytes():

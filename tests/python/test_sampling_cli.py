@@ -605,7 +605,7 @@ def test_reduced_listing_has_no_empty_file_headers(run_lprof, write_script, tmp_
     a header and no rows (200 of them on a program with many modules). They
     are counted in one line instead; --all still lists them."""
     for i in range(30):
-        write_script(f"small{i}.py", f"""
+        write_script(f"small{i}.py", """
             import time
             def work():
                 t = time.process_time()

@@ -5,7 +5,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-import sid_matrix  # noqa: E402
+import sid_matrix  # noqa: E402 (tools/ is on the path from the line above)
 
 
 def test_mirror_read_from_deb822_and_one_line_sources(tmp_path):

@@ -3,7 +3,6 @@ merge kinds from C, one attribution rule for the listing and the exports."""
 import json
 import json.encoder
 import re
-import textwrap
 
 import pytest
 

@@ -6,7 +6,6 @@ during it could fork inside an allocator that takes no lock around fork:
 under the CI's ASan run (GCC 12's runtime has no fork handler),
 test_exec_guard's fork loop under --wall left a child hung at its first
 thread start about one run in six. The starters now wait for the thread."""
-import os
 import subprocess
 import sys
 

@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from conftest import line_of
-from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401  (the fixture)
+from test_gpu import _cuda_env, _export, fake_cuda  # noqa: F401 (fake_cuda: a fixture, named as a parameter)
 
 APP = "/work/app/train.py"
 LIB = "/usr/lib/python3/site-packages/torch/nn/modules/linear.py"
@@ -321,9 +321,9 @@ def test_tensor_memory_in_the_listing_json_and_stack_exports(run_lprof, tmp_path
     assert rows[act]["peak_bytes"] == 1 << 20  # one activation at a time
     assert rows[grads]["alloc_bytes"] == 3 << 10 and rows[grads]["live_bytes"] == 3 << 10
     assert rows[grads]["peak_bytes"] == 3 << 10  # the peak is the last activation and all grads
-    from lprof.collect import gpu
     from lprof.model import profile_file
-    cols = gpu.line_columns(profile_file.load(str(tmp_path / "p.lprof")))
+    from lprof.model.sections import gpu_line_columns
+    cols = gpu_line_columns(profile_file.load(str(tmp_path / "p.lprof")))
     assert cols[(str(script), act)]["alloc_bytes"] == 3 << 20
     assert cols[(str(script), grads)]["live_bytes"] == 3 << 10
     folded = (tmp_path / "mem.folded").read_text().splitlines()

@@ -24,8 +24,8 @@ assert "ZE_ENABLE_TRACING_LAYER" not in os.environ
 check(ze.zeInit(0))
 out = {"runtime_switch": hasattr(ze, "zelEnableTracingLayer"), "layer_before": layer_state()}
 
-from lprof import _lprof  # noqa: E402
-from lprof.collect.gpu import GPUCollector  # noqa: E402
+from lprof import _lprof  # noqa: E402 (after zeInit: the late start under test)
+from lprof.collect.gpu import GPUCollector  # noqa: E402 (after zeInit, as above)
 
 collector = GPUCollector(backends=("levelzero",), quiet=True)
 collector.start()

@@ -14,8 +14,6 @@ import time
 
 from .. import _lprof
 from ..model.sections import GPU_BACKEND_NAMES as _BACKEND_NAMES
-from ..model.sections import GPU_COLUMNS, ORPHAN_MARKER  # noqa: F401 (lprof.collect.gpu's names)
-from ..model.sections import gpu_line_columns as line_columns  # noqa: F401
 from ..model.sections import gpu_line_rows as line_rows
 
 LAUNCHES_KEPT = 65536  # LP_GPU_WAIT_SLOTS (src/aggregate/gpu_join.h)

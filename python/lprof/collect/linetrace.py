@@ -1,6 +1,6 @@
 """The exact line tracer seen from Python: registration, on/off, results.
 
-The timing itself is C (src/tracer_core.c, src/pytracer.c); this module keeps
+The timing itself is C (src/collect/tracer_core.c, src/collect/cpython/tracer.c); this module keeps
 the list of registered functions (so functions that never ran still appear)
 and turns the C results into the profile's "functions" section."""
 import os

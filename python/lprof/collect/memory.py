@@ -8,8 +8,6 @@ Python objects are seen through CPython's allocator hooks; native allocations
 import sys
 
 from .. import _lprof
-from ..model.sections import MEMORY_COLUMNS  # noqa: F401 (lprof.collect.memory's names)
-from ..model.sections import memory_line_columns as line_columns  # noqa: F401
 from ..model.sections import memory_section as build_section
 
 

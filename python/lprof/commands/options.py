@@ -1,8 +1,8 @@
-"""What the verbs' parsers share (lprof run's parser is cli.py's: it is
-parsed before the run command's imports)."""
-from ..export import METRICS as _EXPORT_METRICS
+"""What the verbs' parsers share (lprof run's parser is run_args.py's: it
+is parsed before the run command's imports)."""
+from ..export.metrics import METRICS as _EXPORT_METRICS
 
-# stack export metrics (lprof.export.METRICS; gpu-mem/gpu-peak: device memory per stack)
+# stack export metrics (lprof.export.metrics.METRICS; gpu-mem/gpu-peak: device memory per stack)
 STACK_METRICS = list(_EXPORT_METRICS)
 
 

@@ -2,12 +2,10 @@
 (metric: the stack metric it draws; None for the formats that draw the
 whole profile), and FORMATS, the one registry that `lprof export`, `lprof
 run` (--stacks, --flamegraph, --html) and the command line's choices read.
-Every file goes through the one atomic writer (lprof.model.profile_file):
+Every file goes through the one atomic writer (lprof.common.files):
 a reader never sees half a file; a device or pipe (/dev/stdout) is written
 through. The stack metrics and the columns each sums: metrics.METRICS."""
 import importlib
-
-from .metrics import METRICS  # noqa: F401 (lprof.export.METRICS)
 
 
 class Format:

@@ -33,7 +33,7 @@ from ..model import stacks as stacks_model
 from ..model.frames import Frame
 from ..model.frames import table as frame_table
 from ..model import timeline as timeline_model
-from .stack_rows import frame_name, row_form, time_columns
+from .stack_rows import frame_name, time_columns
 PID = 1
 _FIRST_SPARE_PID = 1 << 22  # above Linux's largest pid
 GAP_MIN_US = 10_000  # shorter gaps between samples: timer or scheduling jitter
@@ -273,7 +273,7 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
 
 def trace(profile, metric="cpu"):
     cols = time_columns(metric, "a trace")
-    st = row_form(profile.get("stacks") or {})
+    st = stacks_model.row_form(profile.get("stacks") or {})
     frames = st.get("frames", [])
     names = [frame_name(f) for f in frames]
     by_thread = _rows_by_thread(st, cols)

@@ -26,7 +26,7 @@ from ..model import stacks as stacks_model
 from ..model import timeline as timeline_model
 from ..model.frames import GPU, MARKER, NATIVE, THREAD, Frame
 from .chrome_trace import GAP_MIN_US
-from .stack_rows import row_form, time_columns
+from .stack_rows import time_columns
 
 # the processed format's version written (the Profiler's changelog: v53 took
 # the category columns off the stack table, v54 the frame table's
@@ -312,7 +312,7 @@ def profile_doc(profile, metric="cpu"):
     cols = time_columns(metric, "a Firefox Profiler profile")
     meta = profile.get("meta", {})
     sampling = profile.get("sampling") or {}
-    st = row_form(profile.get("stacks") or {})
+    st = stacks_model.row_form(profile.get("stacks") or {})
     frames = [Frame.of(f) for f in st.get("frames", [])]
     started = meta.get("started") or 0.0
     tl = profile.get("timeline") or {}

@@ -11,7 +11,8 @@ import marshal
 
 from ..common.files import atomic_path
 from ..model.frames import Frame
-from .stack_rows import row_form, time_columns
+from ..model.stacks import row_form
+from .stack_rows import time_columns
 
 
 def _func(frame):

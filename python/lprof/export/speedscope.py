@@ -4,13 +4,14 @@ import json
 
 from ..common.files import atomic_path
 from ..model.frames import table as frame_table
+from ..model.stacks import row_form
 from . import stack_rows
 
 
 def write(profile, path, metric="cpu"):
     cols, unit, scale = stack_rows.metric_columns(metric)
     profile = stack_rows.for_metric(profile, metric)
-    st = stack_rows.row_form(profile.get("stacks") or {})
+    st = row_form(profile.get("stacks") or {})
     if not stack_rows.has_rows(st, cols):
         raise stack_rows.no_data(metric)
     by_thread = {}

@@ -3,7 +3,6 @@
 sees it, and the fold in C (the table of stack metrics: metrics.py)."""
 from ..model.frames import Frame
 from ..model import stacks
-from ..model.stacks import row_form  # noqa: F401 (row_form: the exports')
 from .metrics import METRICS, TIME_METRICS, columns
 
 
