@@ -4,6 +4,7 @@ depend on the file format."""
 import ast
 import glob
 import os
+import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "python", "lprof")
@@ -75,3 +76,38 @@ def test_the_model_does_not_import_the_file_format():
             if any(n.split(".")[-1] == "profile_file" for n in _imported(tree)):
                 offenders.append(rel)
     assert offenders == []
+
+
+def _map_blocks():
+    """docs/design.md's module map of python/lprof: {folder: its text}
+    ("" for the package's top level)."""
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("\npython/lprof/ ")
+    part = text[start:text.index("```", start)]
+    blocks, folder = {"": ""}, ""
+    for line in part.splitlines():
+        label = re.match(r"^  (\w+)/ ", line)
+        if label:
+            folder = label.group(1)
+        elif re.match(r"^ +top:", line):
+            folder = ""
+        blocks[folder] = blocks.get(folder, "") + line + "\n"
+    return blocks
+
+
+def test_design_map_names_every_python_module():
+    """Each module of python/lprof is named (file.py) in its folder's entry of
+    docs/design.md's module map; a package's __init__.py by its folder, and
+    _bootstrap/'s in the top level's entry."""
+    blocks = _map_blocks()
+    missing = []
+    for path in sorted(glob.glob(os.path.join(PACKAGE, "**", "*.py"), recursive=True)):
+        rel = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
+        folder, _, name = rel.rpartition("/")
+        if name == "__init__.py" and folder:
+            continue
+        block = blocks.get("" if folder.startswith("_") else folder, "")
+        if not re.search(r"(?<![\w/])%s\b" % re.escape(name), block):
+            missing.append(rel)
+    assert missing == [], "not in docs/design.md's module map: " + ", ".join(missing)

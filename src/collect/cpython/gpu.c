@@ -2,7 +2,7 @@
  * (collect/gpu/cupti.c, collect/gpu/levelzero.c) and gives them the
  * interpreter side they need: the launching thread's Python stack, read
  * without the GIL by the sampler's frame walker (frames.h). Holds no
- * collection logic. Used by python/lprof/gpu.py. */
+ * collection logic. Used by python/lprof/collect/gpu.py. */
 #include "cpython/module.h"
 
 #include "aggregate/agg.h"
@@ -87,7 +87,7 @@ static int str_list(PyObject *seq, const char **out, size_t cap, size_t *n) {
 
 /* gpu_cupti_start([library paths], [sonames]) -> None on success, else the
  * reason. The sonames are those looked for in the process first and tried
- * last (lprof.gpu passes the torch's CUDA major only, when it knows it). */
+ * last (lprof.collect.gpu passes the torch's CUDA major only, when it knows it). */
 static PyObject *py_cupti_start(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *paths, *names;

@@ -1,4 +1,4 @@
-/* binding: fold_rows() for python/lprof/stacks.py: folded text
+/* binding: fold_rows() for python/lprof/model/stacks.py: folded text
  * and flame-graph rectangles computed in C (export/folded.c). */
 #include "cpython/module.h"
 
