@@ -31,6 +31,7 @@ import time
 
 from .. import _lprof
 from ..collect import exec_guard, memory, sampling, trace_targets
+from ..common.files import save_bytes
 from ..common.own_thread import OwnThread
 from ..model import assemble, profile_file
 
@@ -43,12 +44,10 @@ _fork_hook = [False]
 
 
 def write_status(control, state, **fields):
-    """The status file, replaced whole (the command never reads half of one)."""
-    path = os.path.join(control, "status")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(dict(fields, state=state, pid=os.getpid()), fh)
-    os.replace(tmp, path)
+    """The status file, replaced whole by the one atomic writer (the command
+    never reads half of one)."""
+    save_bytes(json.dumps(dict(fields, state=state, pid=os.getpid())).encode(),
+               os.path.join(control, "status"))
 
 
 def _alive(pid):

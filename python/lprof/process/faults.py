@@ -51,7 +51,6 @@ class Guard:
         self._cp_lock = _thread.allocate_lock()  # a checkpoint being encoded
         self._cp_off = False
         self._pid = os.getpid()
-        self._saved = []
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
         _lprof.emergency_note(note)
         _lprof.emergency_arm(term, quiet, path, tmp, 0o666 & ~_umask())
