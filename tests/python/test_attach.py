@@ -665,7 +665,7 @@ def _kill_children(pid):
 
 
 def _children_of(pid):
-    from lprof.commands.attach import descendants
+    from lprof.process.procfs import descendants
     return descendants(pid)
 
 

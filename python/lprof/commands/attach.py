@@ -17,9 +17,9 @@ from ..common import files
 from ..common.errors import LprofError
 from ..model import profile_file
 from ..process import remote
-from ..process.attach_session import SAVE_TIMEOUT_S, GaveUp, Session, gone
+from ..process.attach_session import SAVE_TIMEOUT_S, GaveUp, Session
 from ..process.attach_agent import FORKED_PREFIX
-from ..process.follow import multiprocessing_helper
+from ..process.procfs import gone, pythons_below
 from .attach_args import check, parser  # noqa: F401 (cli.py calls parser())
 
 POLL_S = 0.05
@@ -96,49 +96,6 @@ def _options(args):
             "live_s": args.interval if args.top else None}
 
 
-def _parent_of(pid):
-    """The parent's pid, from /proc (None when gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def descendants(pid):
-    """Every process below `pid` (children, theirs, ...), from /proc."""
-    children = {}
-    for name in os.listdir("/proc"):
-        ppid = _parent_of(name) if name.isdigit() else None
-        if ppid is not None:
-            children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for child in sorted(children.get(todo.pop(0), [])):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _pythons_below(pid):
-    """The descendants that run a Python executable (a shell or a compiler
-    in between is no Python to attach to), but multiprocessing's forkserver
-    and resource tracker: they run none of the program's code and wait in
-    one long call, which would keep an attach from starting there. (The
-    workers the forkserver forks share its command line: they are kept.)"""
-    out = []
-    for child in descendants(pid):
-        try:
-            exe = os.path.basename(os.readlink(f"/proc/{child}/exe"))
-        except OSError:
-            continue
-        helper = multiprocessing_helper(child)
-        if exe.startswith("python") and (
-                helper is None or multiprocessing_helper(_parent_of(child)) == helper):
-            out.append(child)
-    return out
-
-
 _left = {}  # a reason to leave a child out (its pid blanked) -> [first pid, how many more]
 
 
@@ -196,7 +153,7 @@ class _Children:
         self.sessions = sessions  # every Session made, closed by main()
         self.recording = recording  # the sessions sampling now: joined here
         self.seen = {args.pid}
-        self.candidates = set(_pythons_below(args.pid))  # there at the start: no wait
+        self.candidates = set(pythons_below(args.pid))  # there at the start: no wait
         self.joining = []  # [(session, deadline)]
         self.next_look = 0.0
 
@@ -222,7 +179,7 @@ class _Children:
         self._adopt_forked()
         if now >= self.next_look:
             self.next_look = now + FOLLOW_S
-            below = set(_pythons_below(self.args.pid)) - self.seen
+            below = set(pythons_below(self.args.pid)) - self.seen
             for pid in sorted(below & self.candidates):
                 self.seen.add(pid)
                 self._ask(pid)

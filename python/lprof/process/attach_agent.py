@@ -34,6 +34,7 @@ from ..collect import exec_guard, memory, sampling, trace_targets
 from ..common.files import save_bytes
 from ..common.own_thread import OwnThread
 from ..model import assemble, profile_file
+from . import procfs
 
 POLL_S = 0.05  # how often the lprof thread looks at the control folder
 PROFILE_NAME = "profile.lprof"
@@ -48,16 +49,6 @@ def write_status(control, state, **fields):
     never reads half of one)."""
     save_bytes(json.dumps(dict(fields, state=state, pid=os.getpid())).encode(),
                os.path.join(control, "status"))
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it exists
-        return True
-    return True
 
 
 class _Attached:
@@ -124,7 +115,7 @@ class _Attached:
                 self.finish("stopped")
             elif not os.path.isdir(self.control):
                 self.finish(None)  # nobody will read it: sampling just stops
-            elif not _alive(self.cli_pid):
+            elif not procfs.exists(self.cli_pid):
                 # the folder first (the command cannot remove it): once sampling
                 # stops, the program may end before this thread runs again
                 shutil.rmtree(self.control, ignore_errors=True)

@@ -17,6 +17,7 @@ import time
 
 from ..common.errors import LprofError
 from . import attach_agent, remote
+from .procfs import gone
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
@@ -64,15 +65,6 @@ def _lprof_attach(control, parent, options):
 
 class GaveUp(LprofError):
     """The script never ran, and will do nothing when it does."""
-
-
-def gone(pid):
-    """True when the process has ended (a zombie has, too)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
 
 
 def _private_folder(pid):

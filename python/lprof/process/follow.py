@@ -36,6 +36,7 @@ import time
 from ..collect import exec_guard
 from ..collect import sampling as _sampling
 from ..collect.recording import Recording
+from . import procfs
 
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
@@ -87,7 +88,7 @@ class Session:
                     pid = int(n[:-len(".running")])
                 except ValueError:
                     continue
-                if _alive(pid):
+                if procfs.alive(pid):
                     out.append(pid)
         return out
 
@@ -131,7 +132,7 @@ class Session:
                 pid = int(n[:-len(".running")])
             except ValueError:
                 continue
-            if _alive(pid):
+            if procfs.alive(pid):
                 continue  # still running: said by the caller
             kept = any(m.endswith(f".{pid}.lprof") for m in names)
             note = _read_note(os.path.join(self.dir, f"{pid}.died"))
@@ -219,21 +220,6 @@ def _signal_name(signum):
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-def _alive(pid):
-    """A process that exists and is not a zombie (a finished child not yet reaped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
 
 
 class _Child(Recording):
@@ -415,7 +401,7 @@ def start_from_env():
     if not spec or _child is not None:
         return
     config = json.loads(spec)
-    helper = multiprocessing_helper()
+    helper = procfs.multiprocessing_helper()
     if helper == "resource_tracker":  # multiprocessing's machinery, alive until the parent ends
         return
     global _config
@@ -424,21 +410,6 @@ def start_from_env():
     if helper == "forkserver":  # not profiled itself; the children it forks are
         return
     _start_child(config, forked=False)
-
-
-def multiprocessing_helper(pid="self"):
-    """Which helper process multiprocessing started with a fresh interpreter
-    this is, if one ("resource_tracker", "forkserver"; they live until the
-    parent ends, doing none of the program's work); else None."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            cmdline = fh.read()
-    except OSError:
-        return None
-    for name in ("resource_tracker", "forkserver"):
-        if b"from multiprocessing." + name.encode() + b" import main" in cmdline:
-            return name
-    return None
 
 
 def leave_inherited():
