@@ -111,3 +111,21 @@ def test_design_map_names_every_python_module():
         if not re.search(r"(?<![\w/])%s\b" % re.escape(name), block):
             missing.append(rel)
     assert missing == [], "not in docs/design.md's module map: " + ", ".join(missing)
+
+
+def test_cpu_time_columns_are_spelled_once():
+    """CPU time's columns come from the C metric list (metrics.h's sampling
+    group) through lprof.model.stacks.CPU_COLUMNS; no module spells them but
+    the diff's words for each column."""
+    from lprof import _lprof
+    from lprof.export.metrics import columns
+    from lprof.model.stacks import CPU_COLUMNS
+    assert CPU_COLUMNS == tuple(n for n in _lprof.metric_groups()["sampling"] if n.startswith("cpu_"))
+    assert columns("cpu") == CPU_COLUMNS and len(CPU_COLUMNS) == 3
+    spelled = []
+    for rel, tree in _modules():
+        if rel == "render/diff_report.py":  # _LABELS: a word for every column
+            continue
+        spelled += [f"{rel}:{node.lineno}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and node.value in CPU_COLUMNS]
+    assert spelled == []

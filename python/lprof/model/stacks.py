@@ -307,13 +307,6 @@ def row_threads(section):
     return [r[1] for r in section.get("stacks", [])]
 
 
-def rows(section):
-    """(frame ids root first, thread, {column: value}) of each row, in
-    either form (a columnar one converted)."""
-    for ids, th, m in row_form(section).get("stacks", []):
-        yield ids, th, m
-
-
 def frames(section):
     """The section's frames as Frames, by frame id (model/frames.py)."""
     return frame_table(section.get("frames", []))
