@@ -14,7 +14,7 @@ large profile is folded without building a Python list per stack; the
 stacks section's owner, lprof.model.stacks.fold_imports, hands it one."""
 import os
 
-from .frames import Frame
+from .frames import Frame, table as frame_table
 
 BOOTSTRAP_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 FINDING = "import (importlib)"
@@ -53,11 +53,13 @@ def fold_trie(frames, parent, frame, folded):
             frames.append(list(f))
         return fid
 
+    table = frame_table(frames)  # the frames the trie's nodes name (fold appends after them)
+    node_of = folded.node_of
     finding = None
     image = [0] * len(parent)     # node -> folded node (stacks ending there)
     anchor = [None] * len(parent)  # inside a run: the folded node above it
     for n, (p, fid) in enumerate(zip(parent, frame)):
-        f = Frame.of(frames[fid])
+        f = table[fid]
         up = image[p] if p >= 0 else -1
         in_run = p >= 0 and anchor[p] is not None
         if f.file in BOOTSTRAP_FILES:
@@ -67,12 +69,11 @@ def fold_trie(frames, parent, frame, folded):
                 if finding is None:
                     finding = frame_id([BOOTSTRAP_FILES[0], FINDING, 1, 0])
                 anchor[n] = up
-                image[n] = folded.node_of((finding,), up)
+                image[n] = node_of((finding,), up)
         elif in_run and f.function == "<module>":
-            image[n] = folded.node_of((frame_id([f.file, f"import {module_name(f.file)}", 1, f.line]),),
-                                      anchor[p])
+            image[n] = node_of((frame_id([f.file, f"import {module_name(f.file)}", 1, f.line]),), anchor[p])
         else:
-            image[n] = folded.node_of((fid,), up)
+            image[n] = node_of((fid,), up)
     return image
 
 

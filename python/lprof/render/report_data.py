@@ -9,7 +9,8 @@ from ..model import import_fold
 from ..model.frames import table as frame_table
 from ..model import shares
 from ..model.selection import default_accept
-from ..model.stacks import CPU_COLUMNS, INTERNAL_COLUMNS, charge, fold_imports as fold_section_imports, row_form
+from ..model.stacks import CPU_COLUMNS, INTERNAL_COLUMNS, charge, row_form
+from ..model.stacks import fold_imports as fold_section_imports
 from .source import block_range, read_lines
 
 # units as the file stores them (docs/formats.md): ns columns in seconds,
