@@ -1,6 +1,6 @@
 """Every repository path the docs name exists: a file moved or renamed
-leaves no stale pointer behind (docs/*.md and README.md; the Python
-package's comments and docstrings too)."""
+leaves no stale pointer behind (docs/*.md and README.md; the comments and
+docstrings of python/lprof, src/ and include/ too)."""
 import glob
 import os
 import re
@@ -39,6 +39,8 @@ def stale_paths(text):
 def _files():
     docs = sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [os.path.join(ROOT, "README.md")]
     code = sorted(glob.glob(os.path.join(ROOT, "python", "lprof", "**", "*.py"), recursive=True))
+    for top in ("src", "include"):
+        code += sorted(glob.glob(os.path.join(ROOT, top, "**", "*.[ch]"), recursive=True))
     return docs + code
 
 
