@@ -191,7 +191,7 @@ def merge(into, more):
 #   {"frames", "columns", "nodes": {"parent": [...], "frame": [...]},
 #    "rows": {"node": [...], "thread": [...], "values": {column: [...]}}}
 # Only the code below reads the columnar fields: every exporter and renderer
-# asks this module (tests/python/test_layout.py checks it).
+# asks this module (tests/python/test_python_layout.py checks it).
 
 class Trie:
     """Stacks as a trie of frame ids: node n is frame[n] under parent[n] (-1:
