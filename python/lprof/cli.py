@@ -48,7 +48,7 @@ def main(argv=None, as_kernprof=False):
             # `python -m lprof` may run again: still kernprof (read and dropped there)
             preload.maybe_reexec(argv, {kernprof_mode.ENV: "1"} if as_kernprof else None)
         from .commands import run
-        return run.main(args, argv)
+        return run.main(args)
     except LprofError as exc:
         sys.stderr.write(f"lprof: {exc.message}\n")
         return exc.exit_code

@@ -10,8 +10,8 @@ import sys
 
 from .cli import main as _cli_main
 # kernprof's module has these: its cProfile profiler and execfile
-from .commands.contextual_profile import ContextualProfile  # noqa: F401
-from .commands.kernprof_cprofile import execfile  # noqa: F401
+from .commands.contextual_profile import ContextualProfile  # noqa: F401 (kernprof's API)
+from .commands.kernprof_cprofile import execfile  # noqa: F401 (kernprof's API)
 from .process import runner
 
 

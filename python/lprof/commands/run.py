@@ -284,7 +284,7 @@ def _target(args):
     return args.script, "script", runner.read_script(args.script)
 
 
-def main(args, raw_argv):
+def main(args):
     atexit.register(_die_by_sigint)
     try:
         target, kind, code = _target(args)
