@@ -235,7 +235,7 @@ def _check(args):
         raise LprofError("--wall is a sampling mode: use it without -l (or with -l --sample)", 2)
     if args.stacks_metric in ("alloc", "peak", "leak") and not args.memory:
         raise LprofError(f"--stacks-metric {args.stacks_metric} needs --memory", 2)
-    if args.stacks_metric in ("cpu", "wall") and not sampling:
+    if args.stacks_metric in ("cpu", "wall", "gil") and not sampling:
         raise LprofError(f"--stacks-metric {args.stacks_metric}: lprof -l alone records no "
                          "stacks; add --sample", 2)
     if args.stacks_metric == "wall" and not args.wall:

@@ -9,6 +9,8 @@ METRICS = {
     "wall": (("wall_s",), "us"),
     # time coroutines waited, under the await chain they waited in (--wall, 3.12+)
     "wait": (("wait_s",), "us"),
+    # the sampled time threads held the GIL: which stacks keep the others out
+    "gil": (("gil_s",), "us"),
     "alloc": (("alloc_bytes",), "bytes"),
     "peak": (("peak_bytes",), "bytes"),
     "leak": (("live_bytes",), "bytes"),

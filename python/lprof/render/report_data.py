@@ -24,7 +24,8 @@ _CONTEXT = 3
 
 # friendlier names for some columns; any other column is named after itself
 _LABELS = {"cpu_s": "CPU total", "peak_bytes": "at peak", "alloc_bytes": "alloc",
-           "python_bytes": "python objects", "wall_s": "wall", "wait_s": "await wait"}
+           "python_bytes": "python objects", "wall_s": "wall", "wait_s": "await wait",
+           "gil_s": "GIL held"}
 
 
 def _label(name):

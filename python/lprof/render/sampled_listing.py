@@ -16,11 +16,24 @@ from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 
-# the last: time coroutines waited at the line's await (wall mode, 3.12+)
-_COLS = CPU_COLUMNS + ("wall_s", "wait_s")
+# then: time coroutines waited at the line's await (wall mode, 3.12+), and
+# the part of the line's time its thread held the GIL
+_COLS = CPU_COLUMNS + ("wall_s", "wait_s", "gil_s")
 _N = len(_COLS)
 _NCPU = len(CPU_COLUMNS)
-_WALL, _WAIT = _COLS.index("wall_s"), _COLS.index("wait_s")
+_WALL, _WAIT, _GIL = _COLS.index("wall_s"), _COLS.index("wait_s"), _COLS.index("gil_s")
+
+
+def shows_gil(profile):
+    """The gil% column: where more than one thread ran Python (the GIL is
+    shared) and the profile measured it (files before gil_s have none)."""
+    samp = profile.get("sampling") or {}
+    if len(samp.get("threads") or {}) < 2:
+        return False
+    st = profile.get("stacks") or {}
+    return any("gil_s" == (c[0] if isinstance(c, (list, tuple)) else c)
+               for c in st.get("columns", [])) or any(
+        m.get("gil_s") for _i, _t, m in st.get("stacks", []) if isinstance(m, dict))
 
 
 def _make_filter(profile, profile_only, profile_all):
@@ -102,6 +115,7 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     for path, ln in list(memory) + list(gpu):
         by_file.setdefault(path, {}).setdefault(ln, [0.0] * _N)
     show_wall = mode == "wall"  # CPU mode samples no wall time: no empty column
+    show_gil = shows_gil(profile)
 
     def wall_cell(v):
         return f" {_fmt_pct(v, wall_total):>7}" if show_wall else ""
@@ -109,11 +123,18 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     def wait_cell(v):  # a column only where a coroutine waited
         return f" {(f'{v:.3f}' if v else ''):>9}" if wait_total else ""
 
+    def gil_cell(v):  # of the line's own time: how much of it kept the other threads out
+        if not show_gil:
+            return ""
+        own = main_value(v)
+        return f" {(f'{100.0 * v[_GIL] / own:4.0f}%' if own else ''):>5}"
+
     def wait_share(v):
         return 100.0 * v[_WAIT] / wait_total if wait_total else 0.0
 
     hdr = (f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
            + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}"
+           + (f" {'gil%':>5}" if show_gil else "")
            + (f" {'wait(s)':>9}" if wait_total else ""))
     if memory:
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
@@ -190,7 +211,8 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
             secs = main_value(v)
             out.append(f"{ln:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}{wait_cell(v[_WAIT])}{mem_cells(path, ln)}"
+                       f"{(f'{secs:.3f}' if secs else ''):>9}{gil_cell(v)}{wait_cell(v[_WAIT])}"
+                       f"{mem_cells(path, ln)}"
                        f"{gpu_cells(path, ln)}  {text}")
         out.extend(_import_memory_notes(memory, path, shown, src))
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
@@ -200,7 +222,7 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
                 if reduced and pct_of_main(v) < threshold_pct and wait_share(v) < threshold_pct:
                     continue
                 out.append(f"  {first:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
-                           f"{main_value(v):>9.3f}{wait_cell(v[_WAIT])}  {func}")
+                           f"{main_value(v):>9.3f}{gil_cell(v)}{wait_cell(v[_WAIT])}  {func}")
     notes["files"] = notes.get("files", 0) + len(hidden)
     notes["files_s"] = notes.get("files_s", 0.0) + sum(hidden)
     notes["threshold"] = threshold_pct
@@ -268,6 +290,9 @@ def legend(profile, cols=None):
     if mode == "wall":
         text += "; wall% = share of wall time summed over threads"
     text += f"; time(s) = {mode} seconds"
+    if shows_gil(profile):
+        text += ("; gil% = share of the line's own time its thread held the GIL (native code "
+                 "that keeps it stops every other thread's Python)")
     if (profile.get("sampling") or {}).get("wait_total_s"):
         text += ("; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
                  "coroutines (several waiting at once add up)")
