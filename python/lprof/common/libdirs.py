@@ -19,7 +19,7 @@ def is_launcher_file(path):
 
 _RUNPY_FILE = __import__("runpy").__file__
 
-# The frames a sampled stack may hold around lprof's own (snapshot.c cuts
+# The frames a sampled stack may hold around lprof's own (snap_cut.c cuts
 # by them): the files of the frames that called lprof's command (the console
 # script, or runpy for `python -m lprof`), and lprof's functions that run the
 # program's code. Below lprof's command, code outside lprof that no program

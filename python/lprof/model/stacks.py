@@ -45,7 +45,7 @@ def snapshot(start_s=None):
     sections)."""
     from . import timeline as timeline_model
     origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
-    _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snapshot.c)
+    _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snap_cut.c)
     _lprof.set_launcher_roles(libdirs.COMMAND_CALLERS, libdirs.PROGRAM_ENTRIES)
     frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw, gpu_raw = _lprof.stacks_snapshot(origin)
     cols = columns()

@@ -243,7 +243,7 @@ def _ended_by(outcome):
 @libdirs.program_entry
 def _run_program(kind, target, code, namespace):
     """The program's code: what this calls is the program's, in its stacks
-    (the rest of run() is lprof's, left out of them: snapshot.c)."""
+    (the rest of run() is lprof's, left out of them: snap_cut.c)."""
     if kind == "module":
         runpy._run_module_as_main(target, alter_argv=True)
     elif namespace is None:
