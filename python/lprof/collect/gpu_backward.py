@@ -74,7 +74,34 @@ def install(torch):
             undo.append((autograd, name, orig, ours))
     mode.__enter__()
     _STATE.update(mode=mode, undo=undo)
+    _when_dynamo_imported(_teach_dynamo)
     return None
+
+
+def _traced_torch_function(mode, func, types, args=(), kwargs=None):
+    """What torch.compile traces in place of the mode's C __torch_function__
+    (the op alone: compiled code's nodes are mapped by Function.apply, the
+    compiled function's own)."""
+    return func(*args, **(kwargs or {}))
+
+
+def _teach_dynamo(dynamo):
+    """Dynamo traces the modes on the stack and cannot trace a C function:
+    without this, every op under torch.compile would break the graph."""
+    try:
+        dynamo.substitute_in_graph(_lprof.gpu_autograd_torch_function, skip_signature_check=True)(
+            _traced_torch_function)
+    except Exception as e:  # an older torch: said in the notes
+        _STATE["dynamo"] = f"torch.compile may break graphs at each op under --gpu ({e})"
+
+
+def _when_dynamo_imported(fn):
+    import sys
+    if "torch._dynamo" in sys.modules:
+        fn(sys.modules["torch._dynamo"])
+    else:
+        from .gpu import _PatchOnImport
+        sys.meta_path.insert(0, _PatchOnImport("torch._dynamo", fn))
 
 
 def uninstall():
