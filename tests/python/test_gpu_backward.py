@@ -96,8 +96,10 @@ def test_backward_kernels_and_copies_go_to_their_forward_lines(run_lprof, tmp_pa
     assert only and all("[backward]" in l for l in only), only
     assert sum(int(l.rsplit(" ", 1)[1]) for l in only) == STEPS * (20 + 45 + 3)
     # the listing's column and summary
-    out = r.stdout.split(f"File: {SCRIPT}", 1)[1].split("function summary", 1)[0].splitlines()
-    rows = {int(l.split()[0]): l for l in out if l.strip()[:1].isdigit()}
+    r = run_lprof("view", prof, "--all")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split(f"File: {SCRIPT}", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = {int(l.split()[0]): l for l in out if l.split() and l.split()[0].isdigit()}
     assert "bwd s" in out[1] and "0.000135" in rows[_at("layer two")], r.stdout
     assert "run by backward for ops of forward lines" in r.stdout
 
