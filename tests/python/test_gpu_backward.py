@@ -104,6 +104,25 @@ def test_backward_kernels_and_copies_go_to_their_forward_lines(run_lprof, tmp_pa
     assert "run by backward for ops of forward lines" in r.stdout
 
 
+def test_line_profiler_listing_charges_backward_to_the_profiled_forward_lines(run_lprof, tmp_path, fake_cuda,
+                                                                           load_profile):
+    """lprof -l: Model.forward is the profiled function; its lines get their
+    ops' backward kernels (GPU work is charged to the innermost profiled line)."""
+    prof = tmp_path / "l.lprof"
+    r = run_lprof("-l", "-v", "--gpu=cuda", "-o", prof, SCRIPT, env=_cuda_env(fake_cuda, STEPS=str(STEPS)))
+    assert r.returncode == 0, r.stderr
+    from lprof.collect import gpu
+    p = load_profile(str(prof))
+    cols = gpu.line_columns(p, functions=p["functions"])
+    two = cols[(SCRIPT, _at("layer two"))]
+    assert two["backward_s"] == pytest.approx(STEPS * 45 * US)
+    # the forward kernel launched inside FakeGemm.forward (not profiled) is the calling line's
+    assert two["kernel_s"] == pytest.approx(STEPS * (40 + 10) * US)
+    assert cols[(SCRIPT, _at("layer one"))]["backward_s"] == pytest.approx(STEPS * 20 * US)
+    row = [l for l in r.stdout.splitlines() if l.split()[:1] == [str(_at("layer two"))]]
+    assert row and "0.000135" in row[0] and "bwd s" in r.stdout, r.stdout
+
+
 def test_backward_stats_count_the_hooked_nodes(run_lprof, tmp_path, fake_cuda):
     _r, prof = _run(run_lprof, tmp_path, fake_cuda)
     stats = _doc(run_lprof, tmp_path, prof)["gpu"]["stats"]["backward"]
