@@ -165,6 +165,19 @@ def test_turned_off_backward_stays_where_it_was_launched(run_lprof, tmp_path, fa
     assert _at("layer one") not in lines
 
 
+def test_tensor_memory_backward_wrapper_leaves_the_backward_line_on_the_stack(run_lprof, tmp_path, fake_cuda):
+    """torch_memory wraps torch.autograd.backward (on a CUDA build of torch):
+    its wrapper must not cut the stacks of what runs during backward at an
+    lprof frame (the backward() line lost its work: from threads without
+    Python, and here the kernels a Python backward launches itself)."""
+    _r, prof = _run(run_lprof, tmp_path, fake_cuda, TORCH_MEMORY_WRAP="1", LPROF_GPU_BACKWARD="0")
+    folded = [l for l in _folded(run_lprof, tmp_path, prof, "gpu") if ";bwd_" in l]
+    assert folded and all(l.startswith(f"<module> ({SCRIPT}:{_at('backward call')});") for l in folded), folded
+    _r, prof = _run(run_lprof, tmp_path, fake_cuda, "both", TORCH_MEMORY_WRAP="1")
+    lines = _lines(_doc(run_lprof, tmp_path, prof))
+    assert lines[_at("layer two")]["backward_s"] == pytest.approx(STEPS * 45 * US)
+
+
 def test_older_gpu_rows_read_without_the_backward_column():
     from lprof.model.sections import GPU_ROW_COLUMNS, gpu_line_columns
     assert GPU_ROW_COLUMNS[-3:] == ("other_thread_s", "gpu_comm_s", "gpu_backward_s")

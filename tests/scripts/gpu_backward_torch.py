@@ -7,13 +7,19 @@ applied on its own line of the model: each one's forward launches a kernel
 gets a kernel after its gradient is accumulated (accum_scale, 3 us).
 After backward(), one more kernel from its own line (step_kernel, 1 us).
 Environment: STEPS (3), NO_BACKWARD=1 (forward only), NO_GRAD=1 (forward
-under torch.no_grad), BACKWARD_THREAD=1 (backward() on another thread)."""
+under torch.no_grad), BACKWARD_THREAD=1 (backward() on another thread),
+TORCH_MEMORY_WRAP=1 (lprof's tensor-memory wrappers of torch.autograd.backward
+and grad, as a CUDA build of torch gets them under --gpu)."""
 import builtins
 import ctypes
 import os
 import threading
 
 import torch
+
+if os.environ.get("TORCH_MEMORY_WRAP") == "1":
+    from lprof.collect import torch_memory
+    torch_memory._install_backward_hooks(torch)
 
 lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
 lib.fake_cupti_launch_kernel.argtypes = [ctypes.c_char_p, ctypes.c_uint64]

@@ -212,6 +212,44 @@ static PyObject *py_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
     return out;
 }
 
+/* gpu_call_around(before, after, fn, *args, **kwargs): token = before();
+ * fn(*args, **kwargs); after(token), also when fn raised; fn's result.
+ * lprof's Python code that must see a call (torch_memory's backward spans)
+ * runs before and after it, never on the stack while it runs. An error of
+ * before or after is cleared (the program's call goes on). */
+static PyObject *py_call_around(PyObject *self, PyObject *args, PyObject *kwargs) {
+    (void)self;
+    if (PyTuple_GET_SIZE(args) < 3) {
+        PyErr_SetString(PyExc_TypeError, "gpu_call_around(before, after, fn, ...)");
+        return NULL;
+    }
+    PyObject *rest = PyTuple_GetSlice(args, 3, PyTuple_GET_SIZE(args));
+    if (!rest) return NULL;
+    PyObject *token = PyObject_CallNoArgs(PyTuple_GET_ITEM(args, 0));
+    if (!token) {
+        PyErr_Clear();
+        token = Py_NewRef(Py_None);
+    }
+    PyObject *out = PyObject_Call(PyTuple_GET_ITEM(args, 2), rest, kwargs);
+    Py_DECREF(rest);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *raised = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+#endif
+    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(args, 1), token);
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+    Py_DECREF(token);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(raised);
+#else
+    PyErr_Restore(type, value, tb);
+#endif
+    return out;
+}
+
 /* gpu_backward_origin() -> the calling thread's origin stack id or None. */
 static PyObject *py_origin(PyObject *self, PyObject *unused) {
     (void)self;
@@ -237,6 +275,8 @@ static PyMethodDef methods[] = {
      "gpu_autograd_apply(apply, cls, *args, **kw): Function.apply, hooking the node it made."},
     {"gpu_autograd_backward", (PyCFunction)(void (*)(void))py_backward, METH_VARARGS | METH_KEYWORDS,
      "gpu_autograd_backward(backward, *args, **kw): a backward pass, this thread's origin kept."},
+    {"gpu_call_around", (PyCFunction)(void (*)(void))py_call_around, METH_VARARGS | METH_KEYWORDS,
+     "gpu_call_around(before, after, fn, *args, **kw): after(before()) around fn, no frame of its own."},
     {"gpu_backward_origin", py_origin, METH_NOARGS, "The calling thread's backward origin stack id, or None."},
     {"gpu_backward_stats", py_stats, METH_NOARGS, "Ops and nodes hooked, node pre-hooks run, failures."},
     {NULL, NULL, 0, NULL},
