@@ -178,6 +178,53 @@ def test_tensor_memory_backward_wrapper_leaves_the_backward_line_on_the_stack(ru
     assert lines[_at("layer two")]["backward_s"] == pytest.approx(STEPS * 45 * US)
 
 
+ORIGIN_SCRIPT = """
+import threading
+import torch
+from lprof import _lprof
+from lprof.collect import gpu_backward
+assert gpu_backward.install(torch) is None
+seen = []
+
+class Probe(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        seen.append(_lprof.gpu_backward_origin())
+        return g
+
+x = torch.randn(4, requires_grad=True)
+Probe.apply(x).sum().backward()
+after = _lprof.gpu_backward_origin()
+# the engine called directly (not through torch.autograd.backward) leaves the
+# origin set; a reset makes it stale
+loss = Probe.apply(torch.randn(4, requires_grad=True)).sum()
+torch.autograd.graph._engine_run_backward((loss,), (torch.ones(()),), False, False, (), allow_unreachable=True,
+                                          accumulate_grad=True)
+left = _lprof.gpu_backward_origin() is not None
+_lprof.gpu_reset()
+stale = _lprof.gpu_backward_origin()
+gpu_backward.uninstall()
+with torch.no_grad():
+    y = x * 2
+print(isinstance(seen[0], int), after, left, stale,
+      torch._C._len_torch_function_stack(), torch.autograd.Function.apply.__func__.__module__)
+"""
+
+
+def test_origin_is_set_while_a_node_runs_and_restored_after(run_python, write_script):
+    """In process: the pre-hook sets the thread's origin before the node's
+    backward; backward() restores the caller's (none) after the pass;
+    a backward the wrappers did not see leaves it, until gpu_reset makes it
+    stale; uninstall() pops the mode and gives Function.apply back."""
+    r = run_python(write_script("origin.py", ORIGIN_SCRIPT))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "None", "True", "None", "0", "torch.autograd.function"], r.stdout
+
+
 def test_older_gpu_rows_read_without_the_backward_column():
     from lprof.model.sections import GPU_ROW_COLUMNS, gpu_line_columns
     assert GPU_ROW_COLUMNS[-3:] == ("other_thread_s", "gpu_comm_s", "gpu_backward_s")

@@ -25,6 +25,8 @@
 #include "collect/sampler.h"
 
 static __thread uint32_t origin_plus1; /* 0: none; else the stack id + 1 */
+static __thread unsigned origin_generation;
+static unsigned generation; /* bumped by gpu_reset: origins set before are stale */
 
 static PyObject *get_seq;     /* torch._C._autograd._get_sequence_nr */
 static PyObject *tensor_type; /* torch._C.TensorBase */
@@ -32,10 +34,16 @@ static PyObject *hooks;       /* {stack id: its pre-hook}, one callable per stac
 static PyObject *s_grad_fn, *s_sequence_nr, *s_register_prehook;
 static uint64_t n_ops, n_nodes, n_enters, n_failed;
 
-uint32_t lp_gpu_autograd_origin(void) { return origin_plus1 ? origin_plus1 - 1 : LP_STACK_NONE; }
+/* An origin set before the last reset names a stack of a table since
+ * cleared (a thread that ran backward then and none since). */
+uint32_t lp_gpu_autograd_origin(void) {
+    if (!origin_plus1 || origin_generation != __atomic_load_n(&generation, __ATOMIC_RELAXED)) return LP_STACK_NONE;
+    return origin_plus1 - 1;
+}
 
 void lp_gpu_autograd_reset(void) {
     origin_plus1 = 0;
+    __atomic_fetch_add(&generation, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&n_ops, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&n_nodes, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&n_enters, 0, __ATOMIC_RELAXED);
@@ -49,6 +57,7 @@ static PyObject *py_pre_hook(PyObject *self, PyObject *args) {
     unsigned long s = PyLong_AsUnsignedLong(self);
     if (s == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     origin_plus1 = s < UINT32_MAX ? (uint32_t)s + 1 : 0;
+    origin_generation = __atomic_load_n(&generation, __ATOMIC_RELAXED);
     __atomic_fetch_add(&n_enters, 1, __ATOMIC_RELAXED);
     Py_RETURN_NONE;
 }
@@ -206,8 +215,10 @@ static PyObject *py_backward(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
     if (!rest) return NULL;
     uint32_t saved = origin_plus1;
+    unsigned saved_generation = origin_generation;
     PyObject *out = PyObject_Call(PyTuple_GET_ITEM(args, 0), rest, kwargs);
     origin_plus1 = saved;
+    origin_generation = saved_generation;
     Py_DECREF(rest);
     return out;
 }
@@ -254,8 +265,9 @@ static PyObject *py_call_around(PyObject *self, PyObject *args, PyObject *kwargs
 static PyObject *py_origin(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    if (!origin_plus1) Py_RETURN_NONE;
-    return PyLong_FromUnsignedLong(origin_plus1 - 1);
+    uint32_t origin = lp_gpu_autograd_origin();
+    if (origin == LP_STACK_NONE) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLong(origin);
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
