@@ -13,7 +13,7 @@ import os
 import pytest
 
 from conftest import ROOT, line_of
-from test_gpu import _cuda_env, fake_cuda  # noqa: F401 (fixture)
+from test_gpu import _cuda_env, fake_cuda, fake_ze  # noqa: F401 (fixtures)
 
 torch = pytest.importorskip("torch")
 
@@ -223,6 +223,24 @@ def test_origin_is_set_while_a_node_runs_and_restored_after(run_python, write_sc
     r = run_python(write_script("origin.py", ORIGIN_SCRIPT))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "None", "True", "None", "0", "torch.autograd.function"], r.stdout
+
+
+def test_level_zero_backward_goes_to_the_forward_line(run_lprof, tmp_path, fake_ze):
+    """The same path through Level Zero (the fake driver, Debian's loader and
+    its tracing layer): the backward kernel goes to the forward line."""
+    script = os.path.join(ROOT, "tests", "scripts", "gpu_backward_levelzero.py")
+    prof = tmp_path / "ze.lprof"
+    r = run_lprof("--gpu=levelzero", "-o", prof, script, env={"ZE_ENABLE_ALT_DRIVERS": str(fake_ze)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ze done\n")
+    doc = _doc(run_lprof, tmp_path, prof)
+    lines = {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == script}
+    layer = lines[line_of(script, "marker: xe layer")]
+    assert layer["backward_s"] == pytest.approx(2 * 4 * 10 * US) and layer["kernels"] == 2
+    assert line_of(script, "marker: xe backward") not in lines
+    folded = _folded(run_lprof, tmp_path, prof, "gpu")
+    assert any(f"model ({script}:{line_of(script, 'marker: xe layer')});[backward]" in l
+               and l.endswith("axpy_xe 80") for l in folded), folded
 
 
 def test_older_gpu_rows_read_without_the_backward_column():
