@@ -133,9 +133,12 @@ static int hook_node(PyObject *node, PyObject **hook) {
 static void note_result(PyObject *out, uint64_t start) {
     PyObject *hook = NULL, *last = NULL;
     int failed = 0;
+    if (!tensor_type) return;
     if (PyTuple_Check(out) || PyList_Check(out)) {
         for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(out); i++) {
-            PyObject *node = new_node(PySequence_Fast_GET_ITEM(out, i), start);
+            PyObject *item = Py_NewRef(PySequence_Fast_GET_ITEM(out, i)); /* grad_fn may run Python */
+            PyObject *node = new_node(item, start);
+            Py_DECREF(item);
             if (node && node != last) failed = hook_node(node, &hook) < 0; /* outputs of one node: once */
             Py_XDECREF(last);
             last = node;
