@@ -70,7 +70,9 @@ def test_backward_kernels_and_copies_go_to_their_forward_lines(run_lprof, tmp_pa
     assert two["kernel_s"] == pytest.approx(STEPS * 40 * US)
     assert two["copy_s"] == pytest.approx(STEPS * 5 * US) and two["d2h_bytes"] == STEPS * 4096
     assert two["backward_s"] == pytest.approx(STEPS * 45 * US)
-    # the leaf's gradient accumulation runs right after the op that used it
+    # the leaf's gradient accumulation runs right after the op that used it:
+    # the multiply's C++ node (hooked through the mode, not Function.apply)
+    # sets the origin its AccumulateGrad keeps
     assert scale["backward_s"] == pytest.approx(STEPS * 3 * US)
     # not on the backward() line, nor on the line inside FakeGemm.backward that launched them
     assert _at("backward call") not in lines
