@@ -76,6 +76,13 @@ def main():
         gpu_backward.uninstall()
         print(f"{name:52s} {off:8.2f} {on:8.2f} {on - off:+8.2f}")
     print("hooked:", gpu_backward.stats())
+    # for scale: torch.profiler's CPU-side cost on the same step (CPU
+    # activity only: no CUPTI here), which links backward ops to forward ops
+    # by sequence number itself
+    off = per_op(mlp_step, 500)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        on = per_op(mlp_step, 500)
+    print(f"{'same train step under torch.profiler (CPU activity)':52s} {off:8.2f} {on:8.2f} {on - off:+8.2f}")
 
 
 if __name__ == "__main__":
