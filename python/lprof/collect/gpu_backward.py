@@ -50,8 +50,18 @@ def install(torch):
         autograd = torch.autograd
         if not (hasattr(node, "register_prehook") and hasattr(node, "_sequence_nr")):
             return "this torch's autograd nodes have no pre-hooks"
-    except (AttributeError, ImportError) as e:
+    except Exception as e:  # AttributeError, ImportError: an older or a stand-in torch
         return f"this torch lacks the autograd API lprof uses ({e})"
+    try:  # runs inside the program's `import torch`: never its error
+        _install(get_seq, tensor_type, TorchFunctionMode, Function, autograd)
+    except Exception as e:
+        uninstall()
+        return f"lprof could not hook this torch's autograd ({type(e).__name__}: {e})"
+    _when_dynamo_imported(_teach_dynamo)
+    return None
+
+
+def _install(get_seq, tensor_type, TorchFunctionMode, Function, autograd):
     _lprof.gpu_autograd_setup(get_seq, tensor_type)
 
     class LprofBackwardLines(TorchFunctionMode):
@@ -60,7 +70,7 @@ def install(torch):
     mode = LprofBackwardLines()
     # a C function bound to the mode (torch calls a method of it)
     mode.__torch_function__ = types.MethodType(_lprof.gpu_autograd_torch_function, mode)
-    undo = []
+    undo = _STATE["undo"] = []  # what uninstall() gives back, also after a failure half-way
     raw = Function.__dict__.get("apply")
     if isinstance(raw, classmethod):
         ours = classmethod(functools.partial(_lprof.gpu_autograd_apply, raw.__func__))
@@ -73,9 +83,7 @@ def install(torch):
             setattr(autograd, name, ours)
             undo.append((autograd, name, orig, ours))
     mode.__enter__()
-    _STATE.update(mode=mode, undo=undo)
-    _when_dynamo_imported(_teach_dynamo)
-    return None
+    _STATE["mode"] = mode
 
 
 def _traced_torch_function(mode, func, types, args=(), kwargs=None):
