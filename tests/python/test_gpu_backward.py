@@ -245,6 +245,28 @@ def test_level_zero_backward_goes_to_the_forward_line(run_lprof, tmp_path, fake_
                and l.endswith("axpy_xe 80") for l in folded), folded
 
 
+HALF_WAY_SCRIPT = """
+import functools
+import torch
+from lprof.collect import gpu_backward
+apply, backward = torch.autograd.Function.__dict__["apply"], torch.autograd.backward
+wraps = functools.wraps
+def broken(*args, **kwargs):
+    raise RuntimeError("broken")
+functools.wraps = broken  # fails after Function.apply was replaced
+why = gpu_backward.install(torch)
+functools.wraps = wraps
+print("RuntimeError: broken" in why, torch.autograd.Function.__dict__["apply"] is apply,
+      torch.autograd.backward is backward, torch._C._len_torch_function_stack(), len(gpu_backward._STATE))
+"""
+
+
+def test_a_failure_half_way_through_install_is_undone(run_python, write_script):
+    r = run_python(write_script("half.py", HALF_WAY_SCRIPT))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "True", "0", "0"], r.stdout
+
+
 def test_older_gpu_rows_read_without_the_backward_column():
     from lprof.model.sections import GPU_ROW_COLUMNS, gpu_line_columns
     assert GPU_ROW_COLUMNS[-3:] == ("other_thread_s", "gpu_comm_s", "gpu_backward_s")
