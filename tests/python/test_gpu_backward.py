@@ -113,9 +113,9 @@ def test_line_profiler_listing_charges_backward_to_the_profiled_forward_lines(ru
     prof = tmp_path / "l.lprof"
     r = run_lprof("-l", "-v", "--gpu=cuda", "-o", prof, SCRIPT, env=_cuda_env(fake_cuda, STEPS=str(STEPS)))
     assert r.returncode == 0, r.stderr
-    from lprof.collect import gpu
+    from lprof.model.sections import gpu_line_columns
     p = load_profile(str(prof))
-    cols = gpu.line_columns(p, functions=p["functions"])
+    cols = gpu_line_columns(p, functions=p["functions"])
     two = cols[(SCRIPT, _at("layer two"))]
     assert two["backward_s"] == pytest.approx(STEPS * 45 * US)
     # the forward kernel launched inside FakeGemm.forward (not profiled) is the calling line's
