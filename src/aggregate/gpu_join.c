@@ -224,6 +224,13 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
     uint32_t leaf = name ? lp_agg_extend(launch, (void *)name, LP_OFFSET_GPU_OP) : LP_STACK_OVERFLOW;
     lp_gpu_trace_add(a, name, leaf, attributed);
     int64_t dur = (int64_t)(a->end_ns - a->start_ns);
+    /* launched by backward for a forward line's op (the "[backward]" marker
+     * the launch put under that line's stack): its backward part too */
+    lp_stacktab *t = lp_agg_stacks();
+    if (attributed && t && launch != LP_STACK_OVERFLOW) {
+        lp_stacknode n = lp_stacktab_node(t, launch);
+        if (n.valid && n.offset == LP_OFFSET_GPU_BACKWARD) lp_agg_add(leaf, LP_M_GPU_BACKWARD, dur);
+    }
     if (a->op == LP_GPU_KERNEL) {
         lp_agg_add(leaf, LP_M_GPU_KERNEL, dur);
         lp_agg_add(leaf, LP_M_GPU_KERNELS, 1);

@@ -13,7 +13,7 @@
  * _lprof.internal_metrics()).
  * The memory columns run from ALLOC_BYTES to SURVIVOR_T2 in this order
  * (memhooks.c clears that range when a memory run starts). The GPU columns
- * run from GPU_KERNEL to GPU_COMM (collect/gpu/, aggregate/gpu_*.c). */
+ * run from GPU_KERNEL to GPU_BACKWARD (collect/gpu/, aggregate/gpu_*.c). */
 #ifndef LPROF_METRICS_H
 #define LPROF_METRICS_H
 
@@ -50,7 +50,8 @@
     X(GPU_D2D, gpu_d2d_bytes, "bytes", SUM, GPU, SHOWN, "bytes copied within or between devices")          \
     X(GPU_ALLOC, gpu_alloc_bytes, "bytes", SUM, GPU, SHOWN, "device memory allocated")                     \
     X(GPU_PEAK, gpu_peak_bytes, "bytes", MAX, GPU, SHOWN, "device memory live at the device's peak")     \
-    X(GPU_COMM, gpu_comm_s, "ns", SUM, GPU, SHOWN, "part of GPU time spent in collectives (NCCL, oneCCL)")
+    X(GPU_COMM, gpu_comm_s, "ns", SUM, GPU, SHOWN, "part of GPU time spent in collectives (NCCL, oneCCL)") \
+    X(GPU_BACKWARD, gpu_backward_s, "ns", SUM, GPU, SHOWN, "part of GPU time run by backward for the line's ops")
 
 typedef enum {
 #define LP_METRIC_ENUM_(id, name, unit, merge, group, audience, desc) LP_M_##id,

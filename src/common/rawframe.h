@@ -41,5 +41,9 @@ typedef struct {
  * to the stack of the Python thread in native code then; alone under thread
  * 0: such time no Python thread was there to take (collect/other_threads.h). */
 #define LP_OFFSET_OTHER_THREADS (INT32_MIN + 6)
+/* A marker under which GPU work launched by autograd's backward for a node
+ * is charged to the stack of the forward line that created the node
+ * ("[backward]", collect/cpython/gpu.c; code NULL). */
+#define LP_OFFSET_GPU_BACKWARD (INT32_MIN + 7)
 
 #endif

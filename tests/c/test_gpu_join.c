@@ -76,6 +76,30 @@ TEST(collective_kernels_are_communication) {
     CHECK_EQ_INT(col(b, LP_M_GPU_COMM), 0);
 }
 
+TEST(backward_work_counts_as_backward) {
+    /* work launched under the "[backward]" marker (a forward line's stack,
+     * collect/cpython/gpu.c) adds its time, kernel or copy, to GPU_BACKWARD
+     * too; the same work launched from the stack itself does not */
+    fresh();
+    uint32_t fwd = launch_stack(1, 0x3000);
+    uint32_t bwd = lp_agg_extend(fwd, NULL, LP_OFFSET_GPU_BACKWARD);
+    REQUIRE(bwd != LP_STACK_OVERFLOW && bwd != fwd);
+    lp_gpu_join_note_launch(31, bwd);
+    lp_gpu_join_note_launch(32, bwd);
+    lp_gpu_join_note_launch(33, fwd);
+    lp_gpu_activity k = {LP_GPU_KERNEL, 31, 1000, 1400, 0, LP_GPU_DIR_OTHER, "bwd_kernel", 0};
+    lp_gpu_activity c = {LP_GPU_MEMCPY, 32, 2000, 2050, 4096, LP_GPU_DIR_D2H, NULL, 0};
+    lp_gpu_activity f = {LP_GPU_KERNEL, 33, 3000, 3100, 0, LP_GPU_DIR_OTHER, "bwd_kernel", 0};
+    uint32_t a = lp_gpu_join_add(&k), b = lp_gpu_join_add(&c), d = lp_gpu_join_add(&f);
+    REQUIRE(a != LP_STACK_NONE && b != LP_STACK_NONE && d != LP_STACK_NONE && a != d);
+    CHECK_EQ_INT(col(a, LP_M_GPU_KERNEL), 400);
+    CHECK_EQ_INT(col(a, LP_M_GPU_BACKWARD), 400);
+    CHECK_EQ_INT(col(b, LP_M_GPU_COPY), 50);
+    CHECK_EQ_INT(col(b, LP_M_GPU_BACKWARD), 50);
+    CHECK_EQ_INT(col(d, LP_M_GPU_KERNEL), 100);
+    CHECK_EQ_INT(col(d, LP_M_GPU_BACKWARD), 0);
+}
+
 TEST(kernel_and_copies_join_their_launch) {
     fresh();
     uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(1, 0x2000);
@@ -279,7 +303,8 @@ TEST(device_memory_table_survives_churn) {
     CHECK_EQ_INT(st.peak_bytes, 50000);
 }
 
-RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
+RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, backward_work_counts_as_backward,
+          kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
           late_records_keep_their_launch, kept_launches_age_out_counted,
           concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
           device_memory_table_survives_churn)

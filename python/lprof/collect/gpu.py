@@ -227,8 +227,16 @@ class GPUCollector:
             why = "; ".join(f"{_BACKEND_NAMES[b]}: {w}" for b, w in self.status.items())
             sys.stderr.write(f"lprof: --gpu: no GPU columns ({why})\n")
 
-    def _torch_imported(self, _torch):
-        """Tensor memory per line: PyTorch's allocator history, read at the end."""
+    def _torch_imported(self, torch):
+        """Tensor memory per line: PyTorch's allocator history, read at the
+        end; backward work on the forward lines (collect/gpu_backward.py)."""
+        from . import gpu_backward
+        if gpu_backward.enabled():
+            why = gpu_backward.install(torch)
+            if why:
+                self.notes.append(f"backward GPU time stays on the backward() line: {why}")
+            else:
+                self._backward_hooks = True
         from . import torch_memory
         wanted = [{"cuda": "cuda", "levelzero": "xpu"}[b] for b in self.active()]
         self._tensor_history = torch_memory.start_recording(wanted)
@@ -263,6 +271,10 @@ class GPUCollector:
             from . import torch_memory
             self.tensor_memory = torch_memory.take_snapshot()
             self._tensor_history = False
+        if getattr(self, "_backward_hooks", False):
+            from . import gpu_backward
+            gpu_backward.uninstall()
+            self._backward_hooks = False
         _lprof.gpu_stop(flush_timeout_ms())
         _lprof.gpu_line_spans(False)
         self._stats = _stats()
@@ -299,6 +311,8 @@ def _stats():
         clock["levelzero"] = lz_clock or "none (no work timed)"
     stats["timeline"] = tl
     stats["clock"] = clock
+    # autograd nodes mapped to their forward lines (collect/gpu_backward.py)
+    stats["backward"] = _lprof.gpu_backward_stats()
     return stats
 
 

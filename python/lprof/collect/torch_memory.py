@@ -424,22 +424,31 @@ def _caller_frames(frame):
     return got
 
 
+def _backward_start():
+    """Before a backward call (run by _lprof.gpu_call_around, so frame 1 is
+    the caller of backward): its stack and start time."""
+    frames = _caller_frames(sys._getframe(1))
+    return time.time_ns() // 1000, frames
+
+
+def _backward_end(token):
+    start, frames = token
+    # torch's time_us is the Unix clock in microseconds; +1: the end
+    # is truncated like the entries' times
+    _BACKWARD.append((start, time.time_ns() // 1000 + 1, frames))
+
+
 def _wrap(module, name):
+    """Wraps module.name with C (_lprof.gpu_call_around): no frame of
+    lprof's is on the stack while backward runs (the stack snapshot cuts
+    stacks at lprof's frames: the backward() line would lose its CPU samples
+    and its GPU work from threads without Python)."""
     orig = getattr(module, name, None)
     if orig is None or getattr(orig, "_lprof_backward", False):
         return
-
-    @functools.wraps(orig)
-    def backward_call(*args, **kwargs):
-        frames = _caller_frames(sys._getframe(1))
-        start = time.time_ns() // 1000
-        try:
-            return orig(*args, **kwargs)
-        finally:
-            # torch's time_us is the Unix clock in microseconds; +1: the end
-            # is truncated like the entries' times
-            _BACKWARD.append((start, time.time_ns() // 1000 + 1, frames))
-
+    from .. import _lprof
+    backward_call = functools.update_wrapper(
+        functools.partial(_lprof.gpu_call_around, _backward_start, _backward_end, orig), orig)
     backward_call._lprof_backward = True
     setattr(module, name, backward_call)
     _HOOKS.append((module, name, orig, backward_call))

@@ -17,7 +17,7 @@ MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", 
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
 GPU_LINE_FIELDS = ("file", "line", "function", "kernel_s", "copy_s", "kernels", "launches",
                    "h2d_bytes", "d2h_bytes", "d2d_bytes", "alloc_bytes", "peak_bytes",
-                   "other_thread_s", "comm_s")
+                   "other_thread_s", "comm_s", "backward_s")
 COLLECTIVE_CELL_FIELDS = ("member", "comm_s", "wait_s", "transfer_s", "count")
 TENSOR_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "peak_bytes", "live_bytes")
 

@@ -17,6 +17,8 @@ METRICS = {
     "gpu": (("gpu_kernel_s", "gpu_copy_s"), "us"),
     # the part of it in collectives (NCCL, oneCCL kernels: src/aggregate/gpu_names.c)
     "gpu-comm": (("gpu_comm_s",), "us"),
+    # the part run by autograd's backward for ops created on the line (under "[backward]")
+    "gpu-backward": (("gpu_backward_s",), "us"),
     # device memory allocated / live at the device's peak: per tensor from
     # PyTorch's allocator history when it ran (lprof.collect.torch_memory),
     # else what cudaMalloc and friends handed out

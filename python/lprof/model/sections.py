@@ -95,14 +95,16 @@ def memory_line_columns(profile):
 
 
 # A GPU line row's columns after file, line and function: the GPU metrics in
-# listing order with other_thread_s after gpu_peak_bytes and gpu_comm_s
-# (added later) last, so rows of older files (no comm) read the same.
-GPU_ROW_COLUMNS = tuple(c for c in GPU_COLUMNS if c != "gpu_comm_s") + ("other_thread_s", "gpu_comm_s")
+# listing order with other_thread_s after gpu_peak_bytes, then the columns
+# added later (gpu_comm_s, gpu_backward_s) last, so rows of older files
+# (without them) read the same.
+_GPU_LATER = ("gpu_comm_s", "gpu_backward_s")
+GPU_ROW_COLUMNS = tuple(c for c in GPU_COLUMNS if c not in _GPU_LATER) + ("other_thread_s",) + _GPU_LATER
 
 
 def gpu_line_rows(section, accept_frame=None):
     """[[file, line, function, kernel_s, copy_s, kernels, launches, h2d, d2h,
-    d2d, alloc, peak, other_thread_s, comm_s], ...] by the attribution rule
+    d2d, alloc, peak, other_thread_s, comm_s, backward_s], ...] by the attribution rule
     (or charged to the innermost frame accept_frame takes)."""
     frames = frame_table(section.get("frames", []))
     orphan = {i for i, f in enumerate(frames) if f.kind == MARKER and f.function == ORPHAN_MARKER}
@@ -125,8 +127,9 @@ def gpu_line_rows(section, accept_frame=None):
 
 def gpu_line_columns(profile, functions=None):
     """{(file, line): {gpu_s, kernel_s, copy_s, kernels, launches, h2d_bytes,
-    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s, comm_s}}
-    (comm_s: the part of gpu_s in collectives, gpu_names.c's rule). With
+    d2h_bytes, d2d_bytes, alloc_bytes, peak_bytes, other_thread_s, comm_s,
+    backward_s}} (comm_s: the part of gpu_s in collectives, gpu_names.c's
+    rule; backward_s: the part run by backward for the line's ops). With
     `functions` (the -l listing's), work is charged to the innermost frame
     inside one of them, from the profile's stacks."""
     gpu = profile.get("gpu") or {}
@@ -141,11 +144,12 @@ def gpu_line_columns(profile, functions=None):
         for i, v in enumerate(vals):
             e[i] += v
     keys = ("kernel_s", "copy_s", "kernels", "launches", "h2d_bytes", "d2h_bytes", "d2d_bytes",
-            "alloc_bytes", "peak_bytes", "other_thread_s", "comm_s")
+            "alloc_bytes", "peak_bytes", "other_thread_s", "comm_s", "backward_s")
     result = {}
     for k, vals in out.items():
         d = dict(zip(keys, vals))
         d.setdefault("comm_s", 0.0)  # a file written before the comm column
+        d.setdefault("backward_s", 0.0)  # or before the backward column
         d["gpu_s"] = d["kernel_s"] + d["copy_s"]
         d["live_bytes"] = 0
         result[k] = d

@@ -162,7 +162,7 @@ def _gpu(g):
     for note in _list(g.get("notes", []), "gpu notes"):
         _str(note, "gpu note")
     if "lines" in g:
-        _named_rows(g["lines"], (10, 11), "gpu")  # 11: with comm_s (older files: 10)
+        _named_rows(g["lines"], (10, 11, 12), "gpu")  # 11: with comm_s, 12: backward_s (older files: 10)
     if "idle_lines" in g:
         _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:

@@ -5,10 +5,13 @@ charges them by the one attribution rule)."""
 from ..model.sections import GPU_BACKEND_NAMES, GPU_ROW_COLUMNS, gpu_line_columns
 from .memory_report import fmt_bytes
 
-HEADER = f" {'GPU s':>9} {'GPU%':>6} {'comm s':>9} {'kernels':>8} {'H2D':>9} {'D2H':>9} {'GPU mem':>9}"
+HEADER = (f" {'GPU s':>9} {'GPU%':>6} {'bwd s':>9} {'comm s':>9} {'kernels':>8} {'H2D':>9} {'D2H':>9} "
+          f"{'GPU mem':>9}")
 BLANK = " " * len(HEADER)
 LEGEND = ("GPU s = device time of the kernels and copies the line launched (* = partly from "
           "threads without Python, charged to the line that started them), GPU% = its share, "
+          "bwd s = the part of GPU s run by autograd's backward for the ops the line created "
+          "(PyTorch; in stacks under '[backward]'), "
           "comm s = the part of GPU s in collectives (NCCL, oneCCL kernels; compute is GPU s - comm s), "
           "kernels = kernels run, H2D / D2H = bytes copied to / from the device, GPU mem = "
           "device memory allocated (per tensor when PyTorch's allocator history was read)")
@@ -51,7 +54,8 @@ def cells(g, total):
     secs = f"{g['gpu_s']:.6f}" if g["gpu_s"] else ""
     kernels = f"{int(g['kernels'])}" if g["kernels"] else ""
     comm = f"{g['comm_s']:.6f}" if g.get("comm_s") else ""
-    return (f" {secs:>8}{mark} {pct:>6} {comm:>9} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
+    bwd = f"{g['backward_s']:.6f}" if g.get("backward_s") else ""
+    return (f" {secs:>8}{mark} {pct:>6} {bwd:>9} {comm:>9} {kernels:>8} {fmt_bytes(g['h2d_bytes']):>9} "
             f"{fmt_bytes(g['d2h_bytes']):>9} {fmt_bytes(g['alloc_bytes']):>9}")
 
 
@@ -99,6 +103,11 @@ def summary(profile):
                f"charged to lines"]
     if comm:
         out.append(f"  {comm:.6f} s of it in collectives (NCCL, oneCCL kernels: the comm s column)")
+    at = 3 + GPU_ROW_COLUMNS.index("gpu_backward_s")
+    bwd = sum(row[at] for row in gpu.get("lines", []) if len(row) > at)
+    if bwd:
+        out.append(f"  {bwd:.6f} s of it run by backward for ops of forward lines (the bwd s column, "
+                   f"stacks under '[backward]')")
     if join.get("unattributed"):
         out.append(f"  {join['unattributed']} records had no launch record (stack "
                    f"'[GPU work without a launch record]')")

@@ -12,6 +12,7 @@
 #include "aggregate/gpu_trace.h"
 #include "aggregate/cpython/resolve.h"
 #include "collect/cpython/frames.h"
+#include "collect/cpython/gpu_autograd.h"
 #include "collect/gpu/cupti.h"
 #include "collect/gpu/levelzero.h"
 #include "collect/sampler.h"
@@ -24,8 +25,12 @@ static uint64_t main_key;
 
 /* lp_gpu_host.launch_stack: GIL held or not, never the Python API. The
  * calling thread's own frames are stable while it sits in the GPU call;
- * the main thread's are read fault-safely (it may be running). */
+ * the main thread's are read fault-safely (it may be running). Work that
+ * autograd's backward launches for a node whose forward line is known goes
+ * under that line's stack, below a "[backward]" marker (gpu_autograd.h). */
 static uint32_t launch_stack(void) {
+    uint32_t origin = lp_gpu_autograd_origin();
+    if (origin != LP_STACK_NONE) return lp_agg_extend(origin, NULL, LP_OFFSET_GPU_BACKWARD);
     lp_rawframe frames[LP_SAMPLER_MAX_DEPTH];
     int truncated = 0;
     PyThreadState *ts = PyGILState_GetThisThreadState();
@@ -60,6 +65,7 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     (void)lp_gpu_trace_reset(); /* cannot reserve: every record counted as dropped */
     lp_tc_span_hook = NULL;
     (void)lp_gpu_idle_reset();
+    lp_gpu_autograd_reset();
     Py_RETURN_NONE;
 }
 
@@ -229,4 +235,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int lp_pygpu_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }
+int lp_pygpu_init(PyObject *module) {
+    if (PyModule_AddFunctions(module, methods) < 0) return -1;
+    return lp_pygpu_autograd_init(module);
+}
