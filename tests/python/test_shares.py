@@ -90,8 +90,15 @@ def test_shares_are_of_the_process_whole_and_the_rest_is_said(run_lprof, write_s
     hot = line_of(script, "hot")
 
     def row_share(lineno):
+        """The line's CPU shares: the % cells before time(s) (a gil% cell,
+        after it, is a share of the line's own time, not of the whole)."""
         row = next((ln for ln in out.splitlines() if ln.split()[:1] == [str(lineno)]), "")
-        return sum(float(c[:-1]) for c in row.split() if c.endswith("%")), row
+        shares = []
+        for cell in row.split()[1:]:
+            if not cell.endswith("%"):
+                break
+            shares.append(float(cell[:-1]))
+        return sum(shares), row
 
     hot_share, hot_row = row_share(hot)
     body_share, body_row = row_share(hot + 1)
