@@ -176,8 +176,9 @@ def _run(args, prof, kind, target, what, debug):
         from . import line_profiler_bridge  # `from line_profiler import profile`: the same
         line_profiler_bridge.install(prof)
 
-    import cProfile
-    runner.launch_files.update((cProfile.__file__, "<string>"))  # runctx's frames
+    # runctx's frames: its file is cProfile.py, profiling/tracing/ on 3.15
+    runctx_file = type(prof).runctx.__code__.co_filename
+    runner.launch_files.update((runctx_file, "<string>"))
 
     def execute(kind, target, code, namespace):
         if kind == "module":
