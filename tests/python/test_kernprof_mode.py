@@ -156,6 +156,7 @@ def test_code_functions_leave_the_file_as_with_kernprof(kernprof, run_lprof, loa
     assert [f["name"] for f in load_profile(str(tmp_path / "l.lprof"))["functions"]] == ["f"]
 
 
+@pytest.mark.needs_shim  # --memory preloads the allocator shim, which cannot run under ASan
 def test_memory_re_exec_stays_kernprof(run_python, load_profile, tmp_path):
     """--memory re-executes lprof with the allocator shim; from kernprof.main()
     called with its own words that is `python -m lprof ...`: still kernprof
