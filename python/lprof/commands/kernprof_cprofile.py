@@ -13,13 +13,11 @@ from a temporary file, as kernprof runs it, so tracebacks show its lines.
 The program runs through lprof's runner (the argv, __main__, exit status
 and exceptions of a python run) and the stats are written on every way out
 the runner sees: the end, sys.exit, an exception, Ctrl-C."""
-import atexit
 import builtins
 import marshal
 import os
 import reprlib
 import shutil
-import signal
 import sys
 import tempfile
 import textwrap
@@ -116,23 +114,8 @@ def _default_outfile(args, what):
     return (os.path.basename(os.path.normpath(target)) or "kernprof") + ".prof"
 
 
-_interrupted = []
-
-
-def _die_by_sigint():
-    # as CPython ends after an uncaught KeyboardInterrupt, once atexit has run
-    if _interrupted:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except Exception:
-            pass
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-
-
 def main(args):
-    atexit.register(_die_by_sigint)
+    runner.end_like_python_on_ctrl_c()
     debug = kernprof_mode.debugging(args)
     folder, what = None, None
     try:
@@ -223,7 +206,7 @@ def _run(args, prof, kind, target, what, debug):
             prof.disable_by_count()
         prof.disable()
     if outcome.keyboard_interrupt:
-        _interrupted.append(True)
+        runner.note_ctrl_c()
     try:
         _write_stats(prof, outfile)
     except OSError as exc:

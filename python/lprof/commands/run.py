@@ -149,7 +149,6 @@ def _write_stacks(args, prof):
     return ok
 
 
-_interrupted = []
 _children_pending = []
 
 
@@ -232,21 +231,6 @@ def _emit(text):
         pass
 
 
-def _die_by_sigint():
-    # What CPython does after an uncaught KeyboardInterrupt: run the atexit
-    # handlers, then end the process by SIGINT. Registered before the program
-    # runs, so it runs after the program's own atexit handlers.
-    if not _interrupted:
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:
-        pass
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGINT)
-
-
 def _say_started(args, modes):
     """One line on a terminal (never into a pipe or file): what runs, and
     that Ctrl-C still gives the profile."""
@@ -285,7 +269,7 @@ def _target(args):
 
 
 def main(args):
-    atexit.register(_die_by_sigint)
+    runner.end_like_python_on_ctrl_c()
     try:
         target, kind, code = _target(args)
     except runner.SourceError as exc:
@@ -321,7 +305,7 @@ def main(args):
         session = follow.Session(dict(options_of(args), output_interval=args.output_interval))
         session.quiet = args.quiet
         # after the program's own atexit handlers (multiprocessing's joins its
-        # children there), before _die_by_sigint
+        # children there), before the Ctrl-C exit (runner.end_like_python_on_ctrl_c)
         atexit.register(_finish_children)
     run = _Run(args, collectors, modes, os.path.abspath(outfile))
 
@@ -389,7 +373,7 @@ def main(args):
             session.close()
         written = finish(None, outcome.exit_code)
         if outcome.keyboard_interrupt:
-            _interrupted.append(True)
+            runner.note_ctrl_c()
         # the program's status; lprof's own failure shows only where the program succeeded
         return outcome.exit_code if outcome.exit_code or written else 2
     prof = run.build(exit_code=outcome.exit_code)
@@ -400,7 +384,7 @@ def main(args):
         _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         written = False
     if outcome.keyboard_interrupt:
-        _interrupted.append(True)
+        runner.note_ctrl_c()
     # merged once the program's atexit handlers have run (_finish_children)
     _children_pending.append((args, session, prof, outfile, written))
     return outcome.exit_code if outcome.exit_code or written else 2

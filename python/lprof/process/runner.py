@@ -232,6 +232,36 @@ def run(target, args, kind="script", code=None, setup=None, on_start=None, execu
         return _ended_by(Outcome(1, exc))
 
 
+_interrupted = []
+
+
+def end_like_python_on_ctrl_c():
+    """Registers, before the program runs (so it runs after the program's
+    own atexit handlers), what CPython does after an uncaught
+    KeyboardInterrupt: once atexit has run, end the process by SIGINT.
+    It acts only if note_ctrl_c() was called."""
+    import atexit
+    atexit.register(_die_by_sigint)
+
+
+def note_ctrl_c():
+    """The program ended by Ctrl-C: the process ends by SIGINT at exit."""
+    _interrupted.append(True)
+
+
+def _die_by_sigint():
+    if not _interrupted:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def _ended_by(outcome):
     global last_outcome
     last_outcome = outcome
