@@ -134,19 +134,11 @@ def main(args):
 
 
 def _run(args, prof, kind, target, what, debug):
-    try:
-        code = runner.read_script(target) if kind == "script" else None
-    except runner.SourceError as exc:
-        sys.stderr.write(exc.text + "\n")
+    program = runner.prepare(
+        lambda: (target, kind, runner.read_script(target) if kind == "script" else None))
+    if program is None:
         return 1
-    except (SyntaxError, ValueError) as exc:
-        runner.print_exception(exc.with_traceback(None))
-        return 1
-    why = (runner.check_module(target) if kind == "module"
-           else runner.check_main_of(target) if code is None else None)
-    if why:
-        sys.stderr.write(why + "\n")
-        return 1
+    code = program[2]
     outfile = args.outfile or _default_outfile(args, what)
     from ..common.procinfo import profile_path
     outfile = profile_path(outfile, args.outdir)

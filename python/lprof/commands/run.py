@@ -270,20 +270,10 @@ def _target(args):
 
 def main(args):
     runner.end_like_python_on_ctrl_c()
-    try:
-        target, kind, code = _target(args)
-    except runner.SourceError as exc:
-        sys.stderr.write(exc.text + "\n")
+    program = runner.prepare(lambda: _target(args))
+    if program is None:
         return 1
-    except (SyntaxError, ValueError) as exc:
-        # As Python reports a script that does not compile: no traceback of ours.
-        runner.print_exception(exc.with_traceback(None))
-        return 1
-    why = (runner.check_module(args.module) if kind == "module"
-           else runner.check_main_of(args.script) if kind == "script" and code is None else None)
-    if why:  # as python says it, and no profile of a program that never ran
-        sys.stderr.write(why + "\n")
-        return 1
+    target, kind, code = program
     outfile = args.outfile or (_code_outfile(target, args.line_by_line) if kind == "code"
                                else default_outfile(target, args.line_by_line))
     from ..common.procinfo import profile_path

@@ -149,6 +149,28 @@ def check_main_of(path):
     return f"{sys.executable}: can't find '__main__' module in {os.path.abspath(path)!r}"
 
 
+def prepare(load):
+    """load() -> (target, kind, code), as run() takes them (it compiles the
+    script or code). Returns that, or None once Python's own message for a
+    program that surely cannot run is printed (the caller exits 1 and
+    writes no profile of a program that never ran)."""
+    try:
+        target, kind, code = load()
+    except SourceError as exc:
+        sys.stderr.write(exc.text + "\n")
+        return None
+    except (SyntaxError, ValueError) as exc:
+        # as Python reports a script that does not compile: no traceback of lprof's
+        print_exception(exc.with_traceback(None))
+        return None
+    why = (check_module(target) if kind == "module"
+           else check_main_of(target) if kind == "script" and code is None else None)
+    if why:
+        sys.stderr.write(why + "\n")
+        return None
+    return target, kind, code
+
+
 def exit_status(code):
     """The process exit status Python uses for SystemExit(code)."""
     if code is None:
