@@ -430,6 +430,34 @@ print(json.dumps(seen))
 """
 
 
+# Every thread of the process but the program's own is in lprof's table of
+# its threads (common/own_tids.h): the CPU clock counts theirs as lprof's.
+ALL_THREADS_KNOWN = """
+import json, os, threading, time
+time.sleep(0.3)  # lprof's threads have all started
+from lprof import _lprof
+own = set(_lprof.own_thread_tids())
+tasks = {int(t) for t in os.listdir("/proc/self/task")}
+unknown = tasks - own - {threading.get_native_id()}
+names = {t: open(f"/proc/self/task/{t}/comm").read().strip() for t in unknown}
+print(json.dumps([len(own), names]))
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--wall"], ["-l"], ["-l", "--sample"], ["-i", "1"],
+                                  pytest.param(["--memory"], marks=pytest.mark.needs_shim)])
+def test_every_thread_lprof_starts_is_counted_as_lprofs(run_lprof, write_script, mode):
+    """The -l tracer's sweeper thread (3.10, 3.11) was not in the table: its
+    CPU time came out as 1-3 ms of threads without Python in a program that
+    started none, and sometimes as a stack of thread 0."""
+    write_script("known.py", ALL_THREADS_KNOWN)
+    r = run_lprof(*mode, "-q", "-o", "known.lprof", "known.py")
+    assert r.returncode == 0, r.stderr
+    own, unknown = json.loads(r.stdout)
+    assert own >= 1, r.stdout  # lprof runs threads in each of these modes
+    assert unknown == {}, unknown
+
+
 @pytest.mark.parametrize("mode", [[], ["--wall"], pytest.param(["--memory"],
                                                                 marks=pytest.mark.needs_shim),
                                   ["-l", "--sample"]])

@@ -227,9 +227,28 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
     return PyLong_FromUnsignedLong(ident);
 }
 
+/* The kernel ids of lprof's live threads (common/own_tids.h): whose CPU
+ * time is lprof's, not a thread without Python's. */
+static PyObject *py_own_thread_tids(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    pid_t tids[LP_OWN_TIDS_MAX];
+    int n = lp_own_tids_list(tids, LP_OWN_TIDS_MAX);
+    PyObject *out = PyList_New(n);
+    for (int i = 0; out != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLong((long)tids[i]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
 static PyMethodDef memory_methods[] = {
     {"own_thread_start", py_own_thread_start, METH_O,
      "own_thread_start(target): start lprof's own thread, its allocations never recorded; its ident."},
+    {"own_thread_tids", py_own_thread_tids, METH_NOARGS, "The kernel ids of lprof's live threads."},
     {"memory_start", py_start, METH_VARARGS, "Start memory profiling: memory_start(sample_bytes=16384)."},
     {"memory_stop", py_stop, METH_NOARGS, "Stop memory profiling (idempotent)."},
     {"memory_running", py_running, METH_NOARGS, "Is memory profiling on?"},

@@ -24,6 +24,7 @@
 
 #include "collect/cpython/memhooks.h"
 #include "common/clock.h"
+#include "common/own_tids.h"
 #include "common/thread_start.h"
 
 #define Py_BUILD_CORE 1
@@ -346,6 +347,7 @@ static uint64_t newest_thread_id(PyInterpreterState *interp) {
 static void *sweeper_main(void *arg) {
     uint64_t seen = (uint64_t)(uintptr_t)arg; /* the newest id when the run began */
     (void)lp_memhooks_guard_enter(); /* its thread states are lprof's, not the program's */
+    lp_own_tid_add_self(); /* and its CPU time (collect/other_threads.h) */
     __atomic_store_n(&sweeper_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&sweep_mu);
     while (!sweep_stop) {
@@ -354,7 +356,10 @@ static void *sweeper_main(void *arg) {
             pthread_mutex_unlock(&sweep_mu);
             /* the run's end stops the sweeper before the interpreter's
              * (atexit); the finalizing check is a second guard */
-            if (_Py_IsFinalizing()) return NULL;
+            if (_Py_IsFinalizing()) {
+                lp_own_tid_remove_self();
+                return NULL;
+            }
             PyGILState_STATE gil = PyGILState_Ensure();
             /* this thread's own state is the newest now: ids only grow, so
              * looking for ids above it skips it once it is gone */
@@ -372,6 +377,7 @@ static void *sweeper_main(void *arg) {
         (void)pthread_cond_timedwait(&sweep_cv, &sweep_mu, &at);
     }
     pthread_mutex_unlock(&sweep_mu);
+    lp_own_tid_remove_self();
     return NULL;
 }
 
