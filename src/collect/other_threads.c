@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collect/sampler_state.h"
 #include "common/own_tids.h"
@@ -32,6 +34,12 @@ static struct {
                          * simultaneous: a tick may come out slightly negative) */
     py_seen py[LP_SAMPLER_MAX_THREADS];
     uint64_t own_last_ns; /* own_total() at the last tick */
+    uint64_t own_ns;      /* lprof's threads' CPU time since the start */
+    /* the thread that started the clock, and its CPU clock then: it runs
+     * lprof's start-up until it registers, time that is neither another
+     * thread's nor before the start */
+    pid_t starter_tid;
+    uint64_t starter_cpu_ns;
     uint64_t measured_ns, lost_ns, ticks;
 } O;
 
@@ -72,6 +80,10 @@ static uint64_t python_delta(uint64_t d[LP_SAMPLER_MAX_THREADS]) {
             p->valid = 1;
             p->gen = gen;
             p->last_ns = t->start_cpu_ns && t->start_cpu_ns <= now ? t->start_cpu_ns : now;
+            if (O.starter_tid && t->tid == O.starter_tid && O.starter_cpu_ns <= p->last_ns) {
+                p->last_ns = O.starter_cpu_ns; /* the starter: from the clock's start */
+                O.starter_tid = 0;
+            }
         }
         if (now > p->last_ns) d[i] = now - p->last_ns;
         p->last_ns = now > p->last_ns ? now : p->last_ns;
@@ -98,6 +110,7 @@ static uint64_t own_delta(void) {
     uint64_t total = own_total();
     uint64_t d = total > O.own_last_ns ? total - O.own_last_ns : 0;
     O.own_last_ns = total > O.own_last_ns ? total : O.own_last_ns;
+    __atomic_fetch_add(&O.own_ns, d, __ATOMIC_RELAXED);
     return d;
 }
 
@@ -199,7 +212,13 @@ static void tick(int final) {
         return;
     }
     O.pending_ns += other;
-    if (O.pending_ns <= 0 || (!final && (uint64_t)O.pending_ns < LP_OTHERS_MIN_NS)) return;
+    /* under LP_OTHERS_MIN_NS left at the stop is no thread's work: the
+     * clock's reads are not simultaneous, and lprof's threads run a few
+     * microseconds after their clocks' last read, at their exit */
+    if (O.pending_ns <= 0 || (uint64_t)O.pending_ns < LP_OTHERS_MIN_NS) {
+        if (final) O.pending_ns = 0;
+        return;
+    }
     uint64_t cpu = (uint64_t)O.pending_ns;
     O.pending_ns = 0;
     __atomic_fetch_add(&O.measured_ns, cpu, __ATOMIC_RELAXED);
@@ -231,7 +250,10 @@ int lp_others_start(void) {
     __atomic_store_n(&O.measured_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&O.lost_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&O.ticks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&O.own_ns, 0, __ATOMIC_RELAXED);
     lp_ring_reset(&S.others_ring);
+    O.starter_tid = (pid_t)syscall(SYS_gettid);
+    O.starter_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     O.proc_last_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     O.own_last_ns = own_total(); /* lprof's threads from now on */
     __atomic_store_n(&O.running, 1, __ATOMIC_RELEASE);
@@ -261,10 +283,12 @@ void lp_others_after_fork(void) {
     __atomic_store_n(&O.running, 0, __ATOMIC_RELEASE);
     O.own_last_ns = 0; /* the child's table starts empty (lp_own_tids_reset) */
     O.pending_ns = 0;
+    O.starter_tid = 0;
 }
 
 void lp_others_get_stats(lp_others_stats *out) {
     out->measured_ns = __atomic_load_n(&O.measured_ns, __ATOMIC_RELAXED);
     out->lost_ns = __atomic_load_n(&O.lost_ns, __ATOMIC_RELAXED);
     out->ticks = __atomic_load_n(&O.ticks, __ATOMIC_RELAXED);
+    out->own_ns = __atomic_load_n(&O.own_ns, __ATOMIC_RELAXED);
 }

@@ -56,6 +56,7 @@ typedef struct {
     uint64_t measured_ns; /* CPU time of threads the sampler does not sample, handed on */
     uint64_t lost_ns;     /* of it, not handed on: the clock's ring was full */
     uint64_t ticks;
+    uint64_t own_ns;      /* lprof's own threads' CPU time while it ran (own_tids.h) */
 } lp_others_stats;
 LP_INTERNAL void lp_others_get_stats(lp_others_stats *out);
 

@@ -141,8 +141,9 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     # says native: 13% once under two CPU hogs on 3.13)
     loop_line = _marker_rows(prof).get(line_of(script, "loop"), 0.0)
     assert loop_line < 0.2 * total, (loop_line, used)
-    # the header's CPU is the process's (within 5%), not the Python threads' alone
-    assert samp["cpu_total_s"] >= 0.95 * samp["process_cpu_s"], samp
+    # the header's CPU and lprof's own are the process's (within 5%), not the
+    # Python threads' alone
+    assert samp["cpu_total_s"] + samp["lprof_cpu_s"] >= 0.95 * samp["process_cpu_s"], samp
 
 
 def test_wall_mode_counts_them_too(ext_dir, tmp_path):
@@ -178,7 +179,9 @@ def test_a_blas_threaded_matmul_loop_is_counted_on_its_line(tmp_path):
     from lprof.model import profile_file
     prof = profile_file.load(str(tmp_path / "m.lprof"))
     samp = prof["sampling"]
-    assert samp["cpu_total_s"] >= 0.95 * samp["process_cpu_s"], samp
+    # with lprof's own CPU time (the drain numpy's import asks for as its code
+    # objects die: 7% of a 1.3 s run once on a CI machine)
+    assert samp["cpu_total_s"] + samp["lprof_cpu_s"] >= 0.95 * samp["process_cpu_s"], samp
     row = _line(prof, script, "matmul")
     others = samp["threads_without_python"]
     # the matmul line holds its helper threads' time (what they did beside the

@@ -252,3 +252,41 @@ def test_header_and_legend_fit_the_width():
         else:
             os.environ["COLUMNS"] = old
     assert all(len(ln) <= 60 for ln in narrow), narrow
+
+
+# Line timing beside the sampler: the tracer's callbacks are lprof's code on
+# the program's thread, and on 3.10/3.11 a sweeper thread of lprof's gives
+# new threads the tracer. One thread, no helper threads.
+TRACED_LOOP = """
+@profile
+def f():
+    t = 0
+    for i in range(1_500_000):
+        t += i
+    return t
+
+f()
+f()
+"""
+
+
+def test_lprof_own_cpu_is_its_own_share_not_another_threads(run_lprof, write_script, load_profile,
+                                                              tmp_path):
+    """The tracer's CPU time and the 3.10/3.11 sweeper's were 'on no sampled
+    Python stack' at best, and the sweeper's showed as 1-3 ms of threads
+    without Python in a program that has none; lprof's own time is now stated
+    as such, in the profile and in the listing's remainder."""
+    write_script("traced.py", TRACED_LOOP)
+    r = run_lprof("-l", "--sample", "-o", "t.lprof", "traced.py")
+    assert r.returncode == 0, r.stderr
+    samp = load_profile(str(tmp_path / "t.lprof"))["sampling"]
+    assert samp["threads_without_python"]["cpu_s"] == 0.0, samp["threads_without_python"]
+    # the tracer runs on every line: signals land in its code, a period each
+    assert samp["in_profiler"] > 0, samp
+    own = samp["lprof_cpu_s"]
+    assert own >= samp["in_profiler"] * 0.9 / samp["rate_hz_requested"], samp
+    # lprof's part and the program's are the process's, neither counted twice
+    whole = samp["process_cpu_s"]
+    assert 0.9 * whole <= samp["cpu_total_s"] + own <= 1.05 * whole + 0.01, samp
+    said = _share(r.stdout, r"([\d.]+)% in lprof itself")
+    assert abs(said - 100 * min(own, whole - samp["cpu_total_s"]) / whole) < 0.6, (said, samp)

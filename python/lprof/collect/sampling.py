@@ -282,6 +282,7 @@ class SamplingCollector:
             **self._waits_section(totals["wait_s"]),
             "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
                               - self._cpu0) if self._cpu0 is not None else 0.0,
+            "lprof_cpu_s": _lprof_cpu_s(self.mode, stats),
             "threads": {str(k): v for k, v in self._threads.items()},
             "lines": line_rows(stacks, per_line),
         }
@@ -324,6 +325,17 @@ def _threads_without_python(stats):
     uncharged = (stats.get("others_uncharged_ns", 0) + stats.get("others_lost_ns", 0)) * 1e-9
     return {"cpu_s": round(charged + uncharged, 9), "charged_s": round(charged, 9),
             "uncharged_s": round(uncharged, 9)}
+
+
+def _lprof_cpu_s(mode, stats):
+    """The CPU time lprof itself took while it sampled: its own threads
+    (the drain, the clock, a checkpoint writer), and in CPU mode the signals
+    that landed in its code on the program's threads, a period each (the -l
+    tracer; the drain a dying code object asks for)."""
+    own = stats.get("lprof_threads_ns", 0)
+    if mode == "cpu":
+        own += stats.get("in_profiler", 0) * stats.get("period_ns", 0)
+    return round(own * 1e-9, 9)
 
 
 # What makes CPU-mode signals (collect/sampler.h): a task-clock perf event

@@ -36,7 +36,7 @@ _MEMBER_KEYS = ("pid", "ppid", "hostname", "rank", "local_rank", "world_size", "
                 "duration_s", "exit_code")
 _SAMPLING_SUMS = ("samples", "signals", "dropped", "in_profiler", "truncated",
                   "stack_overflows", "native_mismatch", "threads_unsampled", "cpu_total_s", "wall_total_s",
-                  "process_cpu_s", "wait_total_s")
+                  "process_cpu_s", "lprof_cpu_s", "wait_total_s")
 _WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling section's "waits"
 # the sampling section's "threads_without_python": CPU of threads that run no Python
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")

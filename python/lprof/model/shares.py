@@ -13,8 +13,10 @@ threads that lived 1 s each make 2 s). The parts:
   else lprof's own or other code
 - no_python: stacks without a Python frame (native frames alone with
   --native, a marker of lprof's alone: threads that never ran Python)
-- unsampled: CPU time on no sampled stack (threads that never ran Python,
-  lprof's own threads and bookkeeping, each thread's last partial tick)
+- lprof: CPU mode, lprof's own CPU time (sampling.lprof_cpu_s: its threads,
+  its code on the program's threads), at most what no stack holds
+- unsampled: the rest of the CPU time on no sampled stack (each thread's
+  last partial tick, threads outside the sampler's table)
 """
 from .frames import table as frame_table
 from .selection import default_accept, file_group
@@ -53,7 +55,8 @@ def _hidden_group(frames, ids, groups):
 
 def breakdown(profile, accept=None, thread=None):
     """{"mode", "whole_s" (and "cpu_whole_s", "wall_whole_s"), "sampled_s",
-    "selected_s", "hidden": {group: s}, "no_python_s", "unsampled_s", "in_profiler_samples", "threads", "run_s",
+    "selected_s", "hidden": {group: s}, "no_python_s", "lprof_s", "unsampled_s", "in_profiler_samples", "threads",
+    "run_s",
     "basis"}: the process's whole and its parts (one thread's parts with
     `thread`; the whole stays the process's)."""
     mode = mode_of(profile)
@@ -95,10 +98,12 @@ def breakdown(profile, accept=None, thread=None):
     else:
         whole = cpu_whole
         basis = "the process's CPU time"
+    unsampled = max(0.0, whole - sampled_all) if thread is None else 0.0
+    own = min(unsampled, samp.get("lprof_cpu_s") or 0.0) if mode == "cpu" else 0.0
     return {"mode": mode, "whole_s": whole, "cpu_whole_s": cpu_whole, "wall_whole_s": wall_all,
             "sampled_s": sampled, "selected_s": selected,
             "hidden": hidden, "no_python_s": no_python,
-            "unsampled_s": max(0.0, whole - sampled_all) if thread is None else 0.0,
+            "lprof_s": own, "unsampled_s": unsampled - own,
             "in_profiler_samples": samp.get("in_profiler", 0) if thread is None else 0,
             "threads": len(threads), "run_s": samp.get("duration_s", 0.0), "basis": basis}
 
@@ -125,7 +130,7 @@ def as_dict(parts):
     """The breakdown as JSON-ready data (the export and the HTML report)."""
     return {"mode": parts["mode"], "basis": parts["basis"], "whole_s": parts["whole_s"],
             "selected_s": parts["selected_s"], "no_python_s": parts["no_python_s"],
-            "unsampled_s": parts["unsampled_s"],
+            "lprof_s": parts["lprof_s"], "unsampled_s": parts["unsampled_s"],
             "in_profiler_samples": parts["in_profiler_samples"],
             "hidden": [{"where": label, "seconds": s,
                         "top": [{"name": n, "seconds": v} for n, v in names[:5]]}

@@ -122,7 +122,7 @@ def _sampling(s):
     _optional_nums(s, ("rate_hz_requested", "rate_hz_effective", "samples", "signals",
                        "dropped", "in_profiler", "truncated", "stack_overflows",
                        "native_mismatch", "threads_unsampled", "duration_s", "cpu_total_s", "wall_total_s",
-                       "process_cpu_s", "wait_total_s", "perf_stalled"), "sampling")
+                       "process_cpu_s", "lprof_cpu_s", "wait_total_s", "perf_stalled"), "sampling")
     if "waits" in s:  # --wall's await waits: counts, and why there are none
         waits = _dict(s["waits"], "sampling waits")
         _optional_nums(waits, ("suspensions", "resumes", "evicted", "charged_s"), "sampling waits")

@@ -327,7 +327,7 @@ def header(profile, parts=None, cols=None):
         signals = samp.get("signals", 0)
         n = (profile.get("meta") or {}).get("processes", 1)
         procs = f"CPU of {n} processes" if n > 1 else "process CPU"
-        cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"]
+        cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"] - parts["lprof_s"]
         source = _CPU_SOURCES.get(samp.get("cpu_source"), _CPU_SOURCES["timers"])
         text = (f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
                 f"{signals} signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
@@ -371,9 +371,12 @@ def remainder(profile, parts, notes, cols=None):
         bits.append(f"{_pct(secs, whole)} in {label}" + (f" ({named})" if named else ""))
     if parts["no_python_s"]:
         bits.append(f"{_pct(parts['no_python_s'], whole)} in threads without Python, on no Python stack")
+    if parts["lprof_s"]:
+        bits.append(f"{_pct(parts['lprof_s'], whole)} in lprof itself (its threads, and its "
+                    f"code on yours)")
     if parts["unsampled_s"]:
-        bits.append(f"{_pct(parts['unsampled_s'], whole)} on no sampled Python stack (threads "
-                    f"that never ran Python, lprof's own threads, threads' last partial tick)")
+        bits.append(f"{_pct(parts['unsampled_s'], whole)} on no sampled Python stack (threads' "
+                    f"last partial tick, threads outside the sampler's table)")
     if not bits:
         bits.append("nothing")
     return _wrap(head + " " + "; ".join(bits) + ".", cols or width(), indent="")

@@ -409,6 +409,14 @@ static PyObject *py_set_call_opcodes(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* One entry of the stats dict; -1 with an exception set on failure. */
+static int stats_set(PyObject *d, const char *key, PyObject *value) {
+    if (value == NULL) return -1;
+    int rc = PyDict_SetItemString(d, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
     (void)self; (void)unused;
     lp_sampler_stats st;
@@ -417,20 +425,39 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_others_get_stats(&os);
     lp_stacktab *t = lp_agg_stacks();
     static const char *sources[] = {"timers", "thread", "perf"};
-    return Py_BuildValue("{sKsKsKsKsKsisKsKsKsisKsKsKsKsKsKsssK}", "others_measured_ns",
-                         (unsigned long long)os.measured_ns, "others_lost_ns", (unsigned long long)os.lost_ns,
-                         "others_charged_ns", (unsigned long long)other_charged_ns, "others_uncharged_ns",
-                         (unsigned long long)other_uncharged_ns, "signals", (unsigned long long)st.signals,
-                         "in_profiler", (unsigned long long)st.in_profiler, "dropped",
-                         (unsigned long long)st.dropped, "truncated", (unsigned long long)st.truncated,
-                         "wall_reads", (unsigned long long)st.wall_reads, "signal", st.signo, "period_ns",
-                         (unsigned long long)config.period_ns, "stack_overflows",
-                         (unsigned long long)(t ? lp_stacktab_overflows(t) : 0), "stack_nodes",
-                         (unsigned long long)(t ? lp_stacktab_node_count(t) : 0), "native", native_mode,
-                         "native_mismatch", (unsigned long long)native_mismatch, "threads_unsampled",
-                         (unsigned long long)threads_unsampled, "cpu_source",
-                         st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source] : "?",
-                         "perf_stalled", (unsigned long long)st.perf_stalled);
+    /* counts, each an unsigned 64-bit number (a dict built entry by entry:
+     * a Py_BuildValue format this long got two types wrong once) */
+    const struct { const char *key; unsigned long long value; } counts[] = {
+        {"lprof_threads_ns", os.own_ns},
+        {"others_measured_ns", os.measured_ns},
+        {"others_lost_ns", os.lost_ns},
+        {"others_charged_ns", other_charged_ns},
+        {"others_uncharged_ns", other_uncharged_ns},
+        {"signals", st.signals},
+        {"in_profiler", st.in_profiler},
+        {"dropped", st.dropped},
+        {"truncated", st.truncated},
+        {"wall_reads", st.wall_reads},
+        {"period_ns", config.period_ns},
+        {"stack_overflows", t ? lp_stacktab_overflows(t) : 0},
+        {"stack_nodes", t ? lp_stacktab_node_count(t) : 0},
+        {"native_mismatch", native_mismatch},
+        {"threads_unsampled", threads_unsampled},
+        {"perf_stalled", st.perf_stalled},
+    };
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (stats_set(d, counts[i].key, PyLong_FromUnsignedLongLong(counts[i].value)) < 0) goto fail;
+    if (stats_set(d, "signal", PyLong_FromLong(st.signo)) < 0 ||
+        stats_set(d, "native", PyLong_FromLong(native_mode)) < 0 ||
+        stats_set(d, "cpu_source", PyUnicode_FromString(st.cpu_source >= 0 && st.cpu_source <= 2
+                                                            ? sources[st.cpu_source] : "?")) < 0)
+        goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {

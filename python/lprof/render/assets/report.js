@@ -129,7 +129,8 @@
       bits.push(pct(h.seconds, total) + " in " + h.where + (top ? " (" + top + ")" : ""));
     });
     if (W.no_python_s) bits.push(pct(W.no_python_s, total) + " in threads without Python, on no Python stack");
-    if (W.unsampled_s) bits.push(pct(W.unsampled_s, total) + " on no sampled Python stack (threads that never ran Python, lprof's own threads, threads' last partial tick)");
+    if (W.lprof_s) bits.push(pct(W.lprof_s, total) + " in lprof itself (its threads, and its code on yours)");
+    if (W.unsampled_s) bits.push(pct(W.unsampled_s, total) + " on no sampled Python stack (threads' last partial tick, threads outside the sampler's table)");
     return el("p", { id: "whole", class: "note", text: "Shares are of " + name + " (" + fmt(total, "s") + "). Lines of the selected files hold " +
       pct(W.selected_s, total) + "; not on any line: " + (bits.length ? bits.join("; ") : "nothing") + "." });
   }
