@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#define LP_SHIM_ABI 1u
+#define LP_SHIM_ABI        1u
 #define LP_SHIM_API_SYMBOL "lprof_shim_api_v1"
 /* Set by lprof.process.preload in the environment of a process started with the shim. */
 #define LP_SHIM_ENV_MARKER "LPROF_SHIM_PRELOADED"
@@ -27,17 +27,17 @@
 /* Kinds of memory. */
 #define LP_SHIM_KIND_NATIVE 0u /* malloc family */
 #define LP_SHIM_KIND_PYTHON 1u /* PyMem hooks (extension side only) */
-#define LP_SHIM_KIND_MMAP 2u   /* anonymous private mmap >= 1 MiB called directly */
+#define LP_SHIM_KIND_MMAP   2u /* anonymous private mmap >= 1 MiB called directly */
 
 /* One sampled live block; layout shared with src/collect/shim/shared/livemem.h lp_live_block. */
 typedef struct lp_shim_block {
     uint64_t addr;
-    uint64_t size;   /* requested bytes */
-    double weight;   /* bytes this sample stands for (size / p) */
-    uint64_t t_ns;   /* CLOCK_MONOTONIC at allocation */
-    uint32_t stack;  /* value returned by on_alloc; 0 = unattributed */
+    uint64_t size;  /* requested bytes */
+    double weight;  /* bytes this sample stands for (size / p) */
+    uint64_t t_ns;  /* CLOCK_MONOTONIC at allocation */
+    uint32_t stack; /* value returned by on_alloc; 0 = unattributed */
     uint16_t kind;
-    uint16_t gen;    /* registration generation */
+    uint16_t gen; /* registration generation */
 } lp_shim_block;
 
 typedef struct lp_shim_hooks {
@@ -51,14 +51,14 @@ typedef struct lp_shim_hooks {
 } lp_shim_hooks;
 
 typedef struct lp_shim_stats {
-    uint64_t sampled;           /* samples taken since load */
-    double sampled_bytes;       /* sum of their weights */
-    double startup_bytes;       /* sampled before hooks were registered */
-    double unattributed_freed;  /* frees of blocks no current registration owns */
-    uint64_t live_blocks;       /* sampled blocks alive now */
-    uint64_t overflow;          /* samples dropped because the table was full */
-    uint64_t mmaps_tracked;     /* anonymous mappings sampled */
-    uint64_t sample_bytes;      /* mean interval T */
+    uint64_t sampled;          /* samples taken since load */
+    double sampled_bytes;      /* sum of their weights */
+    double startup_bytes;      /* sampled before hooks were registered */
+    double unattributed_freed; /* frees of blocks no current registration owns */
+    uint64_t live_blocks;      /* sampled blocks alive now */
+    uint64_t overflow;         /* samples dropped because the table was full */
+    uint64_t mmaps_tracked;    /* anonymous mappings sampled */
+    uint64_t sample_bytes;     /* mean interval T */
 } lp_shim_stats;
 
 typedef struct lp_shim_api {

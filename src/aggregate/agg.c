@@ -7,11 +7,11 @@
 const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
 #define LP_METRIC_INFO_(id, name, unit, merge, group, audience, desc) \
     {#name, unit, LP_MERGE_##merge, LP_GROUP_##group, LP_GROUP_NAME_##group, LP_INTERNAL_##audience, desc},
-#define LP_INTERNAL_SHOWN false
-#define LP_INTERNAL_INTERNAL true
+#define LP_INTERNAL_SHOWN      false
+#define LP_INTERNAL_INTERNAL   true
 #define LP_GROUP_NAME_SAMPLING "sampling"
-#define LP_GROUP_NAME_MEMORY "memory"
-#define LP_GROUP_NAME_GPU "gpu"
+#define LP_GROUP_NAME_MEMORY   "memory"
+#define LP_GROUP_NAME_GPU      "gpu"
     LP_METRICS(LP_METRIC_INFO_)
 #undef LP_METRIC_INFO_
 };
@@ -20,7 +20,7 @@ const lp_metric_info lp_metric_infos[LP_M_COUNT] = {
  * 256 Ki metric rows (22 MiB) of reserved address space; resident memory
  * grows with the distinct stacks actually seen. */
 #define AGG_MAX_NODES (1u << 20)
-#define AGG_MAX_ROWS (1u << 18)
+#define AGG_MAX_ROWS  (1u << 18)
 
 /* Written once (under the GIL at module init or start), read by any thread. */
 static lp_stacktab *stacks;

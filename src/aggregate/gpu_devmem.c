@@ -15,7 +15,7 @@
 #include "common/spinlock.h"
 
 #define BLOCK_SLOTS (1u << 20) /* tracked at most 3/4 full */
-#define LOG_EVENTS (1u << 20)
+#define LOG_EVENTS  (1u << 20)
 
 typedef struct {
     uint64_t ptr; /* 0 = empty */
@@ -41,9 +41,7 @@ static struct {
     lp_gpu_devmem_stats st;
 } D;
 
-static uint32_t slot_of(uint64_t ptr) {
-    return (uint32_t)lp_hash_mix64(ptr) & (BLOCK_SLOTS - 1);
-}
+static uint32_t slot_of(uint64_t ptr) { return (uint32_t)lp_hash_mix64(ptr) & (BLOCK_SLOTS - 1); }
 
 /* A fork while a runtime's thread holds the lock must not leave the
  * child's copy locked forever. */

@@ -27,8 +27,8 @@ LP_INTERNAL void lp_gpu_devmem_finish(void);
 typedef struct {
     uint64_t live_bytes, peak_bytes;
     uint64_t allocs, frees, unknown_frees;
-    uint64_t dropped;  /* blocks not tracked: the table was full */
-    int peak_exact;    /* 0: the event log overflowed before the peak */
+    uint64_t dropped; /* blocks not tracked: the table was full */
+    int peak_exact;   /* 0: the event log overflowed before the peak */
 } lp_gpu_devmem_stats;
 
 LP_INTERNAL void lp_gpu_devmem_get_stats(lp_gpu_devmem_stats *out);

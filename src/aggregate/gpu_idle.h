@@ -25,7 +25,7 @@
 #include "common/base.h"
 
 #define LP_GPU_IDLE_DEFAULT_CAP (1u << 21)
-#define LP_GPU_IDLE_MAX_CAP (1u << 26)
+#define LP_GPU_IDLE_MAX_CAP     (1u << 26)
 
 LP_INTERNAL int lp_gpu_idle_reset(void);
 /* One closed line interval: program time `elapsed` ending at `t` (ticks). */

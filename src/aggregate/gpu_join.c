@@ -15,10 +15,10 @@
  * bits 0..31 the stack id. 0 = empty. */
 #define SLOT_BITS 18
 _Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "slot index width");
-#define F_VALID (1ull << 63)
-#define F_JOINED (1ull << 62)
-#define F_NESTED (1ull << 61)
-#define TAG_MASK (((1ull << (32 - SLOT_BITS)) - 1) << 32)
+#define F_VALID   (1ull << 63)
+#define F_JOINED  (1ull << 62)
+#define F_NESTED  (1ull << 61)
+#define TAG_MASK  (((1ull << (32 - SLOT_BITS)) - 1) << 32)
 #define TAG(corr) ((uint64_t)((corr) >> SLOT_BITS) << 32)
 
 static uint64_t ring[LP_GPU_CORR_SLOTS];
@@ -46,7 +46,8 @@ static void unlock_after_fork(void) { lp_spin_unlock(&wait_lock); }
 
 void lp_gpu_join_reset(void) {
     static int atfork_set;
-    if (!atfork_set && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0) atfork_set = 1;
+    if (!atfork_set && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0)
+        atfork_set = 1;
     memset(ring, 0, sizeof ring);
     memset(&stats, 0, sizeof stats);
     memset(wait_tab, 0, sizeof wait_tab);
@@ -141,8 +142,8 @@ void lp_gpu_join_forget(uint32_t corr) {
     if (corr == 0) return;
     uint64_t *p = &ring[corr & (LP_GPU_CORR_SLOTS - 1)];
     uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-    while (slot_holds(v, corr) && !__atomic_compare_exchange_n(p, &v, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    }
+    while (slot_holds(v, corr) &&
+           !__atomic_compare_exchange_n(p, &v, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
 }
 
 /* The stack of corr; with `join`, marks it as having received a record. */
@@ -172,18 +173,17 @@ uint32_t lp_gpu_join_lookup(uint32_t corr) { return find(corr, 0, NULL); }
 static const char *op_name(const lp_gpu_activity *a) {
     static const char *const copies[] = {"[memcpy]", "[memcpy HtoD]", "[memcpy DtoH]", "[memcpy DtoD]"};
     switch (a->op) {
-    case LP_GPU_KERNEL:
-        if (a->name) {
-            const char *n = lp_gpu_name(a->name, a->name_len ? a->name_len : strlen(a->name));
-            if (n) return n;
+        case LP_GPU_KERNEL:
+            if (a->name) {
+                const char *n = lp_gpu_name(a->name, a->name_len ? a->name_len : strlen(a->name));
+                if (n) return n;
+            }
+            return lp_gpu_name("[kernel]", 8);
+        case LP_GPU_MEMCPY: {
+            const char *s = copies[(unsigned)a->dir < 4 ? (unsigned)a->dir : 0];
+            return lp_gpu_name(s, strlen(s));
         }
-        return lp_gpu_name("[kernel]", 8);
-    case LP_GPU_MEMCPY: {
-        const char *s = copies[(unsigned)a->dir < 4 ? (unsigned)a->dir : 0];
-        return lp_gpu_name(s, strlen(s));
-    }
-    case LP_GPU_MEMSET:
-        return lp_gpu_name("[memset]", 8);
+        case LP_GPU_MEMSET: return lp_gpu_name("[memset]", 8);
     }
     return NULL;
 }
@@ -198,13 +198,11 @@ static uint32_t unattributed_stack(void) {
 
 static void note_span(uint64_t start, uint64_t end) {
     uint64_t cur = __atomic_load_n(&stats.first_start_ns, __ATOMIC_RELAXED);
-    while ((cur == 0 || start < cur) &&
-           !__atomic_compare_exchange_n(&stats.first_start_ns, &cur, start, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while ((cur == 0 || start < cur) && !__atomic_compare_exchange_n(&stats.first_start_ns, &cur, start, 1,
+                                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     cur = __atomic_load_n(&stats.last_end_ns, __ATOMIC_RELAXED);
-    while (end > cur &&
-           !__atomic_compare_exchange_n(&stats.last_end_ns, &cur, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (end > cur && !__atomic_compare_exchange_n(&stats.last_end_ns, &cur, end, 1, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED)) {}
 }
 
 uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {

@@ -17,9 +17,9 @@
 static struct {
     int lock;
     int failed;
-    char *arena;       /* [size_t hash][len bytes + NUL] records */
+    char *arena; /* [size_t hash][len bytes + NUL] records */
     size_t used;
-    uint32_t *index;   /* arena offset + 1 of a record, 0 = empty */
+    uint32_t *index; /* arena offset + 1 of a record, 0 = empty */
     size_t count;
 } N;
 
@@ -105,19 +105,19 @@ const char *lp_gpu_name(const char *name, size_t len) {
  * - oneCCL on Level Zero: its kernels are named
  *   <collective>_execution_<type>_<op> (allreduce_execution_float32_sum);
  *   one prefix per collective. */
-#define LP_GPU_COMM_PATTERNS(X)          \
-    X("ncclKernel")                      \
-    X("ncclDevKernel")                   \
-    X("ncclDevFunc")                     \
-    X("ncclFunction")                    \
-    X("allreduce_execution")             \
-    X("allgatherv_execution")            \
-    X("allgather_execution")             \
-    X("alltoallv_execution")             \
-    X("alltoall_execution")              \
-    X("reduce_scatter_execution")        \
-    X("reduce_execution")                \
-    X("bcast_execution")                 \
+#define LP_GPU_COMM_PATTERNS(X)   \
+    X("ncclKernel")               \
+    X("ncclDevKernel")            \
+    X("ncclDevFunc")              \
+    X("ncclFunction")             \
+    X("allreduce_execution")      \
+    X("allgatherv_execution")     \
+    X("allgather_execution")      \
+    X("alltoallv_execution")      \
+    X("alltoall_execution")       \
+    X("reduce_scatter_execution") \
+    X("reduce_execution")         \
+    X("bcast_execution")          \
     X("broadcast_execution")
 
 static const char *const comm_patterns[] = {

@@ -7,18 +7,18 @@
 
 static lp_gpu_trace_rec *table;
 static size_t table_bytes;
-static uint32_t cap;     /* records the table takes now (<= the reserved size) */
-static uint32_t used;    /* slots handed out; may pass cap (those are dropped) */
+static uint32_t cap;  /* records the table takes now (<= the reserved size) */
+static uint32_t used; /* slots handed out; may pass cap (those are dropped) */
 static uint64_t dropped;
 
 /* Launch times: bit 63 valid, bits 50..62 the correlation id's bits above
  * the slot index (13 of them: ids are compared modulo 2^31, ample for a
  * ring of 2^18), bits 0..49 nanoseconds since `base` plus one (~13 days). */
-#define SLOT_BITS 18
-#define T_BITS 50
-#define T_MASK ((1ull << T_BITS) - 1)
+#define SLOT_BITS    18
+#define T_BITS       50
+#define T_MASK       ((1ull << T_BITS) - 1)
 #define TAG_OF(corr) (((uint64_t)((corr) >> SLOT_BITS) & 0x1fffu) << T_BITS)
-#define VALID (1ull << 63)
+#define VALID        (1ull << 63)
 _Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "launch ring matches the join's");
 static uint64_t launch_ring[LP_GPU_CORR_SLOTS];
 static uint64_t base_ns;
@@ -53,10 +53,12 @@ void lp_gpu_trace_note_launch(uint32_t corr, uint64_t t_ns) {
     if (base == 0) {
         uint64_t want = t_ns - 1, none = 0;
         /* the first launch sets the base; a racing one keeps the winner's */
-        if (!__atomic_compare_exchange_n(&base_ns, &none, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) want = none;
+        if (!__atomic_compare_exchange_n(&base_ns, &none, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            want = none;
         base = want;
     }
-    if (t_ns <= base || t_ns - base > T_MASK) return; /* before the first launch (another thread's race), or too late */
+    if (t_ns <= base || t_ns - base > T_MASK)
+        return; /* before the first launch (another thread's race), or too late */
     uint64_t v = VALID | TAG_OF(corr) | (t_ns - base);
     __atomic_store_n(&launch_ring[corr & (LP_GPU_CORR_SLOTS - 1)], v, __ATOMIC_RELEASE);
 }

@@ -32,17 +32,17 @@ typedef struct {
     uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
     uint64_t launch_ns;        /* CLOCK_MONOTONIC of the launch call; 0 unknown */
     uint64_t bytes;
-    const char *name;          /* interned (gpu_names.h): the join's leaf name */
-    uint32_t stack;            /* the join's leaf stack (may be LP_STACK_OVERFLOW) */
+    const char *name; /* interned (gpu_names.h): the join's leaf name */
+    uint32_t stack;   /* the join's leaf stack (may be LP_STACK_OVERFLOW) */
     uint32_t correlation;
     uint32_t device, stream;
-    uint8_t op, dir;           /* lp_gpu_op, lp_gpu_dir */
-    uint8_t attributed;        /* 1: the launch was known */
-    uint8_t ready;             /* written completely (readers skip 0) */
+    uint8_t op, dir;    /* lp_gpu_op, lp_gpu_dir */
+    uint8_t attributed; /* 1: the launch was known */
+    uint8_t ready;      /* written completely (readers skip 0) */
 } lp_gpu_trace_rec;
 
 #define LP_GPU_TRACE_DEFAULT_CAP (1u << 20)
-#define LP_GPU_TRACE_MAX_CAP (1u << 26)
+#define LP_GPU_TRACE_MAX_CAP     (1u << 26)
 
 /* Forgets every record and launch time; re-reads LPROF_GPU_TRACE_MAX (a
  * capacity in records, 0 = keep none). Reserves the table on first use;

@@ -20,5 +20,6 @@ void lp_leak_judge(const lp_leak_input *in, double peak_bytes, double duration_s
     double min_span = LP_LEAK_MIN_SPAN_SHARE * duration_s;
     if (min_span < LP_LEAK_MIN_SPAN_S) min_span = LP_LEAK_MIN_SPAN_S;
     out->is_leak = out->score > LP_LEAK_SCORE && out->slope > 0 && out->span_s >= min_span &&
-                   in->survivors >= LP_LEAK_MIN_SURVIVORS && in->net_bytes >= LP_LEAK_MIN_PEAK_SHARE * peak_bytes;
+                   in->survivors >= LP_LEAK_MIN_SURVIVORS &&
+                   in->net_bytes >= LP_LEAK_MIN_PEAK_SHARE * peak_bytes;
 }

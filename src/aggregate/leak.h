@@ -16,10 +16,10 @@
  * growth over time; a leak confined to one phase of a long run still is),
  * with at least LP_LEAK_MIN_SURVIVORS survivors holding LP_LEAK_MIN_PEAK_SHARE
  * of the process peak. */
-#define LP_LEAK_SCORE 0.95
-#define LP_LEAK_MIN_SPAN_S 0.05
+#define LP_LEAK_SCORE          0.95
+#define LP_LEAK_MIN_SPAN_S     0.05
 #define LP_LEAK_MIN_SPAN_SHARE 0.02
-#define LP_LEAK_MIN_SURVIVORS 8
+#define LP_LEAK_MIN_SURVIVORS  8
 #define LP_LEAK_MIN_PEAK_SHARE 0.01
 
 typedef struct {
@@ -31,9 +31,9 @@ typedef struct {
 } lp_leak_input;
 
 typedef struct {
-    double slope;   /* bytes/s the survivors grew by (steady rate assumed) */
-    double span_s;  /* time they were allocated over: sqrt(12) * stddev */
-    double score;   /* chance the next allocation is never freed */
+    double slope;  /* bytes/s the survivors grew by (steady rate assumed) */
+    double span_s; /* time they were allocated over: sqrt(12) * stddev */
+    double score;  /* chance the next allocation is never freed */
     int is_leak;
 } lp_leak_verdict;
 

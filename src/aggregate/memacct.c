@@ -13,10 +13,10 @@ struct lp_memacct {
     lp_stacktab *tab;
     int lock;
     uint64_t t0_ns;
-    double live;        /* sum over stacks of allocated - freed */
+    double live; /* sum over stacks of allocated - freed */
     double peak;
     uint64_t peak_t_ns;
-    double snap_peak;   /* live when PEAK_BYTES was last copied */
+    double snap_peak; /* live when PEAK_BYTES was last copied */
     double unattributed_freed;
     /* timeline of (seconds since t0, live bytes); halves itself when full */
     double tl[LP_MEMACCT_TIMELINE][2];

@@ -21,14 +21,16 @@
 
 #include "common/base.h"
 
+/* one metric a row, the columns lined up by hand */
+/* clang-format off */
 #define LP_METRICS(X)                                                                                      \
     X(CPU_PYTHON, cpu_python_s, "ns", SUM, SAMPLING, SHOWN, "CPU time running Python bytecode")            \
     X(CPU_NATIVE, cpu_native_s, "ns", SUM, SAMPLING, SHOWN, "CPU time in native code under a line")        \
     X(CPU_SYSTEM, cpu_system_s, "ns", SUM, SAMPLING, SHOWN, "CPU time in the kernel (system calls)")       \
     X(WALL, wall_s, "ns", SUM, SAMPLING, SHOWN, "wall-clock time (wall mode)")                             \
     X(SAMPLES, samples, "count", SUM, SAMPLING, SHOWN, "timer samples, weighted by 1 + overrun")           \
-    X(WAIT, wait_s, "ns", SUM, SAMPLING, SHOWN, "time coroutines waited at an await (wall mode, 3.12+)")  \
-    X(GIL, gil_s, "ns", SUM, SAMPLING, SHOWN, "part of the sampled time the thread held the GIL")       \
+    X(WAIT, wait_s, "ns", SUM, SAMPLING, SHOWN, "time coroutines waited at an await (wall mode, 3.12+)")   \
+    X(GIL, gil_s, "ns", SUM, SAMPLING, SHOWN, "part of the sampled time the thread held the GIL")          \
     X(ALLOC_BYTES, alloc_bytes, "bytes", SUM, MEMORY, SHOWN, "bytes allocated (sampled estimate)")         \
     X(ALLOC_COUNT, alloc_count, "milli", SUM, MEMORY, SHOWN, "allocations (sampled estimate)")             \
     X(PYTHON_BYTES, python_bytes, "bytes", SUM, MEMORY, SHOWN, "part of alloc_bytes from the PyMem hooks") \
@@ -49,16 +51,18 @@
     X(GPU_D2H, gpu_d2h_bytes, "bytes", SUM, GPU, SHOWN, "bytes copied device to host")                     \
     X(GPU_D2D, gpu_d2d_bytes, "bytes", SUM, GPU, SHOWN, "bytes copied within or between devices")          \
     X(GPU_ALLOC, gpu_alloc_bytes, "bytes", SUM, GPU, SHOWN, "device memory allocated")                     \
-    X(GPU_PEAK, gpu_peak_bytes, "bytes", MAX, GPU, SHOWN, "device memory live at the device's peak")     \
+    X(GPU_PEAK, gpu_peak_bytes, "bytes", MAX, GPU, SHOWN, "device memory live at the device's peak")       \
     X(GPU_COMM, gpu_comm_s, "ns", SUM, GPU, SHOWN, "part of GPU time spent in collectives (NCCL, oneCCL)") \
-    X(GPU_BACKWARD, gpu_backward_s, "ns", SUM, GPU, SHOWN, "part of GPU time run by backward for the line's ops")
+    X(GPU_BACKWARD, gpu_backward_s, "ns", SUM, GPU, SHOWN,                                                 \
+      "part of GPU time run by backward for the line's ops")
 
 typedef enum {
 #define LP_METRIC_ENUM_(id, name, unit, merge, group, audience, desc) LP_M_##id,
     LP_METRICS(LP_METRIC_ENUM_)
 #undef LP_METRIC_ENUM_
-    LP_M_COUNT
+        LP_M_COUNT
 } lp_metric;
+/* clang-format on */
 
 typedef enum { LP_MERGE_SUM = 0, LP_MERGE_MAX = 1 } lp_merge_kind;
 
@@ -66,8 +70,8 @@ typedef enum { LP_MERGE_SUM = 0, LP_MERGE_MAX = 1 } lp_merge_kind;
 typedef enum { LP_GROUP_SAMPLING = 0, LP_GROUP_MEMORY = 1, LP_GROUP_GPU = 2 } lp_metric_group;
 
 typedef struct {
-    const char *name;   /* JSON key, e.g. "cpu_python_s" */
-    const char *unit;   /* "ns", "bytes", "count" */
+    const char *name; /* JSON key, e.g. "cpu_python_s" */
+    const char *unit; /* "ns", "bytes", "count" */
     lp_merge_kind merge;
     lp_metric_group group;
     const char *group_name; /* "sampling", "memory", "gpu" */

@@ -15,8 +15,8 @@ static lp_rawframe native_frame(uintptr_t addr) {
 
 /* The native frames leafward of the first eval call, then every Python
  * frame: what a disagreement still tells truthfully. */
-static int fallback(const lp_rawframe *py, int npy, const uintptr_t *ips, int nips,
-                    const lp_splice_rules *r, lp_rawframe *out, int max) {
+static int fallback(const lp_rawframe *py, int npy, const uintptr_t *ips, int nips, const lp_splice_rules *r,
+                    lp_rawframe *out, int max) {
     int n = 0;
     for (int i = 0; i < nips; i++) {
         uintptr_t a = i == 0 ? ips[0] : ips[i] - 1;

@@ -24,9 +24,9 @@ typedef struct {
     void *code;
     uint32_t parent;
     int32_t offset;
-    uint32_t row;   /* row id + 1, 0 = none; written with CAS */
-    uint8_t ready;  /* fields above written (release) */
-    uint8_t dead;   /* skipped by lookups (retired or wasted) */
+    uint32_t row;  /* row id + 1, 0 = none; written with CAS */
+    uint8_t ready; /* fields above written (release) */
+    uint8_t dead;  /* skipped by lookups (retired or wasted) */
     uint8_t pad_[2];
 } node;
 
@@ -39,8 +39,8 @@ typedef struct {
 struct lp_stacktab {
     uint32_t max_nodes, max_rows;
     uint32_t index_mask;
-    uint32_t nnodes;   /* claimed node ids (may exceed max_nodes) */
-    uint32_t nrows;    /* claimed row ids (may exceed max_rows) */
+    uint32_t nnodes; /* claimed node ids (may exceed max_nodes) */
+    uint32_t nrows;  /* claimed row ids (may exceed max_rows) */
     uint64_t overflows;
     uint32_t *index;
     node *nodes;
@@ -49,7 +49,7 @@ struct lp_stacktab {
     size_t map_bytes;
 };
 
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 static uint64_t key_hash(uint32_t parent, const void *code, int32_t offset) {
@@ -195,8 +195,7 @@ void lp_stacktab_max(lp_stacktab *t, uint32_t stack, lp_metric m, int64_t value)
     int64_t *p = &row_of(t, stack)->v[m];
     int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < value &&
-           !__atomic_compare_exchange_n(p, &cur, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+           !__atomic_compare_exchange_n(p, &cur, value, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
 void lp_stacktab_set(lp_stacktab *t, uint32_t stack, lp_metric m, int64_t value) {
@@ -209,14 +208,16 @@ void lp_stacktab_set_difference(lp_stacktab *t, lp_metric dst, lp_metric a, lp_m
         row *w = &t->rows[r];
         int64_t v = __atomic_load_n(&w->v[a], __ATOMIC_RELAXED) - __atomic_load_n(&w->v[b], __ATOMIC_RELAXED);
         /* skip unchanged values: rows of other collectors stay untouched pages */
-        if (__atomic_load_n(&w->v[dst], __ATOMIC_RELAXED) != v) __atomic_store_n(&w->v[dst], v, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&w->v[dst], __ATOMIC_RELAXED) != v)
+            __atomic_store_n(&w->v[dst], v, __ATOMIC_RELAXED);
     }
 }
 
 void lp_stacktab_clear_column(lp_stacktab *t, lp_metric m) {
     uint32_t n = lp_stacktab_row_count(t);
     for (uint32_t r = 0; r < n; r++)
-        if (__atomic_load_n(&t->rows[r].v[m], __ATOMIC_RELAXED)) __atomic_store_n(&t->rows[r].v[m], 0, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&t->rows[r].v[m], __ATOMIC_RELAXED))
+            __atomic_store_n(&t->rows[r].v[m], 0, __ATOMIC_RELAXED);
 }
 
 void lp_stacktab_retire(lp_stacktab *t, uint32_t id) {
@@ -266,7 +267,8 @@ uint64_t lp_stacktab_thread(const lp_stacktab *t, uint32_t stack) {
     uint32_t count = lp_stacktab_node_count(t);
     for (uint32_t guard = 0; stack < count && guard < count; guard++) {
         const node *n = &t->nodes[stack];
-        if (n->offset == LP_OFFSET_THREAD_ROOT && n->parent == LP_STACK_NONE) return (uint64_t)(uintptr_t)n->code;
+        if (n->offset == LP_OFFSET_THREAD_ROOT && n->parent == LP_STACK_NONE)
+            return (uint64_t)(uintptr_t)n->code;
         stack = n->parent;
     }
     return 0;

@@ -39,8 +39,8 @@ LP_INTERNAL void lp_stacktab_clear(lp_stacktab *t);
  * the root of `thread` (PyThreadState.thread_id, i.e. threading.get_ident()).
  * truncated != 0 inserts a "[truncated]" marker below the thread root.
  * Returns the stack id, LP_STACK_OVERFLOW when the table is full. */
-LP_INTERNAL uint32_t lp_stacktab_intern(lp_stacktab *t, uint64_t thread, const lp_rawframe *frames,
-                                        size_t n, int truncated);
+LP_INTERNAL uint32_t lp_stacktab_intern(lp_stacktab *t, uint64_t thread, const lp_rawframe *frames, size_t n,
+                                        int truncated);
 /* The child of `stack` for one more frame on the leaf side (how GPU work is
  * hung under its launching stack); same context and overflow rule as
  * intern. */
@@ -66,10 +66,10 @@ LP_INTERNAL void lp_stacktab_retire(lp_stacktab *t, uint32_t id);
 
 /* ---- readers (any thread; see only fully published nodes and rows) ---- */
 typedef struct {
-    uint32_t parent;  /* LP_STACK_NONE for a thread root */
+    uint32_t parent; /* LP_STACK_NONE for a thread root */
     int32_t offset;
-    void *code;       /* thread key for a root (offset == LP_OFFSET_THREAD_ROOT) */
-    int valid;        /* 0: id out of range or node not yet published */
+    void *code; /* thread key for a root (offset == LP_OFFSET_THREAD_ROOT) */
+    int valid;  /* 0: id out of range or node not yet published */
 } lp_stacknode;
 
 LP_INTERNAL uint32_t lp_stacktab_node_count(const lp_stacktab *t); /* ids are 0..count-1 */

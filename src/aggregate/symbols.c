@@ -25,10 +25,10 @@ typedef struct {
 } function;
 
 typedef struct {
-    uintptr_t bias;      /* load bias: symbol values + bias = addresses */
-    uintptr_t lo, hi;    /* extent of its executable segments */
+    uintptr_t bias;   /* load bias: symbol values + bias = addresses */
+    uintptr_t lo, hi; /* extent of its executable segments */
     char *path;
-    int loaded;          /* symbols read (or found unreadable) */
+    int loaded; /* symbols read (or found unreadable) */
     void *map;
     size_t map_len;
     const char *strtab;
@@ -63,7 +63,8 @@ static char *object_path(const char *name) {
 }
 
 static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size; (void)arg;
+    (void)size;
+    (void)arg;
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -110,13 +111,15 @@ static int by_start(const void *a, const void *b) {
     return x->size < y->size ? 1 : (x->size > y->size ? -1 : 0); /* sized alias first */
 }
 
-static int in_file(size_t off, size_t len, size_t file_len) { return off <= file_len && len <= file_len - off; }
+static int in_file(size_t off, size_t len, size_t file_len) {
+    return off <= file_len && len <= file_len - off;
+}
 
 /* A sizeless symbol of a full .symtab (hand-written assembly; _init, the
  * .init section's label) reaches at most to its section's end: past it lie
  * the PLT's stubs, which are no function of its (they were named _init).
  * The next symbol ends it sooner (the lookup takes the last start). */
-static uintptr_t to_section_end(const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, const ElfW(Sym) *sym) {
+static uintptr_t to_section_end(const ElfW(Ehdr) * eh, const ElfW(Shdr) * sh, const ElfW(Sym) * sym) {
     if (sym->st_shndx >= eh->e_shnum) return 0; /* SHN_ABS and the other special indexes */
     const ElfW(Shdr) *sec = &sh[sym->st_shndx];
     if (sym->st_value < sec->sh_addr || sym->st_value >= sec->sh_addr + sec->sh_size) return 0;
@@ -124,12 +127,14 @@ static uintptr_t to_section_end(const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, cons
 }
 
 /* The function symbols of one section (SHT_SYMTAB or SHT_DYNSYM), or 0. */
-static int read_table(object *o, const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, unsigned type) {
+static int read_table(object *o, const ElfW(Ehdr) * eh, const ElfW(Shdr) * sh, unsigned type) {
     const char *base = o->map;
     for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(ElfW(Sym))) continue;
+        if (sh[i].sh_type != type || sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(ElfW(Sym)))
+            continue;
         const ElfW(Shdr) *str = &sh[sh[i].sh_link];
-        if (!in_file(sh[i].sh_offset, sh[i].sh_size, o->map_len) || !in_file(str->sh_offset, str->sh_size, o->map_len))
+        if (!in_file(sh[i].sh_offset, sh[i].sh_size, o->map_len) ||
+            !in_file(str->sh_offset, str->sh_size, o->map_len))
             continue;
         const ElfW(Sym) *syms = (const ElfW(Sym) *)(const void *)(base + sh[i].sh_offset);
         size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
@@ -138,8 +143,8 @@ static int read_table(object *o, const ElfW(Ehdr) *eh, const ElfW(Shdr) *sh, uns
         size_t n = 0;
         for (size_t k = 0; k < count; k++) {
             unsigned t = ELF64_ST_TYPE(syms[k].st_info);
-            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || syms[k].st_shndx == SHN_UNDEF || syms[k].st_value == 0 ||
-                syms[k].st_name >= str->sh_size)
+            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || syms[k].st_shndx == SHN_UNDEF ||
+                syms[k].st_value == 0 || syms[k].st_name >= str->sh_size)
                 continue;
             fns[n].start = (uintptr_t)syms[k].st_value + o->bias;
             fns[n].size = (uintptr_t)syms[k].st_size;

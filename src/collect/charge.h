@@ -23,13 +23,13 @@
 #define LP_CHARGE_MAX 4
 
 typedef struct {
-    int n;                          /* entries used in add[] */
+    int n; /* entries used in add[] */
     struct {
         lp_metric metric;
         int64_t value;
-    } add[LP_CHARGE_MAX];           /* values to add to the sample's stack, in order */
-    lp_metric cpu;                  /* the CPU column charged; LP_M_COUNT: none (detached) */
-    int64_t weight_ns;              /* the sample's weight times the period */
+    } add[LP_CHARGE_MAX]; /* values to add to the sample's stack, in order */
+    lp_metric cpu;        /* the CPU column charged; LP_M_COUNT: none (detached) */
+    int64_t weight_ns;    /* the sample's weight times the period */
 } lp_charge;
 
 /* 1 when the sample's leaf frame stands on a call instruction. */

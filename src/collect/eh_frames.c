@@ -37,19 +37,34 @@ enum { PE_OMIT = 0xff, PE_ALIGNED = 0x50, PE_APPLICATION_MASK = 0x70, PE_FORMAT_
 
 static int encoded_size(uint8_t enc) {
     switch (enc & PE_FORMAT_MASK) {
-    case 0x00: return (int)sizeof(void *); /* absptr */
-    case 0x02: case 0x0a: return 2;        /* udata2, sdata2 */
-    case 0x03: case 0x0b: return 4;        /* udata4, sdata4 */
-    case 0x04: case 0x0c: return 8;        /* udata8, sdata8 */
-    default: return -1;                    /* uleb128 and others: not used for FDE addresses */
+        case 0x00: return (int)sizeof(void *); /* absptr */
+        case 0x02:
+        case 0x0a: return 2; /* udata2, sdata2 */
+        case 0x03:
+        case 0x0b: return 4; /* udata4, sdata4 */
+        case 0x04:
+        case 0x0c: return 8; /* udata8, sdata8 */
+        default: return -1;  /* uleb128 and others: not used for FDE addresses */
     }
 }
 
 static uint64_t read_unsigned(const uint8_t *p, int size) {
     switch (size) {
-    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+        case 2: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            return v;
+        }
+        case 4: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            return v;
+        }
+        default: {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            return v;
+        }
     }
 }
 
@@ -64,8 +79,8 @@ static const uint8_t *skip_leb(const uint8_t *p, const uint8_t *end) {
 static int fde_encoding(const uint8_t *cie) {
     uint32_t len;
     memcpy(&len, cie, 4);
-    if (len == 0 || len == 0xffffffffu) return -1; /* 64-bit DWARF: not in .eh_frame on Linux */
-    const uint8_t *p = cie + 8, *end = cie + 4 + len;  /* past length and CIE id */
+    if (len == 0 || len == 0xffffffffu) return -1;    /* 64-bit DWARF: not in .eh_frame on Linux */
+    const uint8_t *p = cie + 8, *end = cie + 4 + len; /* past length and CIE id */
     if (p >= end) return -1;
     uint8_t version = *p++;
     const char *aug = (const char *)p;
@@ -73,23 +88,25 @@ static int fde_encoding(const uint8_t *cie) {
     if (auglen == (size_t)(end - p) || strstr(aug, "eh")) return -1;
     p += auglen + 1;
     if (!(p = skip_leb(p, end)) || !(p = skip_leb(p, end))) return -1; /* code, data alignment */
-    if (version == 1) p++;                                           /* return register */
+    if (version == 1) p++;                                             /* return register */
     else if (!(p = skip_leb(p, end))) return -1;
     if (aug[0] != 'z') return 0x00;
     if (!(p = skip_leb(p, end))) return -1; /* augmentation data length */
     for (const char *a = aug + 1; *a && p < end; a++) {
         switch (*a) {
-        case 'R': return *p;
-        case 'L': p++; break;
-        case 'P': {
-            uint8_t penc = *p++;
-            int size = encoded_size(penc);
-            if ((penc & PE_APPLICATION_MASK) == PE_ALIGNED || size < 0) return -1;
-            p += size;
-            break;
-        }
-        case 'S': case 'B': case 'G': break; /* no data */
-        default: return -1;                  /* unknown data size: 'R' cannot be reached */
+            case 'R': return *p;
+            case 'L': p++; break;
+            case 'P': {
+                uint8_t penc = *p++;
+                int size = encoded_size(penc);
+                if ((penc & PE_APPLICATION_MASK) == PE_ALIGNED || size < 0) return -1;
+                p += size;
+                break;
+            }
+            case 'S':
+            case 'B':
+            case 'G': break;    /* no data */
+            default: return -1; /* unknown data size: 'R' cannot be reached */
         }
     }
     return 0x00;

@@ -23,7 +23,7 @@
 /* The header's names are macros for arch-prefixed symbols (_ULx86_64_step):
  * stringify them through the macro so dlsym asks for the real names. */
 #define LP_STR2_(x) #x
-#define LP_STR_(x) LP_STR2_(x)
+#define LP_STR_(x)  LP_STR2_(x)
 
 static struct {
     int loaded;
@@ -69,7 +69,8 @@ int lp_native_unwind_load(const char **why) {
     if (U.loaded) return 0;
     static const char *const names[] = {"libunwind.so.8", "libunwind.so"};
     void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         *why = "libunwind (libunwind.so.8) is not installed: on Debian, apt-get install libunwind8";
         return -1;
@@ -132,12 +133,15 @@ int lp_native_unwind_load(const char **why) {
 int lp_native_unwind_loaded(void) { return 0; }
 
 int lp_native_unwind_here(uintptr_t *ips, int max) {
-    (void)ips; (void)max;
+    (void)ips;
+    (void)max;
     return 0;
 }
 
 int lp_native_unwind(void *ucontext, uintptr_t *ips, int max) {
-    (void)ucontext; (void)ips; (void)max;
+    (void)ucontext;
+    (void)ips;
+    (void)max;
     return 0;
 }
 #endif

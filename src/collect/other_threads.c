@@ -62,7 +62,10 @@ static uint64_t python_delta(uint64_t d[LP_SAMPLER_MAX_THREADS]) {
         int state = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
         uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
         if (p->valid && p->gen != gen) p->valid = 0; /* its thread is gone: its last part was the process's */
-        if (state == LP_SLOT_FREE) { p->valid = 0; continue; }
+        if (state == LP_SLOT_FREE) {
+            p->valid = 0;
+            continue;
+        }
         uint64_t now;
         if (state == LP_SLOT_DEAD) {
             /* ended: the clock it left (it may be unreadable now) */
@@ -170,8 +173,7 @@ static void place(uint64_t cpu_ns, const uint64_t d[LP_SAMPLER_MAX_THREADS]) {
         int ran = d[i] >= LP_OTHERS_RAN_NS;
         check[i] = 0;
         if (gil == 0) tier[i] = ran ? TIER_COMPUTING : TIER_WAITING;
-        else if (gil == 1 && !ran) { /* blocked: in a call, if the drain finds it so */
-            tier[i] = TIER_HOLDER;
+        else if (gil == 1 && !ran) { /* blocked: in a call, if the drain finds it so */ tier[i] = TIER_HOLDER;
             check[i] = 1;
         } else if (gil == 1) { /* running: native code, if its own latest sample found it there
                                 * (one now and then lands in libc's malloc from bytecode) */
@@ -183,8 +185,9 @@ static void place(uint64_t cpu_ns, const uint64_t d[LP_SAMPLER_MAX_THREADS]) {
         count[tier[i]]++;
     }
     int pick = count[TIER_COMPUTING] ? TIER_COMPUTING
-             : count[TIER_HOLDER] ? TIER_HOLDER
-             : count[TIER_WAITING] ? TIER_WAITING : TIER_NONE;
+               : count[TIER_HOLDER]  ? TIER_HOLDER
+               : count[TIER_WAITING] ? TIER_WAITING
+                                     : TIER_NONE;
     uint64_t left = cpu_ns;
     if (pick != TIER_NONE) {
         uint64_t share = cpu_ns / (uint64_t)count[pick];

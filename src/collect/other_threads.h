@@ -40,10 +40,10 @@
 
 #include "common/base.h"
 
-#define LP_OTHERS_PERIOD_NS 10000000ull   /* 100 ticks a CPU-idle second */
-#define LP_OTHERS_MIN_NS 1000000ull       /* less is carried to the next tick */
-#define LP_OTHERS_RAN_NS 500000ull        /* a thread's CPU in a tick that counts as running */
-#define LP_OTHERS_WINDOW_NS 200000000ull  /* how far back the drain looks (4.) */
+#define LP_OTHERS_PERIOD_NS 10000000ull  /* 100 ticks a CPU-idle second */
+#define LP_OTHERS_MIN_NS    1000000ull   /* less is carried to the next tick */
+#define LP_OTHERS_RAN_NS    500000ull    /* a thread's CPU in a tick that counts as running */
+#define LP_OTHERS_WINDOW_NS 200000000ull /* how far back the drain looks (4.) */
 
 /* Started by lp_sampler_start, stopped (after a last tick) by
  * lp_sampler_stop; 0 or -1 (the thread could not start: nothing counted). */
@@ -56,7 +56,7 @@ typedef struct {
     uint64_t measured_ns; /* CPU time of threads the sampler does not sample, handed on */
     uint64_t lost_ns;     /* of it, not handed on: the clock's ring was full */
     uint64_t ticks;
-    uint64_t own_ns;      /* lprof's own threads' CPU time while it ran (own_tids.h) */
+    uint64_t own_ns; /* lprof's own threads' CPU time while it ran (own_tids.h) */
 } lp_others_stats;
 LP_INTERNAL void lp_others_get_stats(lp_others_stats *out);
 

@@ -32,8 +32,8 @@ void *lp_perf_clock_open(pid_t tid, uint64_t period_ns, int signo) {
     if (fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &owner) == 0 &&
         fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) == 0)
         page = mmap(NULL, page_size(), PROT_READ, MAP_SHARED, fd, 0);
-    if (page != MAP_FAILED && (madvise(page, page_size(), MADV_DONTFORK) != 0 ||
-                               ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
+    if (page != MAP_FAILED &&
+        (madvise(page, page_size(), MADV_DONTFORK) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {
         munmap(page, page_size());
         page = MAP_FAILED;
     }

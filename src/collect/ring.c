@@ -7,7 +7,7 @@
 #include <string.h>
 
 #define WRAP 0xffffffffu
-#define HDR 8u
+#define HDR  8u
 
 static uint32_t padded(uint32_t len) { return (len + 7u) & ~7u; }
 

@@ -15,7 +15,7 @@ typedef struct {
     uint64_t tail;    /* bytes ever consumed; written by the consumer */
     uint64_t dropped; /* reservations refused (full); written by the producer */
     uint8_t *buf;
-    uint32_t size;    /* power of two, multiple of 8 */
+    uint32_t size; /* power of two, multiple of 8 */
 } lp_ring;
 
 /* size: power of two >= 64. Returns 0, or -1 for a bad size. */

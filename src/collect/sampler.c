@@ -150,7 +150,8 @@ static void *wall_main(void *arg) {
             int gil = S.host.holds_gil(t->tstate, S.host.safe_read);
             if (gil == 1) {
                 t->last_cpu_ns = clock_ns(t->cpu_clock);
-                syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo); /* running: it samples itself */
+                syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED),
+                        S.cfg.signo); /* running: it samples itself */
             } else if (gil == 0) {
                 wall_read_detached(t);
             }
@@ -268,13 +269,19 @@ static void stop_wall_thread(void) {
 }
 
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
-    if (S.running) { *why = "sampler already running"; return -1; }
+    if (S.running) {
+        *why = "sampler already running";
+        return -1;
+    }
     if (!host->capture || !host->holds_gil || !host->top || !host->interrupted_read || !host->safe_read ||
         !host->release_gil != !host->reacquire_gil) {
         *why = "sampler host lacks a frame walker function";
         return -1;
     }
-    if (setup_memory() < 0) { *why = "cannot reserve memory for the sample rings"; return -1; }
+    if (setup_memory() < 0) {
+        *why = "cannot reserve memory for the sample rings";
+        return -1;
+    }
     if (!S.atfork_done) {
         pthread_atfork(NULL, NULL, child_after_fork);
         S.atfork_done = 1;
@@ -287,7 +294,10 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         sa.sa_sigaction = lp_sampler_on_signal;
         sa.sa_flags = SA_SIGINFO | SA_RESTART;
         sigemptyset(&sa.sa_mask);
-        if (sigaction(cfg->signo, &sa, NULL) != 0) { *why = "sigaction failed for the sampling signal"; return -1; }
+        if (sigaction(cfg->signo, &sa, NULL) != 0) {
+            *why = "sigaction failed for the sampling signal";
+            return -1;
+        }
         S.installed_signo = cfg->signo;
     }
     if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
@@ -393,7 +403,8 @@ void lp_sampler_resume(void) {
             t->seen_cpu_ns = now;
         }
     }
-    if (S.cfg.mode == LP_MODE_WALL || S.cfg.cpu_source == LP_CPU_THREAD) start_wall_thread(); /* failing: no samples from here */
+    if (S.cfg.mode == LP_MODE_WALL || S.cfg.cpu_source == LP_CPU_THREAD)
+        start_wall_thread(); /* failing: no samples from here */
 }
 
 int lp_sampler_running(void) { return __atomic_load_n(&S.running, __ATOMIC_ACQUIRE); }
@@ -404,7 +415,10 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     slot *t = NULL;
     int idx = -1;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS && !t; i++)
-        if (S.slots[i].state == LP_SLOT_FREE) { t = &S.slots[i]; idx = i; }
+        if (S.slots[i].state == LP_SLOT_FREE) {
+            t = &S.slots[i];
+            idx = i;
+        }
     if (!t) return -1;
     lp_ring_reset(&t->ring);
     /* a new owner: timer signals queued for an earlier one no longer match */
@@ -471,8 +485,7 @@ void lp_sampler_unregister(uint64_t thread_key) {
  * (where it is ending); otherwise the drain charges its last sample's. */
 static void account_tail(slot *t, const lp_rawframe *ran) {
     uint64_t cpu = clock_ns(t->cpu_clock);
-    uint64_t covered = t->start_cpu_ns +
-                       __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns +
+    uint64_t covered = t->start_cpu_ns + __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns +
                        __atomic_load_n(&t->detached_ns, __ATOMIC_ACQUIRE);
     if (cpu <= covered) return;
     lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);

@@ -18,8 +18,8 @@
 #include "common/ranges.h"
 
 #define LP_SAMPLER_MAX_THREADS 128
-#define LP_SAMPLER_MAX_DEPTH 256          /* frames kept per sample (leaf side) */
-#define LP_SAMPLER_RING_BYTES (256 * 1024) /* per thread */
+#define LP_SAMPLER_MAX_DEPTH   256          /* frames kept per sample (leaf side) */
+#define LP_SAMPLER_RING_BYTES  (256 * 1024) /* per thread */
 /* Highest sampling rate accepted (lprof._lprof.SAMPLER_MAX_RATE_HZ; the CLI
  * checks --rate against it). CPU timers fire on the kernel tick anyway. */
 #define LP_SAMPLER_MAX_RATE_HZ 10000
@@ -30,7 +30,7 @@
  * 2-core VM, where a signal costs some 45 us all told (31 us of it the
  * kernel's and the hypervisor's: docs/design-sampler.md), and already
  * within 1 point of the known shares on the bench's workloads. */
-#define LP_SAMPLER_DEFAULT_RATE_HZ 1000
+#define LP_SAMPLER_DEFAULT_RATE_HZ     1000
 #define LP_SAMPLER_DEFAULT_CPU_RATE_HZ 250
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
@@ -45,30 +45,32 @@ typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_source;
 
 /* Sample flags (set in the handler; the drain charges by them: collect/charge.h). */
-#define LP_SF_GIL 1u           /* the thread held the GIL */
-#define LP_SF_IN_INTERP 2u     /* PC inside the interpreter's text segment */
-#define LP_SF_SYSCALL 4u       /* PC right after a syscall instruction */
-#define LP_SF_DETACHED 8u      /* wall mode: read from the sampler thread */
-#define LP_SF_TRUNCATED 16u    /* root-side frames were dropped */
-#define LP_SF_IN_EVAL 32u      /* PC inside _PyEval_EvalFrameDefault itself */
-#define LP_SF_TAIL 64u         /* CPU mode, a thread's end: cpu_ns of CPU time after its last
+#define LP_SF_GIL       1u  /* the thread held the GIL */
+#define LP_SF_IN_INTERP 2u  /* PC inside the interpreter's text segment */
+#define LP_SF_SYSCALL   4u  /* PC right after a syscall instruction */
+#define LP_SF_DETACHED  8u  /* wall mode: read from the sampler thread */
+#define LP_SF_TRUNCATED 16u /* root-side frames were dropped */
+#define LP_SF_IN_EVAL   32u /* PC inside _PyEval_EvalFrameDefault itself */
+#define LP_SF_TAIL \
+    64u /* CPU mode, a thread's end: cpu_ns of CPU time after its last
                                 * timer expiry; depth 0 = charge it to the thread's last sample */
-#define LP_SF_OTHER 128u       /* cpu_ns of CPU time of threads the sampler does not sample,
+#define LP_SF_OTHER \
+    128u /* cpu_ns of CPU time of threads the sampler does not sample,
                                 * charged to these frames (a thread in native code; with
                                 * LP_SF_GIL: only if the leaf stands on a call), or, depth 0,
                                 * placed by the drain (collect/other_threads.h) */
 
 /* One sample as the drain sees it. */
 typedef struct {
-    uint32_t weight;     /* 1 + timer overrun */
+    uint32_t weight; /* 1 + timer overrun */
     uint32_t flags;
     uint32_t depth;
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
-    uint64_t thread_key; /* PyThreadState.thread_id */
-    uint64_t cpu_ns;     /* detached wall samples: thread CPU time since the last one;
+    uint64_t thread_key;   /* PyThreadState.thread_id */
+    uint64_t cpu_ns;       /* detached wall samples: thread CPU time since the last one;
                           * LP_SF_TAIL: the unsampled CPU time at the thread's end */
-    uint64_t t_ns;       /* CLOCK_MONOTONIC when taken (the timeline); 0: not on it */
-    lp_rawframe frames[]; /* leaf first; then native_depth uintptr_t, leaf first */
+    uint64_t t_ns;         /* CLOCK_MONOTONIC when taken (the timeline); 0: not on it */
+    lp_rawframe frames[];  /* leaf first; then native_depth uintptr_t, leaf first */
 } lp_sample;
 
 /* The native instruction addresses of a sample (native_depth of them). */
@@ -80,7 +82,7 @@ typedef struct {
     lp_sampler_mode mode;
     int signo;
     uint64_t period_ns;
-    int others; /* count the CPU time of threads not sampled (collect/other_threads.h) */
+    int others;               /* count the CPU time of threads not sampled (collect/other_threads.h) */
     lp_cpu_source cpu_source; /* CPU mode: see above */
 } lp_sampler_config;
 
@@ -91,21 +93,21 @@ typedef struct {
 typedef struct {
     /* the thread's frames, leaf first; returns how many were written */
     int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
-    int (*holds_gil)(const void *tstate, lp_reader reader); /* 1, 0, or -1 unreadable */
+    int (*holds_gil)(const void *tstate, lp_reader reader);   /* 1, 0, or -1 unreadable */
     const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
     /* lprof --native (NULL: off): the interrupted thread's native stack from
      * the handler's ucontext, leaf first (collect/native_unwind.h) */
     int (*native)(void *ucontext, uintptr_t *ips, int max);
-    lp_reader interrupted_read; /* the handler walking its own, interrupted thread */
-    lp_reader safe_read;        /* fault-safe reads of another or an unowned thread */
+    lp_reader interrupted_read;     /* the handler walking its own, interrupted thread */
+    lp_reader safe_read;            /* fault-safe reads of another or an unowned thread */
     uintptr_t interp_lo, interp_hi; /* interpreter's executable segment: LP_SF_IN_INTERP */
     /* the dynamic linker's __tls_get_addr where the interpreter is a shared
      * library (libpython): its thread-local reads (3.13's thread state, on
      * every small-object allocation) call it, some 8% of a pure-Python
      * loop's samples; interpreter work too (LP_SF_IN_INTERP). 0, 0: none */
     uintptr_t tls_lo, tls_hi;
-    lp_ranges eval;                 /* the eval loop function's parts: LP_SF_IN_EVAL */
-    uintptr_t self_lo, self_hi;     /* lprof's own code: signals there are not counted */
+    lp_ranges eval;             /* the eval loop function's parts: LP_SF_IN_EVAL */
+    uintptr_t self_lo, self_hi; /* lprof's own code: signals there are not counted */
     /* around stop's wait for the wall thread; both NULL: nothing to release */
     void *(*release_gil)(void);
     void (*reacquire_gil)(void *saved);
@@ -156,10 +158,10 @@ LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
 LP_INTERNAL int lp_sampler_has_pending(void);
 
 typedef struct {
-    uint64_t signals;    /* handler invocations that took a sample */
-    uint64_t dropped;    /* samples lost: ring full or unreadable */
-    uint64_t truncated;  /* samples whose stack was cut at MAX_DEPTH */
-    uint64_t wall_reads; /* detached threads read by the wall thread (CPU mode: the
+    uint64_t signals;     /* handler invocations that took a sample */
+    uint64_t dropped;     /* samples lost: ring full or unreadable */
+    uint64_t truncated;   /* samples whose stack was cut at MAX_DEPTH */
+    uint64_t wall_reads;  /* detached threads read by the wall thread (CPU mode: the
                           * CPU sampler thread's reads of threads not running) */
     uint64_t in_profiler; /* signals that landed in lprof's own code: not counted */
     int signo;

@@ -89,7 +89,8 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     s->cpu_ns = 0;
     struct timespec now; /* vDSO, async-signal-safe (POSIX) */
     s->t_ns = clock_gettime(CLOCK_MONOTONIC, &now) == 0
-                  ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec : 0;
+                  ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec
+                  : 0;
     if (!(flags & LP_SF_IN_INTERP)) /* the other threads' clock asks (other_threads.h) */
         __atomic_store_n(&t->native_t_ns, s->t_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&t->sample_t_ns, s->t_ns, __ATOMIC_RELEASE);
@@ -140,8 +141,7 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
         if (pc >= S.host.self_lo && pc < S.host.self_hi)
             /* inside lprof itself (the -l tracer): not the program's time */
             __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
-        else
-            take_sample(t, weight, pc, uc);
+        else take_sample(t, weight, pc, uc);
     }
     __atomic_fetch_sub(&t->in_handler, 1, __ATOMIC_RELEASE);
 out:

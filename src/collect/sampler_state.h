@@ -65,7 +65,7 @@ static inline uintptr_t lp_sampler_sigval(int idx, uint32_t gen) {
     return ((uintptr_t)gen << LP_SLOT_INDEX_BITS) | (uintptr_t)idx;
 }
 
-#define LP_SAMPLE_MAX_BYTES                                                                    \
+#define LP_SAMPLE_MAX_BYTES \
     (sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe) + LP_NATIVE_MAX_DEPTH * sizeof(uintptr_t))
 
 typedef struct {
@@ -74,13 +74,13 @@ typedef struct {
     lp_sampler_host host; /* set before running, constant while it is */
     int installed_signo;  /* 0 = no handler installed by us */
     lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
-    uint8_t *ring_mem; /* mmap: one ring per slot + the wall ring */
-    lp_ring wall_ring; /* producer: wall thread */
+    uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
+    lp_ring wall_ring;   /* producer: wall thread */
     lp_ring others_ring; /* producer: the other threads' clock (collect/other_threads.c) */
     pthread_t wall_thread;
     int wall_running;
     int wall_started; /* set by the wall thread first thing: its start-up is over */
-    int paused; /* lp_sampler_pause: timers disarmed, no wall thread */
+    int paused;       /* lp_sampler_pause: timers disarmed, no wall thread */
     uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
     uint64_t perf_stalled; /* perf events closed: their thread blocked the signal (sampler.c) */
     int atfork_done;

@@ -7,9 +7,9 @@
 #include "common/hash.h"
 #include "common/own_alloc.h"
 
-#define WAYS 8
+#define WAYS       8
 #define FIRST_SETS 2048 /* powers of two */
-#define MAX_SETS 32768
+#define MAX_SETS   32768
 
 uint64_t lp_suspended_hash(const void *frame) { return lp_hash_fib32((uint64_t)(uintptr_t)frame); }
 

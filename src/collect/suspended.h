@@ -44,7 +44,8 @@ typedef struct {
 LP_INTERNAL int lp_suspended_put(lp_suspended_table *tab, const lp_suspended *e);
 /* Takes the suspension of `frame` out of the table: 1 and *out when there
  * is one for that frame and code, else 0. */
-LP_INTERNAL int lp_suspended_take(lp_suspended_table *tab, const void *frame, const void *code, lp_suspended *out);
+LP_INTERNAL int lp_suspended_take(lp_suspended_table *tab, const void *frame, const void *code,
+                                  lp_suspended *out);
 /* The frame's hash: its set is the low bits (as many as the sets need). */
 LP_INTERNAL uint64_t lp_suspended_hash(const void *frame);
 /* Forgets every suspension and the evicted count; keeps the size. */

@@ -15,14 +15,12 @@ LP_INTERNAL lp_tc_span_fn lp_tc_span_hook = NULL;
 /* Registry: records in registration order + open-addressing pointer set. */
 static lp_tc_code **codes;
 static size_t ncodes, codes_cap;
-static lp_tc_code **table;   /* power-of-two slots, NULL = empty */
+static lp_tc_code **table; /* power-of-two slots, NULL = empty */
 static size_t table_cap;
 static uint64_t next_serial = 1;
 static lp_suspended_table waits; /* suspended frames' open lines (Wait column) */
 
-static size_t slot_of(const void *id, size_t cap) {
-    return (size_t)lp_hash_ptr(id) & (cap - 1);
-}
+static size_t slot_of(const void *id, size_t cap) { return (size_t)lp_hash_ptr(id) & (cap - 1); }
 
 lp_tc_code *lp_tc_find(const void *id) {
     if (table_cap == 0) return NULL;

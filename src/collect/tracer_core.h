@@ -28,25 +28,25 @@
 typedef struct {
     uint64_t hits;
     uint64_t ticks;
-    uint64_t wait_ticks;     /* suspended here (yield, await) until resumed */
+    uint64_t wait_ticks; /* suspended here (yield, await) until resumed */
 } lp_tc_linestat;
 
 typedef struct lp_tc_code {
-    const void *id;          /* opaque (the PyCodeObject*) */
-    void *user;              /* binding's pointer (same object, kept alive there) */
+    const void *id; /* opaque (the PyCodeObject*) */
+    void *user;     /* binding's pointer (same object, kept alive there) */
     int firstlineno;
-    uint32_t nlines;         /* capacity of lines[] */
-    lp_tc_linestat *lines;   /* index lineno - firstlineno */
-    uint64_t total_ticks;    /* outermost activations only */
-    uint64_t owner;          /* serial of the thread whose frames `depth` counts */
-    uint32_t depth;          /* counted active frames of this code on `owner` */
+    uint32_t nlines;       /* capacity of lines[] */
+    lp_tc_linestat *lines; /* index lineno - firstlineno */
+    uint64_t total_ticks;  /* outermost activations only */
+    uint64_t owner;        /* serial of the thread whose frames `depth` counts */
+    uint32_t depth;        /* counted active frames of this code on `owner` */
 } lp_tc_code;
 
 typedef struct {
     lp_tc_code *code;
-    int32_t line;            /* index of the open line, -1 if none */
-    uint8_t outer;           /* outermost activation on this thread */
-    uint8_t counted;         /* included in code->depth */
+    int32_t line;    /* index of the open line, -1 if none */
+    uint8_t outer;   /* outermost activation on this thread */
+    uint8_t counted; /* included in code->depth */
     /* Program clock (timestamp minus the thread's tracer overhead so far)
      * when the line opened and when the frame was entered: a difference of
      * two is program time, with one subtraction per closed interval. */
@@ -57,11 +57,11 @@ typedef struct {
 typedef struct lp_tc_thread {
     lp_tc_frame *stack;
     uint32_t depth, cap;
-    uint32_t uncounted;      /* frames on this stack not in code->depth */
+    uint32_t uncounted; /* frames on this stack not in code->depth */
     uint64_t serial;
     uint64_t epoch;
-    uint64_t ovh;            /* cumulative tracer overhead on this thread */
-    uint64_t dropped;        /* events lost to allocation failure */
+    uint64_t ovh;     /* cumulative tracer overhead on this thread */
+    uint64_t dropped; /* events lost to allocation failure */
 } lp_tc_thread;
 
 extern LP_INTERNAL uint64_t lp_tc_epoch;

@@ -17,10 +17,10 @@
 #define LP_SIGNAL_SAFE
 #define LP_HOOK_SAFE
 
-#define LP_LIKELY(x) __builtin_expect(!!(x), 1)
-#define LP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LP_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define LP_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #define LP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-#define LP_UNUSED(x) ((void)(x))
+#define LP_UNUSED(x)    ((void)(x))
 
 /* Symbols shared between the extension's translation units; the module is
  * built with -fvisibility=hidden so only PyInit__lprof is exported. */

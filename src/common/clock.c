@@ -56,10 +56,8 @@ static double measure_tsc(void) {
 }
 
 void lp_clock_force(lp_clock_kind kind) {
-    if (kind == LP_CLOCK_TSC)
-        start_tsc();
-    else
-        lp_clock_use_tsc = 0;
+    if (kind == LP_CLOCK_TSC) start_tsc();
+    else lp_clock_use_tsc = 0;
     initialised = 1;
 }
 

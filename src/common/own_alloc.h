@@ -14,7 +14,7 @@
 #include "common/base.h"
 
 typedef struct {
-    int (*enter)(void);      /* returns the previous guard state */
+    int (*enter)(void); /* returns the previous guard state */
     void (*leave)(int prev);
 } lp_alloc_guard;
 

@@ -25,8 +25,6 @@ static inline void *lp_own_map(size_t bytes, int flags) {
 }
 
 /* Unmaps what lp_own_map returned; 0, or -1 and errno, as munmap. */
-static inline int lp_own_unmap(void *p, size_t bytes) {
-    return (int)syscall(SYS_munmap, p, (long)bytes);
-}
+static inline int lp_own_unmap(void *p, size_t bytes) { return (int)syscall(SYS_munmap, p, (long)bytes); }
 
 #endif

@@ -25,10 +25,10 @@ typedef struct {
 
 /* Marker frames have code == NULL and one of these offsets (a stack-table
  * node's offset field). */
-#define LP_OFFSET_THREAD_ROOT INT32_MIN   /* root node; code field holds the thread key */
-#define LP_OFFSET_TRUNCATED (INT32_MIN + 1) /* frames dropped on the root side */
-#define LP_OFFSET_OVERFLOW (INT32_MIN + 2)  /* the "[other]" bucket */
-#define LP_OFFSET_NATIVE (INT32_MIN + 3)    /* a native frame: code is its address */
+#define LP_OFFSET_THREAD_ROOT INT32_MIN       /* root node; code field holds the thread key */
+#define LP_OFFSET_TRUNCATED   (INT32_MIN + 1) /* frames dropped on the root side */
+#define LP_OFFSET_OVERFLOW    (INT32_MIN + 2) /* the "[other]" bucket */
+#define LP_OFFSET_NATIVE      (INT32_MIN + 3) /* a native frame: code is its address */
 /* GPU work (a kernel, a copy, a memset) as the leaf of the stack that
  * launched it: code is its name, a NUL-terminated string interned by
  * aggregate/gpu_names.h (alive for the process). */

@@ -5,12 +5,14 @@
 #include "common/clock.h"
 
 static PyObject *py_timer_unit(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyFloat_FromDouble(lp_clock_seconds_per_tick());
 }
 
 static PyObject *py_timer_name(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyUnicode_FromString(lp_clock_name());
 }
 
@@ -21,8 +23,15 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_lprof", "lprof's C core: tracer, sampler, memory hooks.",
-    -1, module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_lprof",
+    "lprof's C core: tracer, sampler, memory hooks.",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__lprof(void) {
@@ -33,9 +42,9 @@ PyMODINIT_FUNC PyInit__lprof(void) {
     lp_clock_init();
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
-    if (lp_pytracer_init(m) < 0 || lp_pysampler_init(m) < 0 || lp_pymemory_init(m) < 0 || lp_pygpu_init(m) < 0 || lp_pyawaits_init(m) < 0 ||
-        lp_pystacks_init(m) < 0 || lp_pyexport_init(m) < 0 || lp_pyemergency_init(m) < 0 ||
-        lp_pyremote_init(m) < 0) {
+    if (lp_pytracer_init(m) < 0 || lp_pysampler_init(m) < 0 || lp_pymemory_init(m) < 0 ||
+        lp_pygpu_init(m) < 0 || lp_pyawaits_init(m) < 0 || lp_pystacks_init(m) < 0 ||
+        lp_pyexport_init(m) < 0 || lp_pyemergency_init(m) < 0 || lp_pyremote_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

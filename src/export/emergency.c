@@ -73,13 +73,13 @@ LP_SIGNAL_SAFE static void put_uint(line_buf *b, unsigned long v) {
 
 LP_SIGNAL_SAFE static const char *signal_name(int sig) {
     switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    case SIGTERM: return "SIGTERM";
-    default: return "a signal";
+        case SIGSEGV: return "SIGSEGV";
+        case SIGBUS: return "SIGBUS";
+        case SIGFPE: return "SIGFPE";
+        case SIGILL: return "SIGILL";
+        case SIGABRT: return "SIGABRT";
+        case SIGTERM: return "SIGTERM";
+        default: return "a signal";
     }
 }
 
@@ -161,7 +161,8 @@ LP_SIGNAL_SAFE static void write_last_checkpoint(int sig) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long age = (long)(now.tv_sec - s->taken.tv_sec);
-    write_note(sig, (long)((now.tv_sec - s->taken.tv_sec) * 1000 + (now.tv_nsec - s->taken.tv_nsec) / 1000000));
+    write_note(sig,
+               (long)((now.tv_sec - s->taken.tv_sec) * 1000 + (now.tv_nsec - s->taken.tv_nsec) / 1000000));
     put(&b, "; wrote its profile as of ");
     put_uint(&b, (unsigned long)(age > 0 ? age : 0));
     put(&b, " s before (lprof's last checkpoint) to ");
@@ -289,10 +290,10 @@ void lp_emergency_disarm(void) {
 /* A monotonic deadline where the C library has one: a step of the wall
  * clock must not stretch the wait between checkpoints. */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 30))
-#define WAIT_CLOCK CLOCK_MONOTONIC
+#define WAIT_CLOCK          CLOCK_MONOTONIC
 #define TIMED_WAIT(sem, at) sem_clockwait((sem), CLOCK_MONOTONIC, (at))
 #else
-#define WAIT_CLOCK CLOCK_REALTIME
+#define WAIT_CLOCK          CLOCK_REALTIME
 #define TIMED_WAIT(sem, at) sem_timedwait((sem), (at))
 #endif
 

@@ -31,8 +31,7 @@ enum {
 /* flags: LP_EMERGENCY_*. path / tmp_path: the profile file and the
  * temporary name written first. mode: the file's permission bits. Returns 0,
  * or -1 with errno set. */
-LP_INTERNAL int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path,
-                                 unsigned mode);
+LP_INTERNAL int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path, unsigned mode);
 /* Restores each previous handler where ours is still installed. */
 LP_INTERNAL void lp_emergency_disarm(void);
 /* Copies an encoded profile as the one a fatal signal writes. -1 on

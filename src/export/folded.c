@@ -17,10 +17,10 @@ typedef struct {
 } line;
 
 struct lp_folded {
-    char **names;         /* sanitized copies, by original index */
-    uint32_t *rank_of;    /* original index -> rank */
-    uint32_t *name_of;    /* rank -> original index (first holder) */
-    uint32_t *rank_ids;   /* all stacks as ranks */
+    char **names;       /* sanitized copies, by original index */
+    uint32_t *rank_of;  /* original index -> rank */
+    uint32_t *name_of;  /* rank -> original index (first holder) */
+    uint32_t *rank_ids; /* all stacks as ranks */
     line *lines;
     size_t n_lines, n_names;
     int64_t total;
@@ -75,7 +75,10 @@ static char *sanitized(const char *s) {
     char *c = malloc(n + 1);
     if (!c) return NULL;
     for (size_t i = 0; i <= n; i++) c[i] = (s[i] == ';' || s[i] == '\n' || s[i] == '\r') ? '_' : s[i];
-    if (n == 0) { free(c); c = strdup("_"); }
+    if (n == 0) {
+        free(c);
+        c = strdup("_");
+    }
     return c;
 }
 
@@ -90,8 +93,8 @@ void lp_folded_free(lp_folded *f) {
     free(f);
 }
 
-lp_folded *lp_folded_build(const char *const *names, size_t n_names, const uint32_t *ids, const size_t *offsets,
-                           const int64_t *values, size_t n_stacks, const char **err) {
+lp_folded *lp_folded_build(const char *const *names, size_t n_names, const uint32_t *ids,
+                           const size_t *offsets, const int64_t *values, size_t n_stacks, const char **err) {
     if (n_stacks >= UINT32_MAX) {
         *err = "too many stacks";
         return NULL;
@@ -125,7 +128,10 @@ lp_folded *lp_folded_build(const char *const *names, size_t n_names, const uint3
     for (size_t s = 0; s < n_stacks; s++) {
         if (values[s] <= 0 || offsets[s + 1] <= offsets[s]) continue;
         for (size_t k = offsets[s]; k < offsets[s + 1]; k++) {
-            if (ids[k] >= n_names) { *err = "frame id out of range"; goto fail; }
+            if (ids[k] >= n_names) {
+                *err = "frame id out of range";
+                goto fail;
+            }
             f->rank_ids[k] = f->rank_of[ids[k]];
         }
         f->lines[nl].ranks = &f->rank_ids[offsets[s]];
@@ -165,9 +171,14 @@ lp_flame_rect *lp_folded_flame(const lp_folded *f, int64_t min_width, size_t *n)
     size_t cap = 1024, len = 0;
     lp_flame_rect *out = malloc(cap * sizeof *out);
     uint32_t maxd = 0;
-    for (size_t i = 0; i < f->n_lines; i++) if (f->lines[i].depth > maxd) maxd = f->lines[i].depth;
+    for (size_t i = 0; i < f->n_lines; i++)
+        if (f->lines[i].depth > maxd) maxd = f->lines[i].depth;
     int64_t *start = malloc(sizeof(int64_t) * (maxd + 1));
-    if (!out || !start) { free(out); free(start); return NULL; }
+    if (!out || !start) {
+        free(out);
+        free(start);
+        return NULL;
+    }
     const line *prev = NULL;
     int64_t x = 0;
     /* flow: close frames of prev that differ from line i, open new ones */
@@ -175,13 +186,18 @@ lp_flame_rect *lp_folded_flame(const lp_folded *f, int64_t min_width, size_t *n)
         const line *cur = i < f->n_lines ? &f->lines[i] : NULL;
         uint32_t common = 0;
         if (prev && cur)
-            while (common < prev->depth && common < cur->depth && prev->ranks[common] == cur->ranks[common]) common++;
+            while (common < prev->depth && common < cur->depth && prev->ranks[common] == cur->ranks[common])
+                common++;
         for (uint32_t d = prev ? prev->depth : 0; d-- > common;) {
             int64_t w = x - start[d];
             if (w < min_width) continue;
             if (len == cap) {
                 lp_flame_rect *g = realloc(out, 2 * cap * sizeof *out);
-                if (!g) { free(out); free(start); return NULL; }
+                if (!g) {
+                    free(out);
+                    free(start);
+                    return NULL;
+                }
                 out = g;
                 cap *= 2;
             }

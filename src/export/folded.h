@@ -14,10 +14,10 @@
 #include "common/base.h"
 
 typedef struct {
-    uint32_t depth;  /* 0 = root frames */
-    uint32_t name;   /* index into names */
-    int64_t x;       /* start, in value units */
-    int64_t width;   /* in value units */
+    uint32_t depth; /* 0 = root frames */
+    uint32_t name;  /* index into names */
+    int64_t x;      /* start, in value units */
+    int64_t width;  /* in value units */
 } lp_flame_rect;
 
 typedef struct lp_folded lp_folded;

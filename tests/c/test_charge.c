@@ -51,7 +51,8 @@ TEST(a_system_call_is_system_time_whatever_else) {
     CHECK_EQ_INT(cpu_of(LP_SF_SYSCALL, 1, &asked), LP_M_CPU_SYSTEM);
     CHECK_EQ_INT(cpu_of(LP_SF_SYSCALL | LP_SF_GIL | LP_SF_IN_INTERP, 1, &asked), LP_M_CPU_SYSTEM);
     CHECK_EQ_INT(asked, 0);
-    CHECK_EQ_INT(cpu_of(LP_SF_SYSCALL | LP_SF_GIL | LP_SF_IN_INTERP | LP_SF_IN_EVAL, 0, &asked), LP_M_CPU_SYSTEM);
+    CHECK_EQ_INT(cpu_of(LP_SF_SYSCALL | LP_SF_GIL | LP_SF_IN_INTERP | LP_SF_IN_EVAL, 0, &asked),
+                 LP_M_CPU_SYSTEM);
 }
 
 TEST(cpu_mode_sample_adds_its_column_and_count) {

@@ -13,7 +13,10 @@ static void check_unit_against_monotonic(void) {
     CHECK_NEAR(measured / expected, 1.0, 0.02);
 }
 
-TEST(tsc_clock_unit) { lp_clock_force(LP_CLOCK_TSC); check_unit_against_monotonic(); }
+TEST(tsc_clock_unit) {
+    lp_clock_force(LP_CLOCK_TSC);
+    check_unit_against_monotonic();
+}
 TEST(monotonic_clock_unit) {
     lp_clock_force(LP_CLOCK_MONOTONIC);
     CHECK_NEAR(lp_clock_seconds_per_tick(), 1e-9, 1e-15);
@@ -22,7 +25,11 @@ TEST(monotonic_clock_unit) {
 TEST(clock_never_goes_back) {
     lp_clock_init();
     uint64_t prev = lp_clock_now();
-    for (int i = 0; i < 100000; i++) { uint64_t t = lp_clock_now(); CHECK(t >= prev); prev = t; }
+    for (int i = 0; i < 100000; i++) {
+        uint64_t t = lp_clock_now();
+        CHECK(t >= prev);
+        prev = t;
+    }
 }
 
 RUN_TESTS(tsc_clock_unit, monotonic_clock_unit, clock_never_goes_back)

@@ -17,7 +17,8 @@ static lp_eh_frame frames[MAX];
 static int nframes;
 static uintptr_t unw_ips[MAX];
 static int n_unw;
-static uintptr_t middle_local_at; /* where middle() keeps a local: the eval loop's entry frame, in miniature */
+static uintptr_t
+    middle_local_at; /* where middle() keeps a local: the eval loop's entry frame, in miniature */
 static volatile int sink;
 
 NOINLINE static int inner(void) {

@@ -23,11 +23,10 @@ TEST(folded_text_sorted_merged_sanitized) {
     lp_folded *f = lp_folded_build(names, 5, ids, offsets, values, 6, &err);
     REQUIRE(f != NULL);
     char *text = fold_to_string(f);
-    const char *expected =
-        "main (a.py:1) 2\n"
-        "main (a.py:1);f (a.py:5) 17\n"
-        "main (a.py:1);g_h (b.py:2) 5\n"
-        "main (a.py:1);x_y (c.py:9) 3\n";
+    const char *expected = "main (a.py:1) 2\n"
+                           "main (a.py:1);f (a.py:5) 17\n"
+                           "main (a.py:1);g_h (b.py:2) 5\n"
+                           "main (a.py:1);x_y (c.py:9) 3\n";
     CHECK(strcmp(text, expected) == 0);
     if (strcmp(text, expected) != 0) fprintf(stderr, "got:\n%s", text);
     CHECK_EQ_INT(lp_folded_count(f), 4);
@@ -40,8 +39,15 @@ TEST(folded_text_sorted_merged_sanitized) {
     /* main spans everything at depth 0; f has width 17 at depth 1 */
     int saw_main = 0, saw_f = 0;
     for (size_t i = 0; i < n; i++) {
-        if (r[i].depth == 0) { saw_main++; CHECK_EQ_INT(r[i].width, 27); CHECK_EQ_INT(r[i].x, 0); }
-        if (r[i].depth == 1 && r[i].width == 17) { saw_f++; CHECK_EQ_INT(r[i].x, 2); }
+        if (r[i].depth == 0) {
+            saw_main++;
+            CHECK_EQ_INT(r[i].width, 27);
+            CHECK_EQ_INT(r[i].x, 0);
+        }
+        if (r[i].depth == 1 && r[i].width == 17) {
+            saw_f++;
+            CHECK_EQ_INT(r[i].x, 2);
+        }
     }
     CHECK_EQ_INT(saw_main, 1);
     CHECK_EQ_INT(saw_f, 1);

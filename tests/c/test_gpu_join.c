@@ -58,7 +58,7 @@ TEST(collective_kernels_are_communication) {
     CHECK(lp_gpu_name_is_comm("reduce_scatter_execution_int8_max"));
     CHECK(!lp_gpu_name_is_comm("gemm_kernel"));
     CHECK(!lp_gpu_name_is_comm("my_ncclKernel"));
-    CHECK(!lp_gpu_name_is_comm("_Z40ncclDevKernel"));  /* length past the end */
+    CHECK(!lp_gpu_name_is_comm("_Z40ncclDevKernel")); /* length past the end */
     CHECK(!lp_gpu_name_is_comm("_Z"));
     CHECK(!lp_gpu_name_is_comm(""));
     CHECK(!lp_gpu_name_is_comm(NULL));
@@ -66,7 +66,8 @@ TEST(collective_kernels_are_communication) {
     uint32_t s = launch_stack(1, 0x3000);
     lp_gpu_join_note_launch(21, s);
     lp_gpu_join_note_launch(22, s);
-    lp_gpu_activity nccl = {LP_GPU_KERNEL, 21, 1000, 1700, 0, LP_GPU_DIR_OTHER, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0};
+    lp_gpu_activity nccl = {
+        LP_GPU_KERNEL, 21, 1000, 1700, 0, LP_GPU_DIR_OTHER, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0};
     lp_gpu_activity gemm = {LP_GPU_KERNEL, 22, 2000, 2100, 0, LP_GPU_DIR_OTHER, "gemm_kernel", 0};
     uint32_t a = lp_gpu_join_add(&nccl), b = lp_gpu_join_add(&gemm);
     REQUIRE(a != LP_STACK_NONE && b != LP_STACK_NONE && a != b);
@@ -224,7 +225,7 @@ TEST(kept_launches_age_out_counted) {
     CHECK_EQ_INT(st.unattributed, 0);
 }
 
-#define THREADS 4
+#define THREADS    4
 #define PER_THREAD 20000
 
 static uint32_t thread_stacks[THREADS];
@@ -239,7 +240,8 @@ static void *launcher(void *arg) {
 static void *joiner(void *arg) {
     int t = (int)(intptr_t)arg;
     for (uint32_t i = 0; i < PER_THREAD; i++) {
-        lp_gpu_activity k = {LP_GPU_KERNEL, 1 + (uint32_t)t * PER_THREAD + i, 100, 101, 0, LP_GPU_DIR_OTHER, "k", 0};
+        lp_gpu_activity k = {
+            LP_GPU_KERNEL, 1 + (uint32_t)t * PER_THREAD + i, 100, 101, 0, LP_GPU_DIR_OTHER, "k", 0};
         lp_gpu_join_add(&k);
     }
     return NULL;
@@ -273,7 +275,7 @@ TEST(device_memory_peak_is_replayed_per_stack) {
     lp_gpu_devmem_alloc(0x7f0000002000, 300, b); /* peak: a 100 + b 300 */
     lp_gpu_devmem_free(0x7f0000002000);
     lp_gpu_devmem_alloc(0x7f0000003000, 250, a); /* 350 < 400: no new peak */
-    lp_gpu_devmem_free(0x1234);                   /* never seen */
+    lp_gpu_devmem_free(0x1234);                  /* never seen */
     lp_gpu_devmem_finish();
     CHECK_EQ_INT(col(a, LP_M_GPU_PEAK), 100);
     CHECK_EQ_INT(col(b, LP_M_GPU_PEAK), 300);
@@ -304,7 +306,6 @@ TEST(device_memory_table_survives_churn) {
 }
 
 RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, backward_work_counts_as_backward,
-          kernel_and_copies_join_their_launch, unknown_and_incomplete_records,
-          late_records_keep_their_launch, kept_launches_age_out_counted,
-          concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
-          device_memory_table_survives_churn)
+          kernel_and_copies_join_their_launch, unknown_and_incomplete_records, late_records_keep_their_launch,
+          kept_launches_age_out_counted, concurrent_launches_then_concurrent_joins,
+          device_memory_peak_is_replayed_per_stack, device_memory_table_survives_churn)

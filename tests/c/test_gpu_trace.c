@@ -84,7 +84,7 @@ TEST(cap_from_environment_and_drops_counted) {
     unsetenv("LPROF_GPU_TRACE_MAX");
 }
 
-#define THREADS 4
+#define THREADS    4
 #define PER_THREAD 5000
 static void *adder(void *arg) {
     uint32_t base = (uint32_t)(uintptr_t)arg * PER_THREAD;
@@ -113,8 +113,8 @@ TEST(concurrent_adds_stop_at_the_cap) {
 
 TEST(idle_of_an_interval) {
     const uint64_t busy[][2] = {{100, 200}, {150, 300}, {500, 600}, {700, 700}};
-    CHECK_EQ_INT(lp_gpu_idle_of(0, 100, busy, 4), 100);  /* before any work */
-    CHECK_EQ_INT(lp_gpu_idle_of(120, 280, busy, 4), 0);  /* inside overlapping work */
+    CHECK_EQ_INT(lp_gpu_idle_of(0, 100, busy, 4), 100); /* before any work */
+    CHECK_EQ_INT(lp_gpu_idle_of(120, 280, busy, 4), 0); /* inside overlapping work */
     CHECK_EQ_INT(lp_gpu_idle_of(0, 1000, busy, 4), 1000 - 200 - 100);
     CHECK_EQ_INT(lp_gpu_idle_of(250, 550, busy, 4), 200); /* 300..500 */
     CHECK_EQ_INT(lp_gpu_idle_of(650, 800, busy, 4), 150); /* an empty interval is no work */
@@ -185,6 +185,6 @@ TEST(idle_log_is_capped) {
     unsetenv("LPROF_GPU_SPANS_MAX");
 }
 
-RUN_TESTS(records_keep_times_ids_and_launch, launch_ring_tags_reused_slots, cap_from_environment_and_drops_counted,
-          concurrent_adds_stop_at_the_cap, idle_of_an_interval, idle_per_line_from_logged_intervals,
-          idle_log_is_capped)
+RUN_TESTS(records_keep_times_ids_and_launch, launch_ring_tags_reused_slots,
+          cap_from_environment_and_drops_counted, concurrent_adds_stop_at_the_cap, idle_of_an_interval,
+          idle_per_line_from_logged_intervals, idle_log_is_capped)

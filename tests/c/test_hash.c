@@ -9,7 +9,7 @@
 #include "harness.h"
 
 #define BUCKETS 1024
-#define KEYS (BUCKETS * 64) /* 64 a bucket on average */
+#define KEYS    (BUCKETS * 64) /* 64 a bucket on average */
 
 /* Keys base + i * stride into BUCKETS buckets by `shift`: the fullest and
  * emptiest bucket stay within 50% of the mean (a binomial spread of 64 keys
@@ -27,7 +27,10 @@ static void check_spread(uint64_t base, uint64_t stride, unsigned shift) {
     CHECK(hi <= 96);
 }
 
-TEST(sequential_ids_spread_over_low_bits) { check_spread(0, 1, 0); check_spread(1u << 20, 1, 0); }
+TEST(sequential_ids_spread_over_low_bits) {
+    check_spread(0, 1, 0);
+    check_spread(1u << 20, 1, 0);
+}
 /* addresses of 16- and 64-byte blocks, and of pages: the low bits of the
  * keys never change */
 TEST(aligned_addresses_spread_over_low_bits) {
@@ -35,7 +38,10 @@ TEST(aligned_addresses_spread_over_low_bits) {
     check_spread(0x7f0000000000ull, 64, 0);
     check_spread(0x555555554000ull, 4096, 0);
 }
-TEST(sequential_keys_spread_over_high_bits) { check_spread(0, 1, 54); check_spread(0x7f0000000000ull, 64, 40); }
+TEST(sequential_keys_spread_over_high_bits) {
+    check_spread(0, 1, 54);
+    check_spread(0x7f0000000000ull, 64, 40);
+}
 
 /* Avalanche: flipping any one input bit flips each output bit in about half
  * of 4096 keys. */
@@ -73,7 +79,7 @@ static void check_even(uint64_t base, uint64_t stride) {
 TEST(fibonacci_spreads_progressions_evenly) {
     check_even(0, 1);
     check_even(0x7f1234560000ull, 16);
-    check_even(0x7f1234560000ull, 48);  /* same-sized objects */
+    check_even(0x7f1234560000ull, 48); /* same-sized objects */
     check_even(0x7f1234560000ull, 112);
     check_even(0x555555554000ull, 4096);
     check_even(0x7f0000000000ull, (8u << 20) + 4096); /* thread stacks */

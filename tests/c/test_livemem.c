@@ -40,7 +40,7 @@ TEST(insert_remove_matches_reference) {
     for (int i = 0; i < N; i++) {
         if (present[i]) {
             n++;
-            CHECK(lp_livemem_maybe(&t, (void *)addrs[i]));  /* no false negatives */
+            CHECK(lp_livemem_maybe(&t, (void *)addrs[i])); /* no false negatives */
         }
         lp_live_block out;
         CHECK_EQ_INT(lp_livemem_remove(&t, addrs[i], &out), present[i]);
@@ -63,7 +63,7 @@ TEST(replace_same_address) {
 
 TEST(overflow_counted) {
     lp_livemem t;
-    REQUIRE(lp_livemem_init(&t, 4) == 0);  /* 16 slots, 12 usable */
+    REQUIRE(lp_livemem_init(&t, 4) == 0); /* 16 slots, 12 usable */
     int inserted = 0;
     for (uintptr_t i = 1; i <= 20; i++) {
         lp_live_block b = blk(i * 64, 1, 1);
@@ -83,7 +83,7 @@ TEST(filter_mostly_rejects_unsampled) {
     }
     int hits = 0;
     for (uintptr_t i = 1; i <= 100000; i++) hits += lp_livemem_maybe(&t, (void *)(0x7f0000000000 + i * 48));
-    CHECK(hits < 2000);  /* ~0.5% expected with 5000 of 2^20 counters set */
+    CHECK(hits < 2000); /* ~0.5% expected with 5000 of 2^20 counters set */
     lp_livemem_destroy(&t);
 }
 

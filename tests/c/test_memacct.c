@@ -26,7 +26,7 @@ TEST(account_writes_columns_and_peak) {
     lp_memacct_alloc(a, s2 + 1, 300, 300, 0, now += 1000000); /* stack 2 peaks at 300 */
     lp_memacct_free(a, s2 + 1, 300, now += 1000000);
     lp_memacct_alloc(a, s3 + 1, 50, 25, 0, now += 1000000);
-    lp_memacct_free(a, 0, 7, now += 1000000);                /* a block from before the start */
+    lp_memacct_free(a, 0, 7, now += 1000000); /* a block from before the start */
     lp_memacct_mark(a, now += 1000000);
     lp_memacct_totals tot;
     lp_memacct_get_totals(a, &tot);
@@ -90,17 +90,17 @@ TEST(leak_rule) {
     CHECK_NEAR(v.slope, 10000, 600);
     CHECK(v.score > LP_LEAK_SCORE);
     CHECK(v.is_leak);
-    lp_leak_input burst = survivors_over(0.01, 100, 1000);   /* all at once: kept, not leaking */
+    lp_leak_input burst = survivors_over(0.01, 100, 1000); /* all at once: kept, not leaking */
     lp_leak_judge(&burst, 1e6, 10.0, &v);
     CHECK(!v.is_leak);
     lp_leak_input freed = steady;
     freed.alloc_samples = 2000;
-    freed.free_samples = 1900;                                 /* most blocks came back */
+    freed.free_samples = 1900; /* most blocks came back */
     lp_leak_judge(&freed, 1e6, 10.0, &v);
     CHECK(v.score < 0.5);
     CHECK(!v.is_leak);
     lp_leak_input small = steady;
-    lp_leak_judge(&small, 1e9, 10.0, &v);                    /* 100 KB of a 1 GB peak */
+    lp_leak_judge(&small, 1e9, 10.0, &v); /* 100 KB of a 1 GB peak */
     CHECK(!v.is_leak);
 }
 

@@ -56,7 +56,10 @@ TEST(countdown_mean) {
     lp_memsample_init(&s, 1000, 1);
     double sum = 0;
     const int n = 20000;
-    for (int i = 0; i < n; i++) { lp_memsample_redraw(&s); sum += (double)s.until; }
+    for (int i = 0; i < n; i++) {
+        lp_memsample_redraw(&s);
+        sum += (double)s.until;
+    }
     /* exponential of mean 1000 (+0.5 from ceil): std of the mean is 1000/sqrt(n) = 7 */
     CHECK_NEAR(sum / n, 1000.5, 30);
 }
@@ -86,5 +89,5 @@ TEST(take_seeds_then_redraws) {
     CHECK(s.rng != rng);
 }
 
-RUN_TESTS(small_objects_unbiased, page_objects_unbiased, large_objects_exact, weight_formula,
-          countdown_mean, seeds_differ, take_seeds_then_redraws)
+RUN_TESTS(small_objects_unbiased, page_objects_unbiased, large_objects_exact, weight_formula, countdown_mean,
+          seeds_differ, take_seeds_then_redraws)

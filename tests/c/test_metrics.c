@@ -9,7 +9,9 @@
 TEST(every_column_belongs_to_its_section) {
     for (int m = 0; m < LP_M_COUNT; m++) {
         const lp_metric_info *i = &lp_metric_infos[m];
-        const char *want = i->group == LP_GROUP_SAMPLING ? "sampling" : i->group == LP_GROUP_MEMORY ? "memory" : "gpu";
+        const char *want = i->group == LP_GROUP_SAMPLING ? "sampling"
+                           : i->group == LP_GROUP_MEMORY ? "memory"
+                                                         : "gpu";
         CHECK(strcmp(i->group_name, want) == 0);
     }
     CHECK_EQ_INT(lp_metric_infos[LP_M_CPU_PYTHON].group, LP_GROUP_SAMPLING);
@@ -22,8 +24,7 @@ TEST(every_column_belongs_to_its_section) {
 
 TEST(groups_are_contiguous_runs) {
     /* memhooks.c clears ALLOC_BYTES..SURVIVOR_T2, gpu_* the GPU run */
-    for (int m = 1; m < LP_M_COUNT; m++)
-        CHECK(lp_metric_infos[m].group >= lp_metric_infos[m - 1].group);
+    for (int m = 1; m < LP_M_COUNT; m++) CHECK(lp_metric_infos[m].group >= lp_metric_infos[m - 1].group);
 }
 
 /* The memory sampler's statistics are kept, never shown: the reports'

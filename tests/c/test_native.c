@@ -17,11 +17,11 @@
 
 /* fake address space: eval loop at [0x1000, 0x2000), rest of the interpreter
  * up to 0x8000; an extension at 0x9000; libc at 0xa000 */
-#define EVAL 0x1100u
-#define INTERP 0x5000u
-#define EXT_LEAF 0x9010u
+#define EVAL       0x1100u
+#define INTERP     0x5000u
+#define EXT_LEAF   0x9010u
 #define EXT_CALLER 0x9210u
-#define LIBC 0xa000u
+#define LIBC       0xa000u
 static const lp_splice_rules RULES = {{1, {0x1000}, {0x2000}}, 0x1000, 0x8000, 0};
 
 static lp_rawframe py(uintptr_t code, int entry) {
@@ -198,7 +198,8 @@ static uintptr_t seen[LP_NATIVE_MAX_DEPTH];
 static volatile int seen_n;
 
 static void on_prof(int sig, siginfo_t *si, void *uc) {
-    (void)sig; (void)si;
+    (void)sig;
+    (void)si;
     if (got) return;
     seen_n = lp_native_unwind(uc, seen, LP_NATIVE_MAX_DEPTH);
     got = 1;
@@ -273,7 +274,9 @@ TEST(unwinds_from_an_ordinary_call_as_the_allocation_hooks_do) {
 
 RUN_TESTS(c_function_under_its_python_line, python_callback_under_the_c_function_that_called_it,
           eval_loop_split_in_two_parts_splices_at_either, ranges_hold_at_most_their_limit,
-          show_all_keeps_interpreter_and_start_up_frames, disagreement_keeps_the_native_leaf_and_every_python_frame,
-          truncated_native_walk_puts_the_rest_of_python_rootward, output_is_bounded, own_and_static_functions_by_name, library_function_and_unknown_address,
+          show_all_keeps_interpreter_and_start_up_frames,
+          disagreement_keeps_the_native_leaf_and_every_python_frame,
+          truncated_native_walk_puts_the_rest_of_python_rootward, output_is_bounded,
+          own_and_static_functions_by_name, library_function_and_unknown_address,
           demangles_cxx_names_and_copies_c_names, unwinds_the_interrupted_thread_from_its_handler,
           unwinds_from_an_ordinary_call_as_the_allocation_hooks_do)

@@ -5,7 +5,10 @@
 #include "common/own_alloc.h"
 
 static int depth, calls;
-static int enter(void) { calls++; return depth++; }
+static int enter(void) {
+    calls++;
+    return depth++;
+}
 static void leave(int prev) { depth = prev; }
 static const lp_alloc_guard guard = {enter, leave};
 

@@ -24,12 +24,12 @@ TEST(line_table_310) {
 
 TEST(line_table_311) {
     const uint8_t t[] = {
-        0x80 | (13 << 3) | 0, 0x02,             /* 1 unit, no column, line +1 */
-        0x80 | (11 << 3) | 2, 4, 8,             /* 3 units, one-line form, +1 */
-        0x80 | (3 << 3) | 1, 7,                 /* 2 units, short form, same line */
-        0x80 | (14 << 3) | 0, 0x05, 0, 1, 1,    /* 1 unit, long form, line -2 */
-        0x80 | (15 << 3) | 1,                   /* 2 units, no location */
-        0x80 | (13 << 3) | 0, 0x40 | 0x08, 0x01 /* 1 unit, line +(8 | 1 << 6) >> 1 = +36 */
+        0x80 | (13 << 3) | 0, 0x02,                   /* 1 unit, no column, line +1 */
+        0x80 | (11 << 3) | 2, 4,           8,         /* 3 units, one-line form, +1 */
+        0x80 | (3 << 3) | 1,  7,                      /* 2 units, short form, same line */
+        0x80 | (14 << 3) | 0, 0x05,        0,   1, 1, /* 1 unit, long form, line -2 */
+        0x80 | (15 << 3) | 1,                         /* 2 units, no location */
+        0x80 | (13 << 3) | 0, 0x40 | 0x08, 0x01       /* 1 unit, line +(8 | 1 << 6) >> 1 = +36 */
     };
     CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 0), 6);
     CHECK_EQ_INT(lp_remote_line_of(t, sizeof t, 5, LP_REMOTE_FRAMES_311, 1), 7);
@@ -44,9 +44,9 @@ TEST(line_table_311) {
 TEST(malformed_tables_give_no_line) {
     const uint8_t no_high_bit[] = {0x05, 0x80};
     CHECK_EQ_INT(lp_remote_line_of(no_high_bit, sizeof no_high_bit, 1, LP_REMOTE_FRAMES_311, 0), -1);
-    const uint8_t cut_varint[] = {0x80 | (13 << 3), 0x40};  /* continuation, then the end */
+    const uint8_t cut_varint[] = {0x80 | (13 << 3), 0x40}; /* continuation, then the end */
     CHECK_EQ_INT(lp_remote_line_of(cut_varint, sizeof cut_varint, 1, LP_REMOTE_FRAMES_311, 0), -1);
-    const uint8_t cut_columns[] = {0x80 | (10 << 3), 1};     /* one of two column bytes */
+    const uint8_t cut_columns[] = {0x80 | (10 << 3), 1}; /* one of two column bytes */
     CHECK_EQ_INT(lp_remote_line_of(cut_columns, sizeof cut_columns, 1, LP_REMOTE_FRAMES_311, 0), -1);
     const uint8_t endless[] = {0x80 | (13 << 3), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f};
     CHECK_EQ_INT(lp_remote_line_of(endless, sizeof endless, 1, LP_REMOTE_FRAMES_311, 0), -1);
@@ -69,38 +69,75 @@ TEST(reads_are_checked) {
 
 /* ---- a walk over structures faked in this process (it reads itself) ---- */
 
-typedef struct { _Alignas(8) uint32_t state; uint32_t pad; int64_t length; char data[16]; } fake_str;
-typedef struct { _Alignas(8) int64_t size; uint8_t sval[8]; } fake_bytes;
-typedef struct { _Alignas(8) uint64_t pad; const char *tp_name; } fake_type;
+typedef struct {
+    _Alignas(8) uint32_t state;
+    uint32_t pad;
+    int64_t length;
+    char data[16];
+} fake_str;
+typedef struct {
+    _Alignas(8) int64_t size;
+    uint8_t sval[8];
+} fake_bytes;
+typedef struct {
+    _Alignas(8) uint64_t pad;
+    const char *tp_name;
+} fake_type;
 typedef struct {
     _Alignas(8) uint64_t ob_type, filename, name, linetable;
     int32_t firstlineno, pad;
     uint8_t code[16];
 } fake_code;
-typedef struct { _Alignas(8) uint64_t previous, code, instr; uint8_t owner; } fake_frame;
-typedef struct { _Alignas(8) uint64_t next, tid, ntid, frame; } fake_ts;
-typedef struct { _Alignas(8) uint64_t next, threads_head; } fake_interp;
+typedef struct {
+    _Alignas(8) uint64_t previous, code, instr;
+    uint8_t owner;
+} fake_frame;
+typedef struct {
+    _Alignas(8) uint64_t next, tid, ntid, frame;
+} fake_ts;
+typedef struct {
+    _Alignas(8) uint64_t next, threads_head;
+} fake_interp;
 
-#define U(p) ((uint64_t)(uintptr_t)(p))
+#define U(p)          ((uint64_t)(uintptr_t)(p))
 #define COMPACT_ASCII ((1u << 2) | (1u << 5) | (1u << 6)) /* kind 1, compact, ascii */
 
 static const lp_remote_layout fake_layout = {
-    .version_hex = 0x030D0000, .frame_model = LP_REMOTE_FRAMES_313,
-    .rt_interpreters_head = 0, .is_next = offsetof(fake_interp, next),
-    .is_threads_head = offsetof(fake_interp, threads_head), .ts_next = offsetof(fake_ts, next),
-    .ts_thread_id = offsetof(fake_ts, tid), .ts_native_thread_id = offsetof(fake_ts, ntid),
-    .ts_frame = offsetof(fake_ts, frame), .cframe_current_frame = LP_REMOTE_ABSENT,
-    .fr_previous = offsetof(fake_frame, previous), .fr_code = offsetof(fake_frame, code),
-    .fr_instr = offsetof(fake_frame, instr), .fr_owner = offsetof(fake_frame, owner),
-    .co_filename = offsetof(fake_code, filename), .co_name = offsetof(fake_code, name),
-    .co_qualname = LP_REMOTE_ABSENT, .co_linetable = offsetof(fake_code, linetable),
-    .co_firstlineno = offsetof(fake_code, firstlineno), .co_code_adaptive = offsetof(fake_code, code),
-    .ob_type = 0, .tp_name = offsetof(fake_type, tp_name), .bytes_size = 0,
-    .bytes_sval = offsetof(fake_bytes, sval), .u_state = 0, .u_length = offsetof(fake_str, length),
-    .u_ascii_size = offsetof(fake_str, data), .u_compact_size = offsetof(fake_str, data),
-    .fr_localsplus = LP_REMOTE_ABSENT, .co_localsplusnames = LP_REMOTE_ABSENT,
-    .tuple_size = LP_REMOTE_ABSENT, .tuple_item = LP_REMOTE_ABSENT,
-    .float_fval = LP_REMOTE_ABSENT, .long_size = LP_REMOTE_ABSENT, .long_digits = LP_REMOTE_ABSENT,
+    .version_hex = 0x030D0000,
+    .frame_model = LP_REMOTE_FRAMES_313,
+    .rt_interpreters_head = 0,
+    .is_next = offsetof(fake_interp, next),
+    .is_threads_head = offsetof(fake_interp, threads_head),
+    .ts_next = offsetof(fake_ts, next),
+    .ts_thread_id = offsetof(fake_ts, tid),
+    .ts_native_thread_id = offsetof(fake_ts, ntid),
+    .ts_frame = offsetof(fake_ts, frame),
+    .cframe_current_frame = LP_REMOTE_ABSENT,
+    .fr_previous = offsetof(fake_frame, previous),
+    .fr_code = offsetof(fake_frame, code),
+    .fr_instr = offsetof(fake_frame, instr),
+    .fr_owner = offsetof(fake_frame, owner),
+    .co_filename = offsetof(fake_code, filename),
+    .co_name = offsetof(fake_code, name),
+    .co_qualname = LP_REMOTE_ABSENT,
+    .co_linetable = offsetof(fake_code, linetable),
+    .co_firstlineno = offsetof(fake_code, firstlineno),
+    .co_code_adaptive = offsetof(fake_code, code),
+    .ob_type = 0,
+    .tp_name = offsetof(fake_type, tp_name),
+    .bytes_size = 0,
+    .bytes_sval = offsetof(fake_bytes, sval),
+    .u_state = 0,
+    .u_length = offsetof(fake_str, length),
+    .u_ascii_size = offsetof(fake_str, data),
+    .u_compact_size = offsetof(fake_str, data),
+    .fr_localsplus = LP_REMOTE_ABSENT,
+    .co_localsplusnames = LP_REMOTE_ABSENT,
+    .tuple_size = LP_REMOTE_ABSENT,
+    .tuple_item = LP_REMOTE_ABSENT,
+    .float_fval = LP_REMOTE_ABSENT,
+    .long_size = LP_REMOTE_ABSENT,
+    .long_digits = LP_REMOTE_ABSENT,
 };
 
 static fake_type code_type = {0, "code"}, list_type = {0, "list"};
@@ -109,10 +146,14 @@ static fake_str file_str = {COMPACT_ASCII, 0, 6, "mod.py"}, func_str = {COMPACT_
 static fake_bytes table = {4, {0x80 | (13 << 3) | 1, 0x02, 0x80 | (13 << 3) | 1, 0x04}};
 static fake_code code;
 
-typedef struct { int threads, frames, bad_threads, last_line; char last_func[16]; } tally;
+typedef struct {
+    int threads, frames, bad_threads, last_line;
+    char last_func[16];
+} tally;
 
 static int t_thread(void *ctx, uint64_t tid, uint64_t ntid) {
-    (void)tid; (void)ntid;
+    (void)tid;
+    (void)ntid;
     ((tally *)ctx)->threads++;
     return 0;
 }
@@ -218,9 +259,9 @@ TEST(walk_clears_stackref_tags) {
     lp_remote_layout L = fake_layout;
     L.version_hex = 0x030E0000;
     L.frame_model = LP_REMOTE_FRAMES_314;
-    base = (fake_frame){0, U(&code) | 1, U(code.code), 3};      /* the thread's base frame */
+    base = (fake_frame){0, U(&code) | 1, U(code.code), 3};             /* the thread's base frame */
     outer = (fake_frame){U(&base), U(&code) | 1, U(code.code) + 0, 0}; /* a borrowed reference */
-    inner = (fake_frame){U(&outer), U(&code), U(code.code) + 4, 4}; /* a C-stack entry frame */
+    inner = (fake_frame){U(&outer), U(&code), U(code.code) + 4, 4};    /* a C-stack entry frame */
     static fake_frame top;
     top = (fake_frame){U(&inner), U(&code), U(code.code) + 4, 0}; /* unit 2 */
     ts = (fake_ts){0, 1, 2, U(&top)};
@@ -247,8 +288,8 @@ TEST(walk_clears_stackref_tags) {
 
 /* a table of `words` words: every offset word k holds k, every section size
  * `size`; the cookie, version and free_threaded as given */
-static void fake_debug(uint64_t *w, size_t words, uint64_t version, uint64_t free_threaded,
-                       const int *sizes, size_t nsizes) {
+static void fake_debug(uint64_t *w, size_t words, uint64_t version, uint64_t free_threaded, const int *sizes,
+                       size_t nsizes) {
     for (size_t k = 0; k < words; k++) w[k] = k;
     memcpy(&w[0], "xdebugpy", 8);
     w[1] = version;
@@ -290,8 +331,8 @@ TEST(debug_offsets_of_each_version) {
     CHECK(L.ts_next == 24 && L.ts_frame == 26 && L.ts_thread_id == 30 && L.ts_native_thread_id == 31);
     CHECK(L.fr_previous == 40 && L.fr_code == 41 && L.fr_instr == 42 && L.fr_localsplus == 43 &&
           L.fr_owner == 44);
-    CHECK(L.co_filename == 48 && L.co_qualname == 50 && L.co_linetable == 51 &&
-          L.co_firstlineno == 52 && L.co_localsplusnames == 54 && L.co_code_adaptive == 56);
+    CHECK(L.co_filename == 48 && L.co_qualname == 50 && L.co_linetable == 51 && L.co_firstlineno == 52 &&
+          L.co_localsplusnames == 54 && L.co_code_adaptive == 56);
     CHECK(L.ob_type == 59 && L.tp_name == 61 && L.tuple_item == 69 && L.tuple_size == 70);
     CHECK(L.float_fval == 82 && L.long_size == 84 && L.long_digits == 85);
     CHECK(L.bytes_size == 87 && L.bytes_sval == 88);
@@ -300,8 +341,7 @@ TEST(debug_offsets_of_each_version) {
 
     /* free-threaded, a version not known, no cookie, an offset past its struct */
     fake_debug(w, 111, 0x030F02F0, 1, s315, LP_ARRAY_LEN(s315));
-    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version),
-                 LP_REMOTE_FREE_THREADED);
+    CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_FREE_THREADED);
     fake_debug(w, 111, 0x031000F0, 0, s315, LP_ARRAY_LEN(s315));
     CHECK_EQ_INT(lp_remote_layout_from_debug(getpid(), U(w), &L, &version), LP_REMOTE_VERSION);
     CHECK(version == 0x031000F0);

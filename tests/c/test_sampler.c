@@ -19,16 +19,20 @@
 
 /* ---- the fake interpreter ---- */
 
-static int codes[3];                   /* their addresses are the fake code objects */
-static int tstate_a, tstate_b;         /* A holds the GIL, B is detached (and deep) */
+static int codes[3];           /* their addresses are the fake code objects */
+static int tstate_a, tstate_b; /* A holds the GIL, B is detached (and deep) */
 
-static int fake_interrupted_read(void *dst, const void *src, size_t n) { memcpy(dst, src, n); return 0; }
-static int fake_safe_read(void *dst, const void *src, size_t n) { memcpy(dst, src, n); return 0; }
+static int fake_interrupted_read(void *dst, const void *src, size_t n) {
+    memcpy(dst, src, n);
+    return 0;
+}
+static int fake_safe_read(void *dst, const void *src, size_t n) {
+    memcpy(dst, src, n);
+    return 0;
+}
 
 /* which reader the sampler passed, written into the leaf frame's offset */
-static int reader_tag(lp_reader rd) {
-    return rd == fake_interrupted_read ? 1 : rd == fake_safe_read ? 2 : 0;
-}
+static int reader_tag(lp_reader rd) { return rd == fake_interrupted_read ? 1 : rd == fake_safe_read ? 2 : 0; }
 
 static int fake_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader rd) {
     int n = max < 3 ? max : 3;
@@ -97,7 +101,8 @@ static int drain(void) {
 static int frames_are(const got_sample *g, int tag) {
     if (g->depth != 3) return 0;
     for (int i = 0; i < 3; i++)
-        if (g->frames[i].code != &codes[i] || g->frames[i].offset != 10 * (i + 1) + (i == 0 ? tag : 0)) return 0;
+        if (g->frames[i].code != &codes[i] || g->frames[i].offset != 10 * (i + 1) + (i == 0 ? tag : 0))
+            return 0;
     return 1;
 }
 
@@ -169,8 +174,9 @@ TEST(test_cpu_timer_samples_own_thread) {
         for (int i = 0; i < n; i++) {
             const got_sample *g = &got[i];
             weight += g->weight;
-            if (g->key != KEY_A || g->weight < 1 || (g->flags & ~LP_SF_SYSCALL) != (LP_SF_GIL | LP_SF_IN_INTERP) ||
-                !frames_are(g, 1) || !timed_since(g, t0))
+            if (g->key != KEY_A || g->weight < 1 ||
+                (g->flags & ~LP_SF_SYSCALL) != (LP_SF_GIL | LP_SF_IN_INTERP) || !frames_are(g, 1) ||
+                !timed_since(g, t0))
                 bad++;
         }
         total += n;
@@ -208,13 +214,16 @@ TEST(test_stale_timer_signal_writes_nothing) {
     siginfo_t real;
     struct timespec zero = {0, 0};
     int got_sig = sigtimedwait(&only, &real, &zero);
-    if (got_sig != SIGNO) { lp_sampler_stop(); set_blocked(0); }
+    if (got_sig != SIGNO) {
+        lp_sampler_stop();
+        set_blocked(0);
+    }
     REQUIRE(got_sig == SIGNO);
     REQUIRE(real.si_code == SI_TIMER);
 
     /* control: the owner's own signal, overrun 2 -> weight 3 */
     CHECK(redeliver(&real, 2) == 0);
-    lp_sampler_unregister(KEY_A); /* deletes A's timer: no real signal follows */
+    lp_sampler_unregister(KEY_A);    /* deletes A's timer: no real signal follows */
     CHECK(redeliver(&real, 0) == 0); /* stale while DEAD */
     CHECK_EQ_INT(drain(), 1);
     uint32_t expect_flags = LP_SF_GIL | LP_SF_IN_INTERP;
@@ -251,16 +260,14 @@ TEST(test_wall_mode_signals_holder_reads_detached) {
         int n = drain();
         for (int i = 0; i < n; i++) {
             const got_sample *g = &got[i];
-            if (!timed_since(g, t0))
-                bad++;
+            if (!timed_since(g, t0)) bad++;
             else if (g->key == KEY_A && g->weight == 1 &&
-                (g->flags & ~LP_SF_SYSCALL) == (LP_SF_GIL | LP_SF_IN_INTERP) && frames_are(g, 1))
+                     (g->flags & ~LP_SF_SYSCALL) == (LP_SF_GIL | LP_SF_IN_INTERP) && frames_are(g, 1))
                 n_a++;
             else if (g->key == KEY_B && g->weight == 1 && g->flags == (LP_SF_DETACHED | LP_SF_TRUNCATED) &&
                      frames_are(g, 2))
                 n_b++;
-            else
-                bad++;
+            else bad++;
         }
     }
     lp_sampler_stop();
@@ -444,7 +451,8 @@ TEST(test_other_threads_cpu_goes_to_the_thread_in_native_code) {
     stop_and_clear();
 }
 
-RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread, test_stale_timer_signal_writes_nothing,
-          test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
-          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
-          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)
+RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
+          test_stale_timer_signal_writes_nothing, test_wall_mode_signals_holder_reads_detached,
+          test_signal_in_lprof_code_is_not_a_sample, test_start_refuses_incomplete_host, test_pause_cpu_mode,
+          test_pause_wall_mode, test_paused_cpu_is_not_in_the_tail,
+          test_wall_thread_started_when_start_returns)

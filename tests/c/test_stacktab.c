@@ -30,7 +30,8 @@ TEST(same_stack_same_id) {
     /* walk tr to its root: leaf a[0], a[1], a[2], truncated marker, root */
     lp_stacknode n = lp_stacktab_node(t, tr);
     CHECK(n.valid && n.code == a[0].code && n.offset == 6);
-    n = lp_stacktab_node(t, n.parent); n = lp_stacktab_node(t, n.parent);
+    n = lp_stacktab_node(t, n.parent);
+    n = lp_stacktab_node(t, n.parent);
     CHECK(n.code == a[2].code);
     n = lp_stacktab_node(t, n.parent);
     CHECK_EQ_INT(n.offset, LP_OFFSET_TRUNCATED);
@@ -66,7 +67,8 @@ TEST(capacity_exhaustion_goes_to_overflow) {
     for (uintptr_t i = 1; i <= 40; i++) {
         lp_rawframe f = {P(i * 16), 0};
         uint32_t id = lp_stacktab_intern(t, 7, &f, 1, 0);
-        if (id == LP_STACK_OVERFLOW) over++; else ok++;
+        if (id == LP_STACK_OVERFLOW) over++;
+        else ok++;
         lp_stacktab_add(t, id, LP_M_SAMPLES, 1);
     }
     CHECK_EQ_INT(ok, 16 - 2); /* node 0 and the thread root take two */
@@ -89,7 +91,8 @@ static void *inserter(void *arg) {
     int who = (int)(intptr_t)arg;
     for (int rep = 0; rep < 20; rep++) {
         for (int i = 0; i < 500; i++) {
-            lp_rawframe f[4] = {{P(0x1000 + (uintptr_t)i * 8), i}, {P(0x900), 2}, {P(0x800), 1}, {P(0x700), 0}};
+            lp_rawframe f[4] = {
+                {P(0x1000 + (uintptr_t)i * 8), i}, {P(0x900), 2}, {P(0x800), 1}, {P(0x700), 0}};
             uint32_t id = lp_stacktab_intern(shared, 99, f, 4, 0);
             if (rep == 0) ids[who][i] = id;
             else if (ids[who][i] != id) ids[who][i] = LP_STACK_NONE;
@@ -137,4 +140,5 @@ TEST(agg_global_table) {
     CHECK_EQ_INT(v[LP_M_WALL], 0);
 }
 
-RUN_TESTS(same_stack_same_id, capacity_exhaustion_goes_to_overflow, concurrent_inserts_two_threads, agg_global_table)
+RUN_TESTS(same_stack_same_id, capacity_exhaustion_goes_to_overflow, concurrent_inserts_two_threads,
+          agg_global_table)

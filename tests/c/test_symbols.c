@@ -13,7 +13,8 @@
 
 static uintptr_t exe_base;
 static int first_object(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size; (void)arg;
+    (void)size;
+    (void)arg;
     exe_base = info->dlpi_addr; /* the first object is the executable */
     return 1;
 }

@@ -26,12 +26,12 @@ TEST(test_simple_loop) {
     lp_tc_code *a = reg(0, 10);
     lp_tc_thread *th = lp_tc_thread_new();
     lp_tc_enter(th, a, -1, 0);
-    lp_tc_line(th, a, 11, 5);   /* for */
-    lp_tc_line(th, a, 12, 10);  /* body */
+    lp_tc_line(th, a, 11, 5);  /* for */
+    lp_tc_line(th, a, 12, 10); /* body */
     lp_tc_line(th, a, 11, 30);
     lp_tc_line(th, a, 12, 32);
     lp_tc_line(th, a, 11, 50);
-    lp_tc_line(th, a, 13, 51);  /* return line */
+    lp_tc_line(th, a, 13, 51); /* return line */
     lp_tc_exit(th, a, 60);
     CHECK_EQ_INT(hits(a, 11), 3);
     CHECK_EQ_INT(hits(a, 12), 2);
@@ -65,7 +65,7 @@ TEST(test_recursion) {
     CHECK_EQ_INT(hits(f, 4), 1);
     CHECK_EQ_INT(ticks(f, 2), 2 + 4);
     CHECK_EQ_INT(ticks(f, 3), 5);
-    CHECK_EQ_INT(ticks(f, 4), 22); /* includes the nested call */
+    CHECK_EQ_INT(ticks(f, 4), 22);    /* includes the nested call */
     CHECK_EQ_INT(f->total_ticks, 25); /* outermost activation only */
     CHECK_EQ_INT(f->depth, 0);
     lp_tc_thread_free(th);
@@ -102,11 +102,11 @@ TEST(test_generator_suspend) {
     lp_tc_thread *th = lp_tc_thread_new();
     lp_tc_enter(th, g, -1, 0);
     lp_tc_line(th, g, 2, 2);
-    lp_tc_exit(th, g, 7);            /* PY_YIELD */
-    lp_tc_enter(th, g, 2, 1007);     /* PY_RESUME on line 2 */
+    lp_tc_exit(th, g, 7);        /* PY_YIELD */
+    lp_tc_enter(th, g, 2, 1007); /* PY_RESUME on line 2 */
     lp_tc_line(th, g, 3, 1010);
-    lp_tc_exit(th, g, 1020);         /* return */
-    CHECK_EQ_INT(hits(g, 2), 1);     /* resuming is not a new hit */
+    lp_tc_exit(th, g, 1020);     /* return */
+    CHECK_EQ_INT(hits(g, 2), 1); /* resuming is not a new hit */
     CHECK_EQ_INT(ticks(g, 2), 5 + 3);
     CHECK_EQ_INT(hits(g, 3), 1);
     CHECK_EQ_INT(ticks(g, 3), 10);
@@ -130,12 +130,12 @@ TEST(test_suspension_wait_same_thread) {
     lp_tc_enter(th, co, -1, 0);
     lp_tc_line(th, co, 2, 1);
     lp_tc_line(th, co, 3, 4);
-    lp_tc_suspend(th, co, &frame, 10);      /* PY_YIELD: await had to wait */
-    lp_tc_enter(th, other, -1, 20);         /* the event loop runs another task */
+    lp_tc_suspend(th, co, &frame, 10); /* PY_YIELD: await had to wait */
+    lp_tc_enter(th, other, -1, 20);    /* the event loop runs another task */
     lp_tc_line(th, other, 51, 21);
-    lp_tc_overhead(th, 30, 130);            /* 100 ticks of the tracer's own */
+    lp_tc_overhead(th, 30, 130); /* 100 ticks of the tracer's own */
     lp_tc_exit(th, other, 200);
-    lp_tc_resume(th, co, &frame, 3, 510);   /* PY_RESUME on line 3 */
+    lp_tc_resume(th, co, &frame, 3, 510); /* PY_RESUME on line 3 */
     lp_tc_suspend(th, co, &frame, 512);
     lp_tc_resume(th, co, &frame, 3, 612);
     lp_tc_line(th, co, 4, 615);
@@ -248,11 +248,11 @@ TEST(test_exception_unwind) {
     lp_tc_code *a = reg(5, 1), *b = reg(6, 50);
     lp_tc_thread *th = lp_tc_thread_new();
     lp_tc_enter(th, a, -1, 0);
-    lp_tc_line(th, a, 2, 0);         /* try: b() */
+    lp_tc_line(th, a, 2, 0); /* try: b() */
     lp_tc_enter(th, b, -1, 5);
-    lp_tc_line(th, b, 51, 5);        /* raise */
-    lp_tc_exit(th, b, 9);            /* PY_UNWIND */
-    lp_tc_line(th, a, 3, 12);        /* except: */
+    lp_tc_line(th, b, 51, 5); /* raise */
+    lp_tc_exit(th, b, 9);     /* PY_UNWIND */
+    lp_tc_line(th, a, 3, 12); /* except: */
     lp_tc_line(th, a, 4, 13);
     lp_tc_exit(th, a, 20);
     CHECK_EQ_INT(ticks(a, 2), 12);
@@ -307,13 +307,13 @@ TEST(test_two_threads) {
     lp_tc_thread *t1 = lp_tc_thread_new(), *t2 = lp_tc_thread_new();
     lp_tc_enter(t1, f, -1, 0);
     lp_tc_line(t1, f, 2, 0);
-    lp_tc_enter(t2, f, -1, 5);       /* t2 cannot use f's depth counter */
+    lp_tc_enter(t2, f, -1, 5); /* t2 cannot use f's depth counter */
     lp_tc_line(t2, f, 2, 5);
-    lp_tc_enter(t2, f, -1, 6);       /* recursion on t2: not outer */
+    lp_tc_enter(t2, f, -1, 6); /* recursion on t2: not outer */
     lp_tc_line(t2, f, 3, 6);
     lp_tc_line(t1, f, 3, 10);
     lp_tc_exit(t1, f, 12);
-    lp_tc_enter(t1, f, -1, 13);      /* new outer call on t1 */
+    lp_tc_enter(t1, f, -1, 13); /* new outer call on t1 */
     lp_tc_line(t1, f, 3, 13);
     lp_tc_exit(t1, f, 14);
     lp_tc_exit(t2, f, 20);
@@ -359,19 +359,19 @@ TEST(test_epoch_and_clear) {
     lp_tc_thread *th = lp_tc_thread_new();
     lp_tc_enter(th, a, -1, 0);
     lp_tc_line(th, a, 2, 0);
-    lp_tc_new_epoch();               /* tracing switched off and on */
+    lp_tc_new_epoch(); /* tracing switched off and on */
     CHECK(lp_tc_top_code(th) == NULL);
-    lp_tc_exit(th, a, 50);           /* stale frame gone: ignored */
+    lp_tc_exit(th, a, 50); /* stale frame gone: ignored */
     CHECK_EQ_INT(ticks(a, 2), 0);
     CHECK_EQ_INT(th->depth, 0);
     lp_tc_enter(th, a, -1, 60);
     CHECK(lp_tc_top_code(th) == a);
-    lp_tc_line(th, a, 300, 60);      /* far line: array grows */
+    lp_tc_line(th, a, 300, 60); /* far line: array grows */
     lp_tc_exit(th, a, 70);
     CHECK_EQ_INT(hits(a, 300), 1);
     CHECK_EQ_INT(ticks(a, 300), 10);
     CHECK_EQ_INT(hits(a, 2), 1);
-    lp_tc_line(th, a, 0, 80);        /* before firstlineno: no line */
+    lp_tc_line(th, a, 0, 80); /* before firstlineno: no line */
     lp_tc_exit(th, a, 90);
     lp_tc_clear();
     CHECK_EQ_INT(hits(a, 300), 0);
@@ -421,10 +421,8 @@ TEST(test_deep_stack) {
 /* One event stream, sent as the bindings send it: the inline LINE path
  * first, lp_tc_line when it declines. `fast` counts the events it took. */
 static void fast_or_slow(lp_tc_thread *th, lp_tc_code *c, int line, uint64_t t, int *fast) {
-    if (lp_tc_line_fast(th, c->id, line, t))
-        (*fast)++;
-    else
-        lp_tc_line(th, c, line, t);
+    if (lp_tc_line_fast(th, c->id, line, t)) (*fast)++;
+    else lp_tc_line(th, c, line, t);
 }
 
 /* The inline LINE path gives exactly what lp_tc_line gives, overhead
@@ -437,16 +435,16 @@ TEST(test_line_fast_path) {
     int fast = 0;
     CHECK(!lp_tc_line_fast(th, a->id, 11, 0)); /* no frame yet */
     lp_tc_enter(th, a, -1, 0);
-    fast_or_slow(th, a, 11, 2, &fast);   /* array not made yet: declined */
+    fast_or_slow(th, a, 11, 2, &fast); /* array not made yet: declined */
     CHECK_EQ_INT(fast, 0);
     fast_or_slow(th, a, 12, 5, &fast);
     lp_tc_overhead(th, 5, 7);
     fast_or_slow(th, a, 11, 9, &fast);
     CHECK_EQ_INT(fast, 2);
-    CHECK(!lp_tc_line_fast(th, b->id, 101, 10)); /* a's frame is on top */
-    CHECK(!lp_tc_line_fast(th, a->id, 9, 10));   /* before the def line */
+    CHECK(!lp_tc_line_fast(th, b->id, 101, 10));                 /* a's frame is on top */
+    CHECK(!lp_tc_line_fast(th, a->id, 9, 10));                   /* before the def line */
     CHECK(!lp_tc_line_fast(th, a->id, 10 + (int)a->nlines, 10)); /* past the array */
-    fast_or_slow(th, a, 10 + (int)a->nlines + 5, 12, &fast); /* grows it */
+    fast_or_slow(th, a, 10 + (int)a->nlines + 5, 12, &fast);     /* grows it */
     fast_or_slow(th, a, 12, 20, &fast);
     lp_tc_exit(th, a, 30);
     CHECK_EQ_INT(fast, 3);
@@ -477,7 +475,7 @@ TEST(test_fast_line_cost) {
     lp_tc_code *a = reg(17, 1);
     lp_tc_thread *th = lp_tc_thread_new();
     lp_tc_enter(th, a, -1, 0);
-    lp_tc_line(th, a, 2, 0);             /* makes the array: slow path */
+    lp_tc_line(th, a, 2, 0); /* makes the array: slow path */
     lp_tc_fast_line_cost = 3;
     CHECK(lp_tc_line_fast(th, a->id, 3, 10));
     CHECK_EQ_INT(th->ovh, 3);
@@ -490,7 +488,7 @@ TEST(test_fast_line_cost) {
     /* 1000 ticks per round of 256 events, rounded down */
     CHECK_EQ_INT(lp_tc_calibrate_fast_line(fake_clock), 1000 / 256);
     CHECK_EQ_INT(lp_tc_fast_line_cost, 3);
-    CHECK_EQ_INT(lp_tc_ncodes(), 1);     /* the private frame left no record */
+    CHECK_EQ_INT(lp_tc_ncodes(), 1); /* the private frame left no record */
     lp_clock_init();
     lp_tc_calibrate_fast_line(real_clock);
     CHECK(lp_tc_fast_line_cost < 100000); /* a real clock: some ticks, not a pause */
@@ -501,7 +499,6 @@ TEST(test_fast_line_cost) {
 
 RUN_TESTS(test_simple_loop, test_recursion, test_mutual_recursion, test_generator_suspend,
           test_exception_unwind, test_missed_exit, test_adopt_running_frame, test_two_threads,
-          test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack,
-          test_line_fast_path, test_fast_line_cost, test_suspension_wait_same_thread,
-          test_suspension_wait_other_thread_and_stale, test_suspension_table_grows,
-          test_suspension_table_evicts_oldest_at_cap)
+          test_overhead_subtracted, test_epoch_and_clear, test_registry, test_deep_stack, test_line_fast_path,
+          test_fast_line_cost, test_suspension_wait_same_thread, test_suspension_wait_other_thread_and_stale,
+          test_suspension_table_grows, test_suspension_table_evicts_oldest_at_cap)

@@ -16,13 +16,13 @@
 #define NO_FRAME LP_RESOLVE_NO_FRAME
 
 static struct {
-    PyObject **codes;     /* open-addressing set of strong references */
+    PyObject **codes; /* open-addressing set of strong references */
     size_t codes_cap, codes_len;
     uint32_t scanned;     /* nodes below this id have a registered code */
     uint32_t *node_frame; /* node id -> frame id, NO_FRAME = unresolved */
     size_t node_frame_cap;
-    PyObject *frames;     /* list of frame tuples */
-    PyObject *frame_ids;  /* dict frame tuple -> int */
+    PyObject *frames;    /* list of frame tuples */
+    PyObject *frame_ids; /* dict frame tuple -> int */
     int hook_installed;
     int in_hook;
 } R;
@@ -160,7 +160,9 @@ static uint32_t native_frame(uintptr_t addr) {
         base = base ? base + 1 : (sym.object ? sym.object : "[unknown]");
         size_t len = strlen(base) + 24;
         name = malloc(len);
-        if (name) snprintf(name, len, "%s+0x%llx", base, (unsigned long long)(sym.object ? sym.object_offset : addr));
+        if (name)
+            snprintf(name, len, "%s+0x%llx", base,
+                     (unsigned long long)(sym.object ? sym.object_offset : addr));
     }
     return text_frame(PyUnicode_DecodeFSDefault(sym.object ? sym.object : "[unknown]"), name);
 }

@@ -30,12 +30,12 @@
 #include "aggregate/agg.h"
 #include "aggregate/cpython/snap_containers.h"
 
-#define ROOT -1       /* the trie's root: no frame yet */
-#define CUT -2        /* launcher frames cut: what follows starts at the root */
-#define UNSET -3
-#define CALLER -4     /* only the frames that called lprof's command so far */
-#define COMMAND -5    /* lprof's command from the root, no program entry yet */
-#define OWN -6        /* code lprof's command called for itself: left out */
+#define ROOT    -1 /* the trie's root: no frame yet */
+#define CUT     -2 /* launcher frames cut: what follows starts at the root */
+#define UNSET   -3
+#define CALLER  -4 /* only the frames that called lprof's command so far */
+#define COMMAND -5 /* lprof's command from the root, no program entry yet */
+#define OWN     -6 /* code lprof's command called for itself: left out */
 
 /* What a resolved frame is to the cut (snap.kinds) */
 enum { KIND_UNKNOWN, KIND_OTHER, KIND_LAUNCHER, KIND_ENTRY, KIND_CALLER };
@@ -43,15 +43,15 @@ enum { KIND_UNKNOWN, KIND_OTHER, KIND_LAUNCHER, KIND_ENTRY, KIND_CALLER };
 /* One snapshot being built (snap_build.c); the timelines map nodes with it. */
 typedef struct {
     lp_stacktab *tab;
-    PyObject *rframes;   /* resolve.c's frame tuples */
-    PyObject *frames;    /* output frames (only those used) */
-    int32_t *fmap;       /* resolve frame id -> output frame id, -1 unknown */
-    uint8_t *kinds;      /* resolve frame id -> KIND_* */
+    PyObject *rframes; /* resolve.c's frame tuples */
+    PyObject *frames;  /* output frames (only those used) */
+    int32_t *fmap;     /* resolve frame id -> output frame id, -1 unknown */
+    uint8_t *kinds;    /* resolve frame id -> KIND_* */
     size_t fmap_cap;
-    int32_t *rnode;      /* stack-table node -> trie node, ROOT, UNSET or a cut state */
-    idmap trie;          /* (parent, frame) -> trie node */
-    vec parent, frame;   /* the trie */
-    idmap rowmap;        /* (trie node, thread) -> output row */
+    int32_t *rnode;    /* stack-table node -> trie node, ROOT, UNSET or a cut state */
+    idmap trie;        /* (parent, frame) -> trie node */
+    vec parent, frame; /* the trie */
+    idmap rowmap;      /* (trie node, thread) -> output row */
     vec row_node, row_thread, values;
 } snap;
 

@@ -144,7 +144,8 @@ PyObject *snap_take(uint64_t origin_ns) {
     PyObject *out = NULL;
     s.frames = PyList_New(0);
     s.rnode = malloc(sizeof(int32_t) * (count + 1));
-    if (!s.frames || !s.rnode || idmap_init(&s.trie, count) < 0 || idmap_init(&s.rowmap, rows) < 0) goto nomem;
+    if (!s.frames || !s.rnode || idmap_init(&s.trie, count) < 0 || idmap_init(&s.rowmap, rows) < 0)
+        goto nomem;
     for (uint32_t i = 0; i <= count; i++) s.rnode[i] = UNSET;
     /* resolving may intern marker frames: read the frame list after */
     if (lp_resolve_marker("[no Python frame]") == LP_RESOLVE_NO_FRAME) goto error;
@@ -163,12 +164,12 @@ PyObject *snap_take(uint64_t origin_ns) {
             continue; /* a node still being published by another thread */
         }
         if (node < 0 && node != ROOT) continue; /* lprof's own work only */
-        if (node == ROOT) {                /* no Python frame (a native thread) */
+        if (node == ROOT) {                     /* no Python frame (a native thread) */
             uint32_t rf = lp_resolve_marker("[no Python frame]");
             s.rframes = lp_resolve_frames();
             int32_t f;
-            if (rf == LP_RESOLVE_NO_FRAME || snap_ensure_fmap(&s, rf + 1) < 0 || (f = snap_out_frame(&s, rf)) < 0 ||
-                (node = snap_trie_node(&s, ROOT, f)) < 0)
+            if (rf == LP_RESOLVE_NO_FRAME || snap_ensure_fmap(&s, rf + 1) < 0 ||
+                (f = snap_out_frame(&s, rf)) < 0 || (node = snap_trie_node(&s, ROOT, f)) < 0)
                 goto error;
         }
         if (snap_add_row(&s, node, lp_stacktab_thread(s.tab, sid), v) < 0) goto nomem;
@@ -180,8 +181,9 @@ PyObject *snap_take(uint64_t origin_ns) {
         Py_DECREF(timeline);
         goto error;
     }
-    out = Py_BuildValue("(ONNNNNNN)", s.frames, snap_bytes_of(&s.parent), snap_bytes_of(&s.frame), snap_bytes_of(&s.row_node),
-                        snap_bytes_of(&s.row_thread), snap_bytes_of(&s.values), timeline, gpu);
+    out = Py_BuildValue("(ONNNNNNN)", s.frames, snap_bytes_of(&s.parent), snap_bytes_of(&s.frame),
+                        snap_bytes_of(&s.row_node), snap_bytes_of(&s.row_thread), snap_bytes_of(&s.values),
+                        timeline, gpu);
     snap_release(&s);
     return out;
 nomem:

@@ -13,7 +13,7 @@
 
 /* a growable open-addressing map: 64-bit key -> int32 value */
 typedef struct {
-    uint64_t *keys;   /* key + 1; 0 = empty */
+    uint64_t *keys; /* key + 1; 0 = empty */
     int32_t *vals;
     size_t mask, used;
 } idmap;

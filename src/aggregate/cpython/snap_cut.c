@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *launcher_dir;  /* UTF-8 prefix, malloc'd; NULL = cut nothing */
-static PyObject *callers;   /* frozenset of files that called lprof's command, or NULL */
-static PyObject *entries;   /* frozenset of (file, function): the runner's program entries */
+static char *launcher_dir; /* UTF-8 prefix, malloc'd; NULL = cut nothing */
+static PyObject *callers;  /* frozenset of files that called lprof's command, or NULL */
+static PyObject *entries;  /* frozenset of (file, function): the runner's program entries */
 
 static int in_set(PyObject *set, PyObject *key) {
     int in = set ? PySet_Contains(set, key) : 0;
@@ -41,22 +41,18 @@ int snap_kind_of(snap *s, uint32_t rf) {
 int snap_next_state(int32_t up, int kind, int32_t *out) {
     int lprof = kind == KIND_LAUNCHER || kind == KIND_ENTRY;
     switch (up) {
-    case ROOT:
-    case CALLER:
-        *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : kind == KIND_CALLER ? CALLER : ROOT;
-        break;
-    case COMMAND: /* lprof's command: what it calls outside a program entry is its own */
-        *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : OWN;
-        break;
-    case OWN:
-        *out = OWN;
-        break;
-    case CUT:
-        *out = lprof ? CUT : ROOT;
-        break;
-    default: /* below a program frame: a wrapper of lprof's cuts as before */
-        *out = lprof ? CUT : up;
-        break;
+        case ROOT:
+        case CALLER:
+            *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : kind == KIND_CALLER ? CALLER : ROOT;
+            break;
+        case COMMAND: /* lprof's command: what it calls outside a program entry is its own */
+            *out = lprof ? (kind == KIND_ENTRY ? CUT : COMMAND) : OWN;
+            break;
+        case OWN: *out = OWN; break;
+        case CUT: *out = lprof ? CUT : ROOT; break;
+        default: /* below a program frame: a wrapper of lprof's cuts as before */
+            *out = lprof ? CUT : up;
+            break;
     }
     return *out == ROOT || *out >= 0;
 }

@@ -30,7 +30,10 @@ static PyObject *row_path(const int32_t *parent, const int32_t *frame, Py_ssize_
     for (Py_ssize_t k = 0; k < depth; k++) {
         int32_t f = frame[chain[depth - 1 - k]];
         if (f < 0 || f > max_frame) f = max_frame + 1; /* never made by snapshot */
-        if (!ids[f] && !(ids[f] = PyLong_FromLong(f))) { Py_DECREF(path); return NULL; }
+        if (!ids[f] && !(ids[f] = PyLong_FromLong(f))) {
+            Py_DECREF(path);
+            return NULL;
+        }
         Py_INCREF(ids[f]);
         PyList_SET_ITEM(path, k, ids[f]);
     }
@@ -41,7 +44,8 @@ static PyObject *row_metrics(const int64_t *v, Py_ssize_t width, PyObject *names
     PyObject *m = PyDict_New();
     for (Py_ssize_t i = 0; m && i < width; i++) {
         if (!v[i]) continue;
-        PyObject *x = scale[i] != 0.0 ? PyFloat_FromDouble((double)v[i] * scale[i]) : PyLong_FromLongLong(v[i]);
+        PyObject *x =
+            scale[i] != 0.0 ? PyFloat_FromDouble((double)v[i] * scale[i]) : PyLong_FromLongLong(v[i]);
         if (!x || PyDict_SetItem(m, PyList_GET_ITEM(names, i), x) < 0) Py_CLEAR(m);
         Py_XDECREF(x);
     }
@@ -75,7 +79,10 @@ PyObject *snap_rows(PyObject *self, PyObject *args) {
     ids = calloc((size_t)max_frame + 2, sizeof *ids);
     chain = malloc(sizeof *chain * ((size_t)nodes + 1));
     scale = malloc(sizeof *scale * ((size_t)width + 1));
-    if (!ids || !chain || !scale) { PyErr_NoMemory(); goto done; }
+    if (!ids || !chain || !scale) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < width; i++) {
         PyObject *s = PyList_GET_ITEM(scales, i);
         scale[i] = s == Py_None ? 0.0 : PyFloat_AsDouble(s);

@@ -12,9 +12,9 @@
 /* ---- the sample timeline ----------------------------------------------- */
 /* The timeline's columns, built after the stacks (see timeline_columns). */
 typedef struct {
-    int32_t *tmap;       /* output trie node -> timeline trie node, -1 none */
-    vec parent, frame;   /* the timeline's trie: only the nodes it uses */
-    idmap threads;       /* thread key -> index */
+    int32_t *tmap;     /* output trie node -> timeline trie node, -1 none */
+    vec parent, frame; /* the timeline's trie: only the nodes it uses */
+    idmap threads;     /* thread key -> index */
     vec thread_keys;
 } tl_snap;
 
@@ -36,7 +36,8 @@ static int tl_row_cmp(const void *a, const void *b) {
 static int32_t tl_node(const snap *s, tl_snap *t, int32_t n) {
     int32_t chain[1024];
     int k = 0;
-    const int32_t *parent = (const int32_t *)(void *)s->parent.data, *frame = (const int32_t *)(void *)s->frame.data;
+    const int32_t *parent = (const int32_t *)(void *)s->parent.data,
+                  *frame = (const int32_t *)(void *)s->frame.data;
     for (int32_t at = n; at >= 0 && t->tmap[at] < 0; at = parent[at]) {
         if (k == (int)LP_ARRAY_LEN(chain)) return -1;
         chain[k++] = at;
@@ -79,8 +80,8 @@ PyObject *snap_timeline_columns(snap *s, uint32_t count, uint64_t origin_ns) {
     t.thread_keys.item = sizeof(uint64_t);
     PyObject *out = NULL;
     tl_row *rows = malloc(sizeof *rows * n);
-    vec dt = {0, 0, 0, sizeof(int64_t)}, node = {0, 0, 0, sizeof(int32_t)}, thread = {0, 0, 0, sizeof(int32_t)},
-        weight = {0, 0, 0, sizeof(uint32_t)};
+    vec dt = {0, 0, 0, sizeof(int64_t)}, node = {0, 0, 0, sizeof(int32_t)},
+        thread = {0, 0, 0, sizeof(int32_t)}, weight = {0, 0, 0, sizeof(uint32_t)};
     if (!rows || idmap_init(&t.threads, 64) < 0) goto nomem;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -109,9 +110,9 @@ PyObject *snap_timeline_columns(snap *s, uint32_t count, uint64_t origin_ns) {
             vec_push(&weight, &w) < 0)
             goto nomem;
     }
-    out = Py_BuildValue("(NNNNNNNI)", snap_bytes_of(&dt), snap_bytes_of(&node), snap_bytes_of(&thread), snap_bytes_of(&weight),
-                        snap_bytes_of(&t.parent), snap_bytes_of(&t.frame), snap_bytes_of(&t.thread_keys),
-                        (unsigned int)lp_timeline_stride(tl));
+    out = Py_BuildValue("(NNNNNNNI)", snap_bytes_of(&dt), snap_bytes_of(&node), snap_bytes_of(&thread),
+                        snap_bytes_of(&weight), snap_bytes_of(&t.parent), snap_bytes_of(&t.frame),
+                        snap_bytes_of(&t.thread_keys), (unsigned int)lp_timeline_stride(tl));
     goto done;
 nomem:
     if (!PyErr_Occurred()) PyErr_NoMemory();
@@ -137,12 +138,14 @@ done:
 PyObject *snap_gpu_columns(snap *s, uint32_t count, uint64_t origin_ns) {
     uint32_t n = lp_gpu_trace_count();
     if (n == 0 && lp_gpu_trace_dropped() == 0) Py_RETURN_NONE;
-    vec start = {0, 0, 0, sizeof(int64_t)}, end = {0, 0, 0, sizeof(int64_t)}, launch = {0, 0, 0, sizeof(int64_t)},
-        dev = {0, 0, 0, sizeof(uint32_t)}, stream = {0, 0, 0, sizeof(uint32_t)}, op = {0, 0, 0, 1},
-        dir = {0, 0, 0, 1}, attr = {0, 0, 0, 1}, bytes = {0, 0, 0, sizeof(uint64_t)},
-        corr = {0, 0, 0, sizeof(uint32_t)}, node = {0, 0, 0, sizeof(int32_t)}, name = {0, 0, 0, sizeof(int32_t)},
+    vec start = {0, 0, 0, sizeof(int64_t)}, end = {0, 0, 0, sizeof(int64_t)},
+        launch = {0, 0, 0, sizeof(int64_t)}, dev = {0, 0, 0, sizeof(uint32_t)},
+        stream = {0, 0, 0, sizeof(uint32_t)}, op = {0, 0, 0, 1}, dir = {0, 0, 0, 1}, attr = {0, 0, 0, 1},
+        bytes = {0, 0, 0, sizeof(uint64_t)}, corr = {0, 0, 0, sizeof(uint32_t)},
+        node = {0, 0, 0, sizeof(int32_t)}, name = {0, 0, 0, sizeof(int32_t)},
         thread = {0, 0, 0, sizeof(uint64_t)};
-    vec *all[] = {&start, &end, &launch, &dev, &stream, &op, &dir, &attr, &bytes, &corr, &node, &name, &thread};
+    vec *all[] = {&start, &end,   &launch, &dev,  &stream, &op,    &dir,
+                  &attr,  &bytes, &corr,   &node, &name,   &thread};
     PyObject *out = NULL, *names = PyList_New(0), *name_ids = PyDict_New();
     if (!names || !name_ids) goto error;
     for (uint32_t i = 0; i < n; i++) {
@@ -190,10 +193,12 @@ PyObject *snap_gpu_columns(snap *s, uint32_t count, uint64_t origin_ns) {
             goto error;
         }
     }
-    out = Py_BuildValue("(NNNNNNNNNNNNNOIK)", snap_bytes_of(&start), snap_bytes_of(&end), snap_bytes_of(&launch), snap_bytes_of(&dev),
-                        snap_bytes_of(&stream), snap_bytes_of(&op), snap_bytes_of(&dir), snap_bytes_of(&attr), snap_bytes_of(&bytes),
-                        snap_bytes_of(&corr), snap_bytes_of(&node), snap_bytes_of(&name), snap_bytes_of(&thread), names,
-                        (unsigned int)lp_gpu_trace_capacity(), (unsigned long long)lp_gpu_trace_dropped());
+    out =
+        Py_BuildValue("(NNNNNNNNNNNNNOIK)", snap_bytes_of(&start), snap_bytes_of(&end),
+                      snap_bytes_of(&launch), snap_bytes_of(&dev), snap_bytes_of(&stream), snap_bytes_of(&op),
+                      snap_bytes_of(&dir), snap_bytes_of(&attr), snap_bytes_of(&bytes), snap_bytes_of(&corr),
+                      snap_bytes_of(&node), snap_bytes_of(&name), snap_bytes_of(&thread), names,
+                      (unsigned int)lp_gpu_trace_capacity(), (unsigned long long)lp_gpu_trace_dropped());
 error:
     for (size_t i = 0; i < LP_ARRAY_LEN(all); i++) free(all[i]->data);
     Py_XDECREF(names);

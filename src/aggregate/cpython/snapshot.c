@@ -37,7 +37,8 @@ static PyObject *py_snapshot(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_reset(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     if (lp_agg_source_running()) {
         PyErr_SetString(PyExc_RuntimeError, "stop sampling before reset");
         return NULL;
@@ -52,7 +53,8 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
 /* How full the stack table is and what it holds in memory: the profile
  * says so, and the listing warns once the table overflowed. */
 static PyObject *py_table_info(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_stacktab *t = lp_agg_stacks();
     if (!t) Py_RETURN_NONE;
     lp_stacktab_size size;
@@ -65,7 +67,8 @@ static PyObject *py_table_info(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_metric_names(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *out = PyList_New(LP_M_COUNT);
     if (!out) return NULL;
     for (int m = 0; m < LP_M_COUNT; m++) {
@@ -82,7 +85,8 @@ static PyObject *py_metric_names(PyObject *self, PyObject *unused) {
 
 /* {group: [name, ...]}: each section's columns in column order (metrics.h) */
 static PyObject *py_metric_groups(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *out = PyDict_New();
     for (int m = 0; out && m < LP_M_COUNT; m++) {
         PyObject *names = PyDict_GetItemString(out, lp_metric_infos[m].group_name); /* borrowed */
@@ -104,7 +108,8 @@ static PyObject *py_metric_groups(PyObject *self, PyObject *unused) {
 
 /* (name, ...): the columns of audience INTERNAL (metrics.h), never a report's */
 static PyObject *py_internal_metrics(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *names = PyList_New(0);
     for (int m = 0; names && m < LP_M_COUNT; m++) {
         if (!lp_metric_infos[m].internal) continue;
@@ -152,10 +157,12 @@ static PyObject *py_gpu_is_comm(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"stacks_snapshot", py_snapshot, METH_VARARGS,
      "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline, gpu): "
-     "the stack model, arrays as bytes; timeline None or its columns, times from origin_ns (CLOCK_MONOTONIC)."},
+     "the stack model, arrays as bytes; timeline None or its columns, times from origin_ns "
+     "(CLOCK_MONOTONIC)."},
     {"stacks_reset", py_reset, METH_NOARGS, "Forget all stacks, frames and code references."},
     {"stacks_rows", snap_rows, METH_VARARGS,
-     "stacks_rows(parent, frame, row_node, row_thread, values, names, scales) -> [[ids], thread, {metric: v}]"},
+     "stacks_rows(parent, frame, row_node, row_thread, values, names, scales) -> [[ids], thread, {metric: "
+     "v}]"},
     {"stacks_table_info", py_table_info, METH_NOARGS,
      "{nodes, node_capacity, rows, row_capacity, overflows, reserved_bytes, resident_bytes} or None."},
     {"gpu_is_comm", py_gpu_is_comm, METH_O,

@@ -26,7 +26,7 @@
 #include "common/clock.h"
 
 #define COROUTINE_FLAGS (CO_COROUTINE | CO_ITERABLE_COROUTINE | CO_ASYNC_GENERATOR)
-#define CHAIN 64 /* outer frames of one suspension recognised as its propagation */
+#define CHAIN           64 /* outer frames of one suspension recognised as its propagation */
 
 static lp_suspended_table suspended_frames; /* collect/suspended.h: up to 262,144 at once */
 static PyObject *disable;                   /* sys.monitoring.DISABLE */
@@ -67,7 +67,9 @@ static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int truncated = 0;
     int n = lp_pyframes_capture(ts, frames, (int)LP_ARRAY_LEN(frames), &truncated, NULL);
     if (!frame || n <= 0) Py_RETURN_NONE;
-    lp_suspended e = {.frame = frame, .code = code, .t = lp_clock_monotonic_ns(),
+    lp_suspended e = {.frame = frame,
+                      .code = code,
+                      .t = lp_clock_monotonic_ns(),
                       .stack = lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated)};
     (void)lp_suspended_put(&suspended_frames, &e); /* a failure is counted there */
     suspensions++;
@@ -124,7 +126,8 @@ static PyObject *py_start(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *py_stop(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     active = 0;
     Py_RETURN_NONE;
 }
@@ -132,7 +135,8 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
 /* await_reset(): forget every suspension (the stack table was reset: after
  * a fork, or a new run) and the counts. */
 static PyObject *py_reset(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_suspended_reset(&suspended_frames);
     suspensions = resumes = charged_ns = 0;
     chain.active = 0;
@@ -140,16 +144,20 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return Py_BuildValue("{s:K,s:K,s:K,s:d}", "suspensions", (unsigned long long)suspensions, "resumes",
-                         (unsigned long long)resumes, "evicted", (unsigned long long)suspended_frames.evicted, "charged_s",
-                         (double)charged_ns * 1e-9);
+                         (unsigned long long)resumes, "evicted", (unsigned long long)suspended_frames.evicted,
+                         "charged_s", (double)charged_ns * 1e-9);
 }
 
 static PyMethodDef methods[] = {
-    {"await_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL, "sys.monitoring PY_YIELD callback."},
-    {"await_on_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL, "sys.monitoring PY_RESUME callback."},
-    {"await_on_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL, "sys.monitoring PY_THROW callback."},
+    {"await_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL,
+     "sys.monitoring PY_YIELD callback."},
+    {"await_on_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL,
+     "sys.monitoring PY_RESUME callback."},
+    {"await_on_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL,
+     "sys.monitoring PY_THROW callback."},
     {"await_start", py_start, METH_O, "await_start(sys.monitoring.DISABLE): charge await waits from now on."},
     {"await_stop", py_stop, METH_NOARGS, "Stop charging await waits."},
     {"await_reset", py_reset, METH_NOARGS, "Forget suspended coroutines and the counts."},

@@ -72,8 +72,8 @@ static inline int rd(lp_reader r, void *dst, const void *src, size_t n) {
 #define TRUSTED_RUN 2
 
 typedef struct {
-    lp_reader caller;  /* NULL: direct reads allowed once trusted */
-    int valid_run;     /* consecutive validated frames so far */
+    lp_reader caller; /* NULL: direct reads allowed once trusted */
+    int valid_run;    /* consecutive validated frames so far */
 } walk_reads;
 
 int lp_pyframes_interrupted_read(void *dst, const void *src, size_t n) {
@@ -155,7 +155,9 @@ int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max) {
 #endif
     }
 #else
-    (void)tstate; (void)out; (void)max;
+    (void)tstate;
+    (void)out;
+    (void)max;
 #endif
     return n;
 }
@@ -225,7 +227,10 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
             f = next;
             continue;
         }
-        if (n == max) { *truncated = 1; break; }
+        if (n == max) {
+            *truncated = 1;
+            break;
+        }
         out[n].code = co;
         out[n].offset = (int32_t)((instr - code_start) * (ptrdiff_t)sizeof(_Py_CODEUNIT));
         out[n].flags = entry;
@@ -250,7 +255,10 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         if (!valid && w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
         if (valid) {
             w.valid_run++;
-            if (n == max) { *truncated = 1; break; }
+            if (n == max) {
+                *truncated = 1;
+                break;
+            }
             out[n].code = fr.f_code;
             out[n].flags = LP_RAWFRAME_ENTRY; /* one eval-loop call per frame before 3.11 */
             out[n].offset = fr.f_lasti < 0 ? -1 : fr.f_lasti * 2; /* code units -> bytes */

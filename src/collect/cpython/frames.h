@@ -15,7 +15,7 @@
 
 #include "common/base.h"
 #include "common/rawframe.h" /* lp_rawframe */
-#include "collect/reader.h"     /* lp_reader */
+#include "collect/reader.h"  /* lp_reader */
 
 /* process_vm_readv on our own pid: never faults. */
 LP_INTERNAL int lp_pyframes_safe_read(void *dst, const void *src, size_t n);

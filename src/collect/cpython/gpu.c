@@ -38,7 +38,8 @@ static uint32_t launch_stack(void) {
     if (n > 0) return lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated);
     truncated = 0;
     const void *main = __atomic_load_n(&main_tstate, __ATOMIC_ACQUIRE);
-    n = main ? lp_pyframes_capture(main, frames, (int)LP_ARRAY_LEN(frames), &truncated, lp_pyframes_safe_read) : 0;
+    n = main ? lp_pyframes_capture(main, frames, (int)LP_ARRAY_LEN(frames), &truncated, lp_pyframes_safe_read)
+             : 0;
     uint32_t s = lp_agg_intern(main_key, frames, (size_t)(n > 0 ? n : 0), truncated);
     return lp_agg_extend(s, NULL, LP_OFFSET_GPU_ORPHAN);
 }
@@ -59,7 +60,8 @@ static int prepare(void) {
 /* gpu_reset(): forget launches, records and device blocks (GPU columns of
  * the stack table are reset with the table itself). */
 static PyObject *py_reset(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_gpu_join_reset();
     if (lp_gpu_devmem_reset() < 0) return PyErr_NoMemory();
     (void)lp_gpu_trace_reset(); /* cannot reserve: every record counted as dropped */
@@ -102,10 +104,14 @@ static PyObject *py_cupti_start(PyObject *self, PyObject *args) {
     PyObject *seq = PySequence_Fast(paths, "expected a list of library paths");
     if (!seq) return NULL;
     PyObject *nseq = PySequence_Fast(names, "expected a list of sonames");
-    if (!nseq) { Py_DECREF(seq); return NULL; }
+    if (!nseq) {
+        Py_DECREF(seq);
+        return NULL;
+    }
     const char *cands[64], *sonames[8];
     size_t k = 0, ns = 0;
-    if (str_list(seq, cands, LP_ARRAY_LEN(cands), &k) < 0 || str_list(nseq, sonames, LP_ARRAY_LEN(sonames), &ns) < 0) {
+    if (str_list(seq, cands, LP_ARRAY_LEN(cands), &k) < 0 ||
+        str_list(nseq, sonames, LP_ARRAY_LEN(sonames), &ns) < 0) {
         Py_DECREF(seq);
         Py_DECREF(nseq);
         return NULL;
@@ -127,9 +133,8 @@ static PyObject *py_levelzero_start(PyObject *self, PyObject *arg) {
     char why[512] = "";
     int rc;
     Py_BEGIN_ALLOW_THREADS /* zeInit may take a while; the drain must not wait */
-    rc = lp_levelzero_start(&host, path, why, sizeof why);
-    Py_END_ALLOW_THREADS
-    if (rc == 0) Py_RETURN_NONE;
+        rc = lp_levelzero_start(&host, path, why, sizeof why);
+    Py_END_ALLOW_THREADS if (rc == 0) Py_RETURN_NONE;
     return PyUnicode_FromString(why);
 }
 
@@ -139,11 +144,9 @@ static PyObject *py_stop(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long timeout = PyLong_AsUnsignedLong(arg);
     if (PyErr_Occurred()) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    lp_cupti_stop((unsigned)timeout);
+    Py_BEGIN_ALLOW_THREADS lp_cupti_stop((unsigned)timeout);
     lp_levelzero_stop();
-    Py_END_ALLOW_THREADS
-    lp_gpu_devmem_finish();
+    Py_END_ALLOW_THREADS lp_gpu_devmem_finish();
     __atomic_store_n(&main_tstate, NULL, __ATOMIC_RELEASE);
     Py_RETURN_NONE;
 }
@@ -154,23 +157,21 @@ static PyObject *py_cupti_yield(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long timeout = PyLong_AsUnsignedLong(arg);
     if (PyErr_Occurred()) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    lp_cupti_stop((unsigned)timeout);
-    Py_END_ALLOW_THREADS
-    Py_RETURN_NONE;
+    Py_BEGIN_ALLOW_THREADS lp_cupti_stop((unsigned)timeout);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
 static PyObject *py_flush(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
-    Py_BEGIN_ALLOW_THREADS
-    lp_cupti_flush();
+    (void)self;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS lp_cupti_flush();
     lp_levelzero_flush();
-    Py_END_ALLOW_THREADS
-    Py_RETURN_NONE;
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_gpu_join_stats j;
     lp_gpu_join_get_stats(&j);
     lp_gpu_devmem_stats m;
@@ -184,33 +185,32 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},"
         "s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:s,s:s,s:i}}",
         "join", "records", (unsigned long long)j.records, "unattributed", (unsigned long long)j.unattributed,
-        "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches,
-        "kept", (unsigned long long)j.kept, "late", (unsigned long long)j.late,
-        "aged_out", (unsigned long long)j.aged_out,
-        "device_ns", (unsigned long long)j.device_ns, "first_start_ns", (unsigned long long)j.first_start_ns,
-        "last_end_ns", (unsigned long long)j.last_end_ns,
-        "memory", "live_bytes", (unsigned long long)m.live_bytes, "peak_bytes", (unsigned long long)m.peak_bytes,
-        "allocs", (unsigned long long)m.allocs, "frees", (unsigned long long)m.frees,
-        "unknown_frees", (unsigned long long)m.unknown_frees, "dropped", (unsigned long long)m.dropped,
-        "peak_exact", m.peak_exact,
-        "cupti", "active", c.active, "version", c.version, "library", c.library, "layout", c.layout,
-        "callbacks", (unsigned long long)c.callbacks, "buffers", (unsigned long long)c.buffers,
-        "records", (unsigned long long)c.records, "dropped", (unsigned long long)c.dropped,
-        "after_stop", (unsigned long long)c.after_stop, "timer_flushes", (unsigned long long)c.timer_flushes,
-        "flush_timed_out", c.flush_timed_out, "unsubscribe_timed_out", c.unsubscribe_timed_out,
-        "levelzero", "active", z.active, "loader", z.loader, "appends", (unsigned long long)z.appends,
-        "records", (unsigned long long)z.records, "pending", (unsigned long long)z.pending,
-        "lost", (unsigned long long)z.lost, "retried", (unsigned long long)z.retried,
-        "reused", (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked,
-        "layer_turned_on", z.layer_turned_on, "no_event", (unsigned long long)z.no_event,
-        "unfinished", (unsigned long long)z.unfinished, "no_timestamps", (unsigned long long)z.no_timestamps,
+        "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches, "kept",
+        (unsigned long long)j.kept, "late", (unsigned long long)j.late, "aged_out",
+        (unsigned long long)j.aged_out, "device_ns", (unsigned long long)j.device_ns, "first_start_ns",
+        (unsigned long long)j.first_start_ns, "last_end_ns", (unsigned long long)j.last_end_ns, "memory",
+        "live_bytes", (unsigned long long)m.live_bytes, "peak_bytes", (unsigned long long)m.peak_bytes,
+        "allocs", (unsigned long long)m.allocs, "frees", (unsigned long long)m.frees, "unknown_frees",
+        (unsigned long long)m.unknown_frees, "dropped", (unsigned long long)m.dropped, "peak_exact",
+        m.peak_exact, "cupti", "active", c.active, "version", c.version, "library", c.library, "layout",
+        c.layout, "callbacks", (unsigned long long)c.callbacks, "buffers", (unsigned long long)c.buffers,
+        "records", (unsigned long long)c.records, "dropped", (unsigned long long)c.dropped, "after_stop",
+        (unsigned long long)c.after_stop, "timer_flushes", (unsigned long long)c.timer_flushes,
+        "flush_timed_out", c.flush_timed_out, "unsubscribe_timed_out", c.unsubscribe_timed_out, "levelzero",
+        "active", z.active, "loader", z.loader, "appends", (unsigned long long)z.appends, "records",
+        (unsigned long long)z.records, "pending", (unsigned long long)z.pending, "lost",
+        (unsigned long long)z.lost, "retried", (unsigned long long)z.retried, "reused",
+        (unsigned long long)z.reused, "list_sync_hooked", z.list_sync_hooked, "layer_turned_on",
+        z.layer_turned_on, "no_event", (unsigned long long)z.no_event, "unfinished",
+        (unsigned long long)z.unfinished, "no_timestamps", (unsigned long long)z.no_timestamps,
         "untimed_calls", (unsigned long long)z.untimed_calls, "reexecuted", (unsigned long long)z.reexecuted,
         "hooked", z.hooked, "loader_version", z.loader_version, "loader_newer", z.loader_newer);
 }
 
 /* gpu_timeline_stats(): the GPU timeline's store and the line-interval log. */
 static PyObject *py_timeline_stats(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_cupti_info c;
     lp_cupti_get_info(&c);
     lp_levelzero_info z;
@@ -230,7 +230,8 @@ static PyMethodDef methods[] = {
     {"gpu_cupti_yield", py_cupti_yield, METH_O, "gpu_cupti_yield(timeout_ms): flush, then leave CUPTI."},
     {"gpu_flush", py_flush, METH_NOARGS, "Deliver buffered GPU records now."},
     {"gpu_stats", py_stats, METH_NOARGS, "Counters of the GPU join, device memory and backends."},
-    {"gpu_line_spans", py_line_spans, METH_O, "gpu_line_spans(on): log traced line intervals for GPU idle time."},
+    {"gpu_line_spans", py_line_spans, METH_O,
+     "gpu_line_spans(on): log traced line intervals for GPU idle time."},
     {"gpu_timeline_stats", py_timeline_stats, METH_NOARGS, "The GPU timeline store's counters."},
     {NULL, NULL, 0, NULL},
 };

@@ -37,7 +37,8 @@ static uint64_t n_ops, n_nodes, n_enters, n_failed;
 /* An origin set before the last reset names a stack of a table since
  * cleared (a thread that ran backward then and none since). */
 uint32_t lp_gpu_autograd_origin(void) {
-    if (!origin_plus1 || origin_generation != __atomic_load_n(&generation, __ATOMIC_RELAXED)) return LP_STACK_NONE;
+    if (!origin_plus1 || origin_generation != __atomic_load_n(&generation, __ATOMIC_RELAXED))
+        return LP_STACK_NONE;
     return origin_plus1 - 1;
 }
 
@@ -276,8 +277,9 @@ static PyObject *py_origin(PyObject *self, PyObject *unused) {
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:K,s:K,s:K,s:K}", "ops", (unsigned long long)__atomic_load_n(&n_ops, __ATOMIC_RELAXED),
-                         "nodes", (unsigned long long)__atomic_load_n(&n_nodes, __ATOMIC_RELAXED), "runs",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K}", "ops",
+                         (unsigned long long)__atomic_load_n(&n_ops, __ATOMIC_RELAXED), "nodes",
+                         (unsigned long long)__atomic_load_n(&n_nodes, __ATOMIC_RELAXED), "runs",
                          (unsigned long long)__atomic_load_n(&n_enters, __ATOMIC_RELAXED), "failed",
                          (unsigned long long)__atomic_load_n(&n_failed, __ATOMIC_RELAXED));
 }
@@ -292,7 +294,8 @@ static PyMethodDef methods[] = {
      "gpu_autograd_backward(backward, *args, **kw): a backward pass, this thread's origin kept."},
     {"gpu_call_around", (PyCFunction)(void (*)(void))py_call_around, METH_VARARGS | METH_KEYWORDS,
      "gpu_call_around(before, after, fn, *args, **kw): after(before()) around fn, no frame of its own."},
-    {"gpu_backward_origin", py_origin, METH_NOARGS, "The calling thread's backward origin stack id, or None."},
+    {"gpu_backward_origin", py_origin, METH_NOARGS,
+     "The calling thread's backward origin stack id, or None."},
     {"gpu_backward_stats", py_stats, METH_NOARGS, "Ops and nodes hooked, node pre-hooks run, failures."},
     {NULL, NULL, 0, NULL},
 };

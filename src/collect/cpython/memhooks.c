@@ -25,7 +25,7 @@ typedef struct {
     PyMemAllocatorEx orig;
     PyMemAllocatorEx mine;
     PyMemAllocatorDomain domain;
-    int python;    /* 1: counts as Python-object memory */
+    int python; /* 1: counts as Python-object memory */
     int installed;
 } hook_domain;
 
@@ -34,13 +34,13 @@ static hook_domain domains[3];
  * never changes, and every thread's guard must be chosen by it, a thread
  * started before memory_start included (see guard_slot). */
 static const lp_shim_api *preloaded;
-static uintptr_t preloaded_entry; /* an address in the shim's text */
-static const lp_shim_api *shim; /* preloaded, and attached by memory_start */
+static uintptr_t preloaded_entry;  /* an address in the shim's text */
+static const lp_shim_api *shim;    /* preloaded, and attached by memory_start */
 static uintptr_t shim_lo, shim_hi; /* the shim's text: its wrapper frames lead native stacks */
-static int enabled;          /* atomic: attribute events */
+static int enabled;                /* atomic: attribute events */
 static uint64_t mean_bytes = LP_MEMSAMPLE_DEFAULT_BYTES;
-static lp_livemem live;      /* PyMem-domain sampled blocks */
-static lp_memacct *account;  /* per-stack columns go to the stack table */
+static lp_livemem live;     /* PyMem-domain sampled blocks */
+static lp_memacct *account; /* per-stack columns go to the stack table */
 static int tables_ready;
 
 /* Initial-exec: these are read on every PyMem call; a general-dynamic access
@@ -97,7 +97,8 @@ static int with_native(const lp_rawframe *py, int npy, const lp_splice_rules *ru
      * exact and moves the others inside their call: move the first here */
     if (skip < nips) ips[skip] -= 1;
     int mismatch = 0;
-    return lp_splice(py, npy, ips + skip, nips - skip, nips >= (int)LP_ARRAY_LEN(ips), rules, out, max, &mismatch);
+    return lp_splice(py, npy, ips + skip, nips - skip, nips >= (int)LP_ARRAY_LEN(ips), rules, out, max,
+                     &mismatch);
 }
 
 /* Captures the calling thread's stack and charges the sample to it. Returns
@@ -132,7 +133,8 @@ static uint32_t attributed(uint64_t key, const lp_rawframe *frames, int n, int t
 }
 
 static uint32_t shim_on_alloc(uint64_t addr, uint64_t size, double weight, uint32_t kind, uint64_t t) {
-    (void)addr; (void)kind;
+    (void)addr;
+    (void)kind;
     if (!__atomic_load_n(&enabled, __ATOMIC_ACQUIRE)) return 0;
     return attribute(size, weight, 0, t);
 }
@@ -142,8 +144,7 @@ static void shim_on_free(const lp_shim_block *b, uint64_t t) {
         lp_memacct_free(account, b->stack, b->weight, t);
 }
 
-static const lp_shim_hooks shim_hooks = {LP_SHIM_ABI, sizeof(lp_shim_hooks), shim_on_alloc,
-                                         shim_on_free};
+static const lp_shim_hooks shim_hooks = {LP_SHIM_ABI, sizeof(lp_shim_hooks), shim_on_alloc, shim_on_free};
 
 static uint32_t live_attribute(const lp_live_block *b) {
     return attribute(b->size, b->weight, b->kind == LP_MEM_PYTHON, b->t_ns);
@@ -160,7 +161,9 @@ static void sampled(void *p, size_t size, int python) {
     uint64_t mean = __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED);
     if (!lp_memsample_take(&tls_sampler, mean, size, (uint64_t)(uintptr_t)&tls_sampler)) return;
     int prev = lp_memhooks_guard_enter();
-    lp_live_block b = {.addr = (uintptr_t)p, .size = size, .t_ns = lp_clock_monotonic_ns(),
+    lp_live_block b = {.addr = (uintptr_t)p,
+                       .size = size,
+                       .t_ns = lp_clock_monotonic_ns(),
                        .kind = python ? LP_MEM_PYTHON : LP_MEM_NATIVE};
     lp_livemem_record(&live, &b, mean, &live_owner);
     lp_memhooks_guard_leave(prev);
@@ -173,7 +176,8 @@ static inline void after_alloc(void *p, size_t size, int python) {
 
 static void forget(void *p) {
     lp_live_block b;
-    if (lp_livemem_remove(&live, (uintptr_t)p, &b)) lp_memacct_free(account, b.stack, b.weight, lp_clock_monotonic_ns());
+    if (lp_livemem_remove(&live, (uintptr_t)p, &b))
+        lp_memacct_free(account, b.stack, b.weight, lp_clock_monotonic_ns());
 }
 
 /* ---- the PyMem wrappers ------------------------------------------------- */
@@ -327,7 +331,8 @@ int lp_memhooks_start(uint64_t sample_bytes) {
     lp_memacct_reset(account, lp_clock_monotonic_ns());
     /* a new memory run starts from zero in the shared table too (the
      * sampler's columns are left alone) */
-    for (int m = LP_M_ALLOC_BYTES; m <= LP_M_SURVIVOR_T2; m++) lp_stacktab_clear_column(lp_agg_stacks(), (lp_metric)m);
+    for (int m = LP_M_ALLOC_BYTES; m <= LP_M_SURVIVOR_T2; m++)
+        lp_stacktab_clear_column(lp_agg_stacks(), (lp_metric)m);
     lp_memhooks_guard_leave(prev);
     tls_sampler.rng = 0;
     int pym = pymalloc_is_default();

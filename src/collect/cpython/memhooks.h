@@ -14,7 +14,7 @@
 #include "collect/shim/shared/livemem.h"
 #include "lprof/shim.h"
 
-#define LP_MEM_MAX_DEPTH 128
+#define LP_MEM_MAX_DEPTH  128
 #define LP_MEM_MAX_NATIVE 128 /* native frames per sampled allocation (--native) */
 
 /* Finds the preloaded shim (module import, before any thread of lprof's). */

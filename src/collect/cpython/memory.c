@@ -26,18 +26,21 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
 }
 
 static PyObject *py_stop(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_memhooks_stop();
     Py_RETURN_NONE;
 }
 
 static PyObject *py_running(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyBool_FromLong(lp_memhooks_running());
 }
 
 static PyObject *py_native_covered(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyBool_FromLong(lp_memhooks_shim() != NULL);
 }
 
@@ -70,7 +73,8 @@ static void finish_columns(const lp_memacct_totals *tot) {
     lp_stacktab_set_difference(t, LP_M_LIVE_BYTES, LP_M_ALLOC_BYTES, LP_M_FREED_BYTES);
     static const lp_metric survivor_columns[] = {LP_M_SURVIVORS, LP_M_SURVIVOR_BYTES, LP_M_SURVIVOR_T,
                                                  LP_M_SURVIVOR_T2};
-    for (size_t i = 0; i < LP_ARRAY_LEN(survivor_columns); i++) lp_stacktab_clear_column(t, survivor_columns[i]);
+    for (size_t i = 0; i < LP_ARRAY_LEN(survivor_columns); i++)
+        lp_stacktab_clear_column(t, survivor_columns[i]);
     survivor_ctx c = {tot->t0_ns};
     const lp_shim_api *shim = lp_memhooks_shim();
     if (shim) shim->foreach_live(visit_shim, &c);
@@ -108,13 +112,14 @@ static PyObject *stats_dict(void) {
  * returns what is not per stack: totals, peak, timeline and counters. The
  * stacks themselves come from stacks_snapshot() (one resolver). */
 static PyObject *py_snapshot(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_memacct *a = lp_memhooks_acct();
     if (a == NULL) return PyDict_New();
     /* lprof's own allocations below must not be sampled */
     int prev = lp_memhooks_guard_enter();
     PyObject *out = NULL, *timeline = NULL, *stats = NULL;
-    double (*tl)[2] = PyMem_RawMalloc(sizeof(double[2]) * LP_MEMACCT_TIMELINE);
+    double(*tl)[2] = PyMem_RawMalloc(sizeof(double[2]) * LP_MEMACCT_TIMELINE);
     if (!tl) {
         PyErr_NoMemory();
         goto done;
@@ -133,14 +138,11 @@ static PyObject *py_snapshot(PyObject *self, PyObject *unused) {
     }
     if (!(stats = stats_dict())) goto done;
     const lp_shim_api *shim = lp_memhooks_shim();
-    out = Py_BuildValue("{s:K,s:O,s:d,s:d,s:d,s:d,s:O,s:O}",
-                        "sample_bytes", (unsigned long long)lp_memhooks_sample_bytes(),
-                        "native_covered", shim ? Py_True : Py_False,
-                        "peak_bytes", tot.peak,
-                        "peak_time_s", tot.peak_t_ns > tot.t0_ns ? (double)(tot.peak_t_ns - tot.t0_ns) * 1e-9 : 0.0,
-                        "live_bytes", tot.live,
-                        "duration_s", (double)(now - tot.t0_ns) * 1e-9,
-                        "timeline", timeline, "stats", stats);
+    out = Py_BuildValue(
+        "{s:K,s:O,s:d,s:d,s:d,s:d,s:O,s:O}", "sample_bytes", (unsigned long long)lp_memhooks_sample_bytes(),
+        "native_covered", shim ? Py_True : Py_False, "peak_bytes", tot.peak, "peak_time_s",
+        tot.peak_t_ns > tot.t0_ns ? (double)(tot.peak_t_ns - tot.t0_ns) * 1e-9 : 0.0, "live_bytes", tot.live,
+        "duration_s", (double)(now - tot.t0_ns) * 1e-9, "timeline", timeline, "stats", stats);
 done:
     Py_XDECREF(timeline);
     Py_XDECREF(stats);
@@ -218,19 +220,19 @@ static PyObject *py_own_thread_start(PyObject *self, PyObject *target) {
     }
     /* Return once the thread holds its thread state, the last of its
      * start-up allocations (why: common/thread_start.h). */
-    Py_BEGIN_ALLOW_THREADS
-    lp_wait_for_flag(&boot->running, LP_THREAD_START_WAIT_NS);
+    Py_BEGIN_ALLOW_THREADS lp_wait_for_flag(&boot->running, LP_THREAD_START_WAIT_NS);
     Py_END_ALLOW_THREADS
-    /* a thread ended inside PyGILState_Ensure (finalisation) never lets go of its block: one small
+        /* a thread ended inside PyGILState_Ensure (finalisation) never lets go of its block: one small
      * block, never touched again */
-    own_thread_boot_release(boot);
+        own_thread_boot_release(boot);
     return PyLong_FromUnsignedLong(ident);
 }
 
 /* The kernel ids of lprof's live threads (common/own_tids.h): whose CPU
  * time is lprof's, not a thread without Python's. */
 static PyObject *py_own_thread_tids(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     pid_t tids[LP_OWN_TIDS_MAX];
     int n = lp_own_tids_list(tids, LP_OWN_TIDS_MAX);
     PyObject *out = PyList_New(n);

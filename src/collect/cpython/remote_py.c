@@ -93,16 +93,16 @@ static void own_layout(lp_remote_layout *L) {
 static PyObject *layout_to_dict(const lp_remote_layout *L) {
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
-#define PUT_(n)                                                                         \
-    {                                                                                   \
-        PyObject *v = L->n == LP_REMOTE_ABSENT ? (Py_INCREF(Py_None), Py_None)          \
-                                               : PyLong_FromUnsignedLongLong(L->n);     \
-        if (v == NULL || PyDict_SetItemString(d, #n, v) < 0) {                          \
-            Py_XDECREF(v);                                                              \
-            Py_DECREF(d);                                                               \
-            return NULL;                                                                \
-        }                                                                               \
-        Py_DECREF(v);                                                                   \
+#define PUT_(n)                                                                                           \
+    {                                                                                                     \
+        PyObject *v =                                                                                     \
+            L->n == LP_REMOTE_ABSENT ? (Py_INCREF(Py_None), Py_None) : PyLong_FromUnsignedLongLong(L->n); \
+        if (v == NULL || PyDict_SetItemString(d, #n, v) < 0) {                                            \
+            Py_XDECREF(v);                                                                                \
+            Py_DECREF(d);                                                                                 \
+            return NULL;                                                                                  \
+        }                                                                                                 \
+        Py_DECREF(v);                                                                                     \
     }
     LP_REMOTE_LAYOUT_FIELDS(PUT_)
 #undef PUT_
@@ -117,15 +117,15 @@ static int layout_from_dict(PyObject *d, lp_remote_layout *L) {
         PyErr_SetString(PyExc_TypeError, "layout: a dict");
         return -1;
     }
-#define GET_(n)                                                                         \
-    {                                                                                   \
-        PyObject *v = PyDict_GetItemString(d, #n);                                      \
-        if (v == NULL || v == Py_None) {                                                \
-            L->n = LP_REMOTE_ABSENT;                                                    \
-        } else {                                                                        \
-            L->n = PyLong_AsUnsignedLongLong(v);                                        \
-            if (PyErr_Occurred()) return -1;                                            \
-        }                                                                               \
+#define GET_(n)                                    \
+    {                                              \
+        PyObject *v = PyDict_GetItemString(d, #n); \
+        if (v == NULL || v == Py_None) {           \
+            L->n = LP_REMOTE_ABSENT;               \
+        } else {                                   \
+            L->n = PyLong_AsUnsignedLongLong(v);   \
+            if (PyErr_Occurred()) return -1;       \
+        }                                          \
     }
     LP_REMOTE_LAYOUT_FIELDS(GET_)
 #undef GET_
@@ -155,8 +155,8 @@ static int on_thread(void *ctx, uint64_t tid, uint64_t ntid) {
     sink_state *s = ctx;
     s->frames = PyList_New(0);
     if (s->frames == NULL) return 1;
-    PyObject *t = Py_BuildValue("[KKOi]", (unsigned long long)tid, (unsigned long long)ntid,
-                                s->frames, LP_REMOTE_OK);
+    PyObject *t =
+        Py_BuildValue("[KKOi]", (unsigned long long)tid, (unsigned long long)ntid, s->frames, LP_REMOTE_OK);
     Py_DECREF(s->frames); /* the thread's list holds it */
     if (t == NULL) return 1;
     int rc = PyList_Append(s->threads, t);
@@ -217,24 +217,25 @@ static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
     unsigned long long runtime;
     PyObject *layout_obj;
     int want_locals = 0;
-    if (!PyArg_ParseTuple(args, "iKO|p:remote_dump", &pid, &runtime, &layout_obj, &want_locals))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "iKO|p:remote_dump", &pid, &runtime, &layout_obj, &want_locals)) return NULL;
     lp_remote_layout L;
     uint64_t version = 0;
     int rc;
     if (layout_obj == Py_None) {
-        Py_BEGIN_ALLOW_THREADS
-        rc = lp_remote_layout_from_debug((pid_t)pid, runtime, &L, &version);
-        Py_END_ALLOW_THREADS
-        if (rc != LP_REMOTE_OK) return Py_BuildValue("(iK[])", rc, (unsigned long long)version);
+        Py_BEGIN_ALLOW_THREADS rc = lp_remote_layout_from_debug((pid_t)pid, runtime, &L, &version);
+        Py_END_ALLOW_THREADS if (rc != LP_REMOTE_OK) return Py_BuildValue("(iK[])", rc,
+                                                                          (unsigned long long)version);
     } else {
         if (layout_from_dict(layout_obj, &L) < 0) return NULL;
         version = L.version_hex;
     }
     sink_state s = {.threads = PyList_New(0), .want_locals = want_locals};
     if (s.threads == NULL) return NULL;
-    lp_remote_sink sink = {.thread = on_thread, .frame = on_frame, .end_thread = on_end_thread,
-                           .local = want_locals ? on_local : NULL, .ctx = &s};
+    lp_remote_sink sink = {.thread = on_thread,
+                           .frame = on_frame,
+                           .end_thread = on_end_thread,
+                           .local = want_locals ? on_local : NULL,
+                           .ctx = &s};
     /* the sink builds Python objects: the walk keeps the GIL */
     rc = lp_remote_walk((pid_t)pid, runtime, &L, &sink);
     if (rc == LP_REMOTE_STOPPED && PyErr_Occurred()) {
@@ -284,10 +285,14 @@ int lp_pyremote_init(PyObject *module) {
         const char *name;
         int value;
     } consts[] = {
-        {"REMOTE_OK", LP_REMOTE_OK},           {"REMOTE_NOPROC", LP_REMOTE_NOPROC},
-        {"REMOTE_NOPERM", LP_REMOTE_NOPERM},   {"REMOTE_BADREAD", LP_REMOTE_BADREAD},
-        {"REMOTE_NODEBUG", LP_REMOTE_NODEBUG}, {"REMOTE_VERSION", LP_REMOTE_VERSION},
-        {"REMOTE_LAYOUT", LP_REMOTE_LAYOUT},   {"REMOTE_STOPPED", LP_REMOTE_STOPPED},
+        {"REMOTE_OK", LP_REMOTE_OK},
+        {"REMOTE_NOPROC", LP_REMOTE_NOPROC},
+        {"REMOTE_NOPERM", LP_REMOTE_NOPERM},
+        {"REMOTE_BADREAD", LP_REMOTE_BADREAD},
+        {"REMOTE_NODEBUG", LP_REMOTE_NODEBUG},
+        {"REMOTE_VERSION", LP_REMOTE_VERSION},
+        {"REMOTE_LAYOUT", LP_REMOTE_LAYOUT},
+        {"REMOTE_STOPPED", LP_REMOTE_STOPPED},
         {"REMOTE_FREE_THREADED", LP_REMOTE_FREE_THREADED},
     };
     for (size_t i = 0; i < LP_ARRAY_LEN(consts); i++)

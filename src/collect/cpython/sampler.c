@@ -28,13 +28,13 @@
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
-static uint64_t threads_unsampled; /* started while sampling, never registered */
+static uint64_t threads_unsampled;      /* started while sampling, never registered */
 static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
 
 /* lprof --native: how the drain splices (aggregate/splice.h); 0 = off */
 static int native_mode; /* 0 off, 1 on, 2 all frames */
 static lp_splice_rules splice_rules;
-static uint64_t native_mismatch; /* samples whose stacks disagreed (splice.h) */
+static uint64_t native_mismatch;                 /* samples whose stacks disagreed (splice.h) */
 static uintptr_t native_self_lo, native_self_hi; /* this extension's text */
 
 /* The stack a sample is interned as: its Python frames, or with --native
@@ -46,8 +46,8 @@ static const lp_rawframe *sample_stack(const lp_sample *s, uint32_t *depth) {
     if (s->native_depth == 0) return s->frames;
     int mismatch = 0;
     int n = lp_splice(s->frames, (int)s->depth, lp_sample_native(s), (int)s->native_depth,
-                      s->native_depth >= LP_NATIVE_MAX_DEPTH, &splice_rules, mixed,
-                      (int)LP_ARRAY_LEN(mixed), &mismatch);
+                      s->native_depth >= LP_NATIVE_MAX_DEPTH, &splice_rules, mixed, (int)LP_ARRAY_LEN(mixed),
+                      &mismatch);
     native_mismatch += (uint64_t)mismatch;
     for (int i = 0; i < n; i++) {
         if (mixed[i].offset != LP_OFFSET_NATIVE) continue;
@@ -67,7 +67,10 @@ static int leaf_at_call(const lp_sample *s, void *arg) {
     (void)arg;
     if (s->depth == 0 || s->frames[0].offset < 0 || !lp_pyframes_is_code(s->frames[0].code, NULL)) return 0;
     PyObject *bytes = PyObject_GetAttrString((PyObject *)s->frames[0].code, "co_code");
-    if (!bytes) { PyErr_Clear(); return 0; }
+    if (!bytes) {
+        PyErr_Clear();
+        return 0;
+    }
     int hit = PyBytes_Check(bytes) && s->frames[0].offset < PyBytes_GET_SIZE(bytes) &&
               call_opcodes[(unsigned char)PyBytes_AS_STRING(bytes)[s->frames[0].offset]];
     Py_DECREF(bytes);
@@ -123,7 +126,8 @@ static void add_other(const lp_sample *s) {
         last_other.stack = base;
         last_other.t_ns = s->t_ns;
         last_other.set = 1;
-    } else if (last_other.set && s->t_ns >= last_other.t_ns && s->t_ns - last_other.t_ns <= LP_OTHERS_WINDOW_NS) {
+    } else if (last_other.set && s->t_ns >= last_other.t_ns &&
+               s->t_ns - last_other.t_ns <= LP_OTHERS_WINDOW_NS) {
         base = last_other.stack;
     } else {
         base = lp_agg_intern(0, NULL, 0, 0);
@@ -187,7 +191,8 @@ static void prune_dead_threads(void) {
 }
 
 static PyObject *py_drain(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     if (lp_sampler_running()) prune_dead_threads();
     uint64_t n = drain_rings();
     lp_resolve_scan(NULL);
@@ -250,11 +255,13 @@ static const lp_sampler_host *interpreter_host(void) {
 
 /* [(lo, hi), ...]: the eval loop's parts as found (tests, diagnostics) */
 static PyObject *py_eval_loop_ranges(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     const lp_sampler_host *h = interpreter_host();
     PyObject *list = PyList_New(0);
     for (int i = 0; list && i < h->eval.n; i++) {
-        PyObject *t = Py_BuildValue("(KK)", (unsigned long long)h->eval.lo[i], (unsigned long long)h->eval.hi[i]);
+        PyObject *t =
+            Py_BuildValue("(KK)", (unsigned long long)h->eval.lo[i], (unsigned long long)h->eval.hi[i]);
         if (!t || PyList_Append(list, t) < 0) Py_CLEAR(list);
         Py_XDECREF(t);
     }
@@ -296,7 +303,10 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     lp_sampler_config cfg;
     if (strcmp(mode, "cpu") == 0) cfg.mode = LP_MODE_CPU;
     else if (strcmp(mode, "wall") == 0) cfg.mode = LP_MODE_WALL;
-    else { PyErr_SetString(PyExc_ValueError, "mode must be 'cpu' or 'wall'"); return NULL; }
+    else {
+        PyErr_SetString(PyExc_ValueError, "mode must be 'cpu' or 'wall'");
+        return NULL;
+    }
     cfg.signo = signo;
     cfg.period_ns = (uint64_t)(1e9 / rate);
     cfg.others = 1;
@@ -322,31 +332,38 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     threads_unsampled = 0;
     config = cfg;
     lp_sampler_reset_stats();
-    if (lp_sampler_start(&cfg, &host, &why) < 0) { PyErr_SetString(PyExc_RuntimeError, why); return NULL; }
+    if (lp_sampler_start(&cfg, &host, &why) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, why);
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *py_stop(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_sampler_stop();
     __atomic_store_n(&native_mode, 0, __ATOMIC_RELEASE);
     return py_drain(NULL, NULL);
 }
 
 static PyObject *py_pause(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_sampler_pause();
     Py_RETURN_NONE;
 }
 
 static PyObject *py_resume(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_sampler_resume();
     Py_RETURN_NONE;
 }
 
 static PyObject *py_register_current(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyThreadState *ts = PyThreadState_Get();
     uint64_t key = lp_pyframes_thread_key(ts);
     pid_t tid = (pid_t)syscall(SYS_gettid);
@@ -387,7 +404,10 @@ static PyObject *py_register_threads(PyObject *self, PyObject *list) {
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         unsigned long long ident;
         long native;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Kl", &ident, &native)) { Py_DECREF(seq); return NULL; }
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "Kl", &ident, &native)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
         for (PyThreadState *p = PyInterpreterState_ThreadHead(interp); p; p = PyThreadState_Next(p)) {
             if (lp_pyframes_thread_key(p) != ident) continue;
             if (native <= 0) native = lp_pyframes_native_tid(p);
@@ -418,7 +438,8 @@ static int stats_set(PyObject *d, const char *key, PyObject *value) {
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
     lp_others_stats os;
@@ -427,7 +448,10 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     static const char *sources[] = {"timers", "thread", "perf"};
     /* counts, each an unsigned 64-bit number (a dict built entry by entry:
      * a Py_BuildValue format this long got two types wrong once) */
-    const struct { const char *key; unsigned long long value; } counts[] = {
+    const struct {
+        const char *key;
+        unsigned long long value;
+    } counts[] = {
         {"lprof_threads_ns", os.own_ns},
         {"others_measured_ns", os.measured_ns},
         {"others_lost_ns", os.lost_ns},
@@ -451,8 +475,9 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         if (stats_set(d, counts[i].key, PyLong_FromUnsignedLongLong(counts[i].value)) < 0) goto fail;
     if (stats_set(d, "signal", PyLong_FromLong(st.signo)) < 0 ||
         stats_set(d, "native", PyLong_FromLong(native_mode)) < 0 ||
-        stats_set(d, "cpu_source", PyUnicode_FromString(st.cpu_source >= 0 && st.cpu_source <= 2
-                                                            ? sources[st.cpu_source] : "?")) < 0)
+        stats_set(d, "cpu_source",
+                  PyUnicode_FromString(st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source]
+                                                                                : "?")) < 0)
         goto fail;
     return d;
 fail:
@@ -461,13 +486,15 @@ fail:
 }
 
 static PyObject *py_default_signal(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyLong_FromLong(lp_sampler_default_signal());
 }
 
 /* None when --native can work here, else the reason (libunwind missing). */
 static PyObject *py_native_unwind_check(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     const char *why = NULL;
     if (lp_native_unwind_load(&why) == 0) Py_RETURN_NONE;
     return PyUnicode_FromString(why);
@@ -475,10 +502,14 @@ static PyObject *py_native_unwind_check(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"native_unwind_check", py_native_unwind_check, METH_NOARGS, "None if --native can run, else why not."},
-    {"eval_loop_ranges", py_eval_loop_ranges, METH_NOARGS, "[(lo, hi), ...]: the interpreter's eval loop code as found."},
+    {"eval_loop_ranges", py_eval_loop_ranges, METH_NOARGS,
+     "[(lo, hi), ...]: the interpreter's eval loop code as found."},
     {"unwind_table_range", py_unwind_table_range, METH_O,
      "unwind_table_range(address): (start, end) of its function in the unwind tables, or None."},
-    {"sampler_start", py_start, METH_VARARGS, "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 per-thread perf task-clock events (the thread where perf_event_open fails)"},
+    {"sampler_start", py_start, METH_VARARGS,
+     "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of "
+     "them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 "
+     "per-thread perf task-clock events (the thread where perf_event_open fails)"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
     {"sampler_pause", py_pause, METH_NOARGS,
@@ -490,7 +521,8 @@ static PyMethodDef methods[] = {
     {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
     {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
     {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},
-    {"sampler_default_signal", py_default_signal, METH_NOARGS, "The first free real-time signal from SIGRTMIN+4 (never SIGPROF)."},
+    {"sampler_default_signal", py_default_signal, METH_NOARGS,
+     "The first free real-time signal from SIGRTMIN+4 (never SIGPROF)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -71,8 +71,8 @@ static int add_code(PyCodeObject *code, int depth) {
     PyObject *consts = code->co_consts;
     for (Py_ssize_t i = 0; consts != NULL && i < PyTuple_GET_SIZE(consts); i++) {
         PyObject *k = PyTuple_GET_ITEM(consts, i);
-        if (PyCode_Check(k) && !is_comprehension((PyCodeObject *)k)
-            && add_code((PyCodeObject *)k, depth + 1) < 0)
+        if (PyCode_Check(k) && !is_comprehension((PyCodeObject *)k) &&
+            add_code((PyCodeObject *)k, depth + 1) < 0)
             return -1;
     }
     return is_new;
@@ -94,7 +94,8 @@ static uint64_t clock_now(void) { return lp_clock_now(); }
 
 static PyObject *py_tracer_enable(PyObject *self, PyObject *unused) {
     static int calibrated;
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     if (!enabled) {
         if (!calibrated) { /* ~20 us, once per process */
             lp_tc_calibrate_fast_line(clock_now);
@@ -110,7 +111,8 @@ static PyObject *py_tracer_enable(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_tracer_disable(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     if (enabled) {
         enabled = 0;
         int r = lp_pyt_source_disable();
@@ -121,7 +123,8 @@ static PyObject *py_tracer_disable(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_tracer_sweep_threads(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyLong_FromLong(enabled ? lp_pyt_source_sweep() : 0);
 }
 
@@ -138,13 +141,15 @@ static PyObject *py_tracer_sweeper_start(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *py_tracer_sweeper_stop(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_pyt_sweep_stop();
     Py_RETURN_NONE;
 }
 
 static PyObject *py_tracer_is_enabled(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return PyBool_FromLong(enabled);
 }
 
@@ -171,7 +176,8 @@ static PyObject *line_list(size_t k) {
 }
 
 static PyObject *py_tracer_stats(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     for (size_t k = 0; k < lp_tc_ncodes(); k++) {
@@ -182,8 +188,7 @@ static PyObject *py_tracer_stats(PyObject *self, PyObject *unused) {
             Py_DECREF(lines);
             continue;
         }
-        PyObject *t = Py_BuildValue("(OKN)", (PyObject *)c->user, (unsigned long long)c->total_ticks,
-                                    lines);
+        PyObject *t = Py_BuildValue("(OKN)", (PyObject *)c->user, (unsigned long long)c->total_ticks, lines);
         if (t == NULL || PyList_Append(out, t) < 0) {
             Py_XDECREF(t);
             goto fail;
@@ -262,8 +267,7 @@ static int packed_item(PyObject *tuple, Py_ssize_t k, const char **data, Py_ssiz
     if (k >= PyTuple_GET_SIZE(tuple)) return 0;
     PyObject *b = PyTuple_GET_ITEM(tuple, k);
     if (!PyBytes_Check(b) || PyBytes_GET_SIZE(b) % 8 != 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "tracer_counts_add(): items must be tracer_counts() bytes");
+        PyErr_SetString(PyExc_ValueError, "tracer_counts_add(): items must be tracer_counts() bytes");
         return -1;
     }
     *data = PyBytes_AS_STRING(b);
@@ -285,18 +289,18 @@ static uint64_t packed_at(const char *data, Py_ssize_t n, Py_ssize_t j) {
 static PyObject *py_tracer_counts_add(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *sums, *now, *base;
-    if (!PyArg_ParseTuple(args, "O!O!O!:tracer_counts_add", &PyTuple_Type, &sums, &PyTuple_Type,
-                          &now, &PyTuple_Type, &base))
+    if (!PyArg_ParseTuple(args, "O!O!O!:tracer_counts_add", &PyTuple_Type, &sums, &PyTuple_Type, &now,
+                          &PyTuple_Type, &base))
         return NULL;
-    Py_ssize_t items = PyTuple_GET_SIZE(now) > PyTuple_GET_SIZE(sums) ? PyTuple_GET_SIZE(now)
-                                                                       : PyTuple_GET_SIZE(sums);
+    Py_ssize_t items =
+        PyTuple_GET_SIZE(now) > PyTuple_GET_SIZE(sums) ? PyTuple_GET_SIZE(now) : PyTuple_GET_SIZE(sums);
     PyObject *out = PyTuple_New(items);
     if (out == NULL) return NULL;
     for (Py_ssize_t k = 0; k < items; k++) {
         const char *s, *a, *b;
         Py_ssize_t ns, na, nb;
-        if (packed_item(sums, k, &s, &ns) < 0 || packed_item(now, k, &a, &na) < 0
-            || packed_item(base, k, &b, &nb) < 0)
+        if (packed_item(sums, k, &s, &ns) < 0 || packed_item(now, k, &a, &na) < 0 ||
+            packed_item(base, k, &b, &nb) < 0)
             goto fail;
         if (nb && packed_at(b, nb, 0) != packed_at(a, na, 0)) nb = 0; /* cleared since */
         Py_ssize_t n = na > ns ? na : ns;
@@ -320,7 +324,8 @@ fail:
  * that suspended (yield, await) with the time until their frame resumed,
  * and the suspensions whose wait could not be kept. */
 static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *rows = PyList_New(0);
     if (rows == NULL) return NULL;
     for (size_t k = 0; k < lp_tc_ncodes(); k++) {
@@ -345,8 +350,9 @@ static PyObject *py_tracer_waits(PyObject *self, PyObject *unused) {
 static int idle_row(const void *code, int32_t line, uint64_t spans, uint64_t ticks, uint64_t idle, void *ud) {
     lp_tc_code *c = lp_tc_find(code);
     if (!c) return 0; /* no longer registered: nothing to name it by */
-    PyObject *t = Py_BuildValue("(OiKKK)", (PyObject *)c->user, c->firstlineno + (int)line, (unsigned long long)spans,
-                                (unsigned long long)ticks, (unsigned long long)idle);
+    PyObject *t =
+        Py_BuildValue("(OiKKK)", (PyObject *)c->user, c->firstlineno + (int)line, (unsigned long long)spans,
+                      (unsigned long long)ticks, (unsigned long long)idle);
     int bad = !t || PyList_Append((PyObject *)ud, t) < 0;
     Py_XDECREF(t);
     return bad ? -2 : 0;
@@ -356,7 +362,8 @@ static int idle_row(const void *code, int32_t line, uint64_t spans, uint64_t tic
  * line, the wall time of its intervals with no GPU work (aggregate/gpu_idle.h);
  * empty unless lprof --gpu logged the intervals. */
 static PyObject *py_tracer_gpu_idle(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     PyObject *rows = PyList_New(0);
     if (!rows) return NULL;
     double ns_per_tick = lp_clock_seconds_per_tick() * 1e9;
@@ -371,7 +378,8 @@ static PyObject *py_tracer_gpu_idle(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *py_tracer_clear(PyObject *self, PyObject *unused) {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     lp_tc_clear();
     clears++;
     Py_RETURN_NONE;
@@ -381,7 +389,8 @@ static PyMethodDef tracer_methods[] = {
     {"tracer_add_code", py_tracer_add_code, METH_O,
      "Trace this code object and those nested in its constants; True if newly added."},
     {"tracer_gpu_idle", py_tracer_gpu_idle, METH_NOARGS,
-     "[(code, lineno, intervals, ticks, idle_ticks)]: GPU idle wall time of each traced line's intervals (--gpu)."},
+     "[(code, lineno, intervals, ticks, idle_ticks)]: GPU idle wall time of each traced line's intervals "
+     "(--gpu)."},
     {"tracer_waits", py_tracer_waits, METH_NOARGS,
      "([(code, lineno, wait_ticks)], evicted): time suspended at each line (yield, await) until resumed."},
     {"tracer_enable", py_tracer_enable, METH_NOARGS,

@@ -13,9 +13,9 @@
 #include "common/clock.h"
 
 static int tool_id = -1;
-static PyObject *monitoring;  /* the sys.monitoring module */
+static PyObject *monitoring; /* the sys.monitoring module */
 static long ev_start, ev_resume, ev_return, ev_yield, ev_line, ev_throw, ev_unwind;
-static PyObject *cb_objs[7];  /* callbacks, same order as cb_events() */
+static PyObject *cb_objs[7]; /* callbacks, same order as cb_events() */
 
 static long local_mask(void) { return ev_start | ev_resume | ev_return | ev_yield | ev_line; }
 
@@ -95,10 +95,8 @@ static PyObject *frame_stops(PyObject *const *args, Py_ssize_t nargs, int suspen
     if (th == NULL) Py_RETURN_NONE; /* nothing was entered on this thread */
     lp_tc_code *c = code_of(th, args[0]);
     if (c != NULL) {
-        if (suspends)
-            lp_tc_suspend(th, c, current_frame(), t);
-        else
-            lp_tc_exit(th, c, t);
+        if (suspends) lp_tc_suspend(th, c, current_frame(), t);
+        else lp_tc_exit(th, c, t);
         lp_tc_overhead(th, t, lp_clock_now());
     }
     Py_RETURN_NONE;
@@ -125,8 +123,13 @@ static PyMethodDef cb_defs[] = {
 };
 
 static void cb_events(long ev[7]) {
-    ev[0] = ev_start; ev[1] = ev_resume; ev[2] = ev_throw; ev[3] = ev_return;
-    ev[4] = ev_yield; ev[5] = ev_unwind; ev[6] = ev_line;
+    ev[0] = ev_start;
+    ev[1] = ev_resume;
+    ev[2] = ev_throw;
+    ev[3] = ev_return;
+    ev[4] = ev_yield;
+    ev[5] = ev_unwind;
+    ev[6] = ev_line;
 }
 
 static int get_event(PyObject *events, const char *name, long *out) {
@@ -193,7 +196,8 @@ static int claim_tool_id(void) {
     }
     PyErr_Format(PyExc_RuntimeError,
                  "lprof: no free sys.monitoring tool id among 2-5 (held: %S); "
-                 "stop another profiler or debugger first", holders);
+                 "stop another profiler or debugger first",
+                 holders);
 fail:
     Py_DECREF(holders);
     return -1;
@@ -203,9 +207,7 @@ static int set_local(PyObject *code, long mask) {
     return call_ok(PyObject_CallMethod(monitoring, "set_local_events", "iOl", tool_id, code, mask));
 }
 
-int lp_pyt_source_watch(PyObject *code) {
-    return tool_id < 0 ? 0 : set_local(code, local_mask());
-}
+int lp_pyt_source_watch(PyObject *code) { return tool_id < 0 ? 0 : set_local(code, local_mask()); }
 
 int lp_pyt_source_disable(void);
 
@@ -223,8 +225,8 @@ int lp_pyt_source_enable(void) {
     long ev[7];
     cb_events(ev);
     for (int i = 0; i < 7; i++) {
-        if (call_ok(PyObject_CallMethod(monitoring, "register_callback", "ilO", tool_id, ev[i],
-                                        cb_objs[i])) < 0)
+        if (call_ok(PyObject_CallMethod(monitoring, "register_callback", "ilO", tool_id, ev[i], cb_objs[i])) <
+            0)
             goto fail;
     }
     PyObject *codes = lp_pyt_codes();
@@ -233,12 +235,12 @@ int lp_pyt_source_enable(void) {
     if (call_ok(PyObject_CallMethod(monitoring, "set_events", "il", tool_id, ev_throw | ev_unwind)) < 0)
         goto fail;
     return 0;
-fail: {
-        PyObject *exc = PyErr_GetRaisedException();
-        if (lp_pyt_source_disable() < 0) PyErr_Clear();
-        PyErr_SetRaisedException(exc);
-        return -1;
-    }
+fail : {
+    PyObject *exc = PyErr_GetRaisedException();
+    if (lp_pyt_source_disable() < 0) PyErr_Clear();
+    PyErr_SetRaisedException(exc);
+    return -1;
+}
 }
 
 /* Undoes everything enable did; keeps going after errors, reports the
@@ -246,7 +248,13 @@ fail: {
 int lp_pyt_source_disable(void) {
     if (tool_id < 0) return 0;
     PyObject *first = NULL;
-#define KEEP_FIRST(expr) do { if ((expr) < 0) { if (first == NULL) first = PyErr_GetRaisedException(); else PyErr_Clear(); } } while (0)
+#define KEEP_FIRST(expr)                                           \
+    do {                                                           \
+        if ((expr) < 0) {                                          \
+            if (first == NULL) first = PyErr_GetRaisedException(); \
+            else PyErr_Clear();                                    \
+        }                                                          \
+    } while (0)
     PyObject *codes = lp_pyt_codes();
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(codes); i++)
         KEEP_FIRST(set_local(PyList_GET_ITEM(codes, i), 0));
@@ -254,8 +262,8 @@ int lp_pyt_source_disable(void) {
     long ev[7];
     cb_events(ev);
     for (int i = 0; i < 7; i++)
-        KEEP_FIRST(call_ok(PyObject_CallMethod(monitoring, "register_callback", "ilO", tool_id,
-                                               ev[i], Py_None)));
+        KEEP_FIRST(
+            call_ok(PyObject_CallMethod(monitoring, "register_callback", "ilO", tool_id, ev[i], Py_None)));
     KEEP_FIRST(call_ok(PyObject_CallMethod(monitoring, "free_tool_id", "i", tool_id)));
 #undef KEEP_FIRST
     tool_id = -1;

@@ -28,7 +28,7 @@
 #include "common/thread_start.h"
 
 #define Py_BUILD_CORE 1
-#undef _PyGC_FINALIZED /* the internal headers define it again on 3.11 (-Werror) */
+#undef _PyGC_FINALIZED               /* the internal headers define it again on 3.11 (-Werror) */
 #include "internal/pycore_runtime.h" /* _PyRuntime.interpreters.mutex */
 #if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
@@ -38,13 +38,13 @@
 #endif
 #undef Py_BUILD_CORE
 
-static PyObject *installer;       /* C callable given to threading.settrace */
-static PyObject *prev_thread_hook; /* threading._trace_hook before enable */
+static PyObject *installer;         /* C callable given to threading.settrace */
+static PyObject *prev_thread_hook;  /* threading._trace_hook before enable */
 static PyThreadState *saved_tstate; /* the enabling thread's previous tracer */
 static Py_tracefunc saved_func;
 static PyObject *saved_obj;
-static int armed;                 /* between enable and disable */
-static int source_on;             /* armed and installed (a code is registered) */
+static int armed;     /* between enable and disable */
+static int source_on; /* armed and installed (a code is registered) */
 
 /* The resumed line of a generator/coroutine frame, or -1 for a new call. */
 static int resume_line(PyFrameObject *frame, PyCodeObject *co) {
@@ -68,7 +68,8 @@ static int is_suspended(PyFrameObject *frame, PyCodeObject *co) {
     return frame->f_state == FRAME_SUSPENDED;
 #else
     _PyInterpreterFrame *f = frame->f_frame;
-    return f->owner == FRAME_OWNED_BY_GENERATOR && _PyFrame_GetGenerator(f)->gi_frame_state == FRAME_SUSPENDED;
+    return f->owner == FRAME_OWNED_BY_GENERATOR &&
+           _PyFrame_GetGenerator(f)->gi_frame_state == FRAME_SUSPENDED;
 #endif
 }
 
@@ -78,54 +79,49 @@ static __attribute__((noinline)) int trace_event(PyFrameObject *frame, int what,
     lp_tc_thread *th;
     lp_tc_code *c;
     switch (what) {
-    case PyTrace_LINE:
-        th = lp_pyt_thread();
-        if (LP_UNLIKELY(th == NULL)) return 0;
-        c = lp_tc_top_code(th);
-        if (LP_UNLIKELY(c == NULL || c->id != (const void *)co)) {
-            c = lp_tc_find(co);
-            if (c == NULL) {
-                frame->f_trace_lines = 0;
+        case PyTrace_LINE:
+            th = lp_pyt_thread();
+            if (LP_UNLIKELY(th == NULL)) return 0;
+            c = lp_tc_top_code(th);
+            if (LP_UNLIKELY(c == NULL || c->id != (const void *)co)) {
+                c = lp_tc_find(co);
+                if (c == NULL) {
+                    frame->f_trace_lines = 0;
+                    return 0;
+                }
+            }
+            lp_tc_line(th, c, frame->f_lineno, t);
+            break;
+        case PyTrace_CALL:
+            if (LP_UNLIKELY(!source_on)) {
+                /* A thread that missed disable (it was starting up): leave. */
+                PyEval_SetTrace(NULL, NULL);
                 return 0;
             }
-        }
-        lp_tc_line(th, c, frame->f_lineno, t);
-        break;
-    case PyTrace_CALL:
-        if (LP_UNLIKELY(!source_on)) {
-            /* A thread that missed disable (it was starting up): leave. */
-            PyEval_SetTrace(NULL, NULL);
-            return 0;
-        }
-        c = lp_tc_find(co);
-        if (c == NULL) {
-            frame->f_trace_lines = 0; /* not ours: no LINE events for it */
-            return 0;
-        }
-        th = lp_pyt_thread();
-        if (LP_UNLIKELY(th == NULL)) return 0;
-        int line = resume_line(frame, co);
-        /* the frame object of a generator lives as long as it does: its key */
-        if (line >= 0)
-            lp_tc_resume(th, c, frame, line, t);
-        else
-            lp_tc_enter(th, c, -1, t);
-        break;
-    case PyTrace_RETURN: /* return, yield, or exception exit (arg NULL) */
-        th = lp_pyt_tls;
-        if (th == NULL) return 0;
-        c = lp_tc_top_code(th);
-        if (c == NULL || c->id != (const void *)co) {
             c = lp_tc_find(co);
-            if (c == NULL) return 0;
-        }
-        if (is_suspended(frame, co))
-            lp_tc_suspend(th, c, frame, t);
-        else
-            lp_tc_exit(th, c, t);
-        break;
-    default:
-        return 0;
+            if (c == NULL) {
+                frame->f_trace_lines = 0; /* not ours: no LINE events for it */
+                return 0;
+            }
+            th = lp_pyt_thread();
+            if (LP_UNLIKELY(th == NULL)) return 0;
+            int line = resume_line(frame, co);
+            /* the frame object of a generator lives as long as it does: its key */
+            if (line >= 0) lp_tc_resume(th, c, frame, line, t);
+            else lp_tc_enter(th, c, -1, t);
+            break;
+        case PyTrace_RETURN: /* return, yield, or exception exit (arg NULL) */
+            th = lp_pyt_tls;
+            if (th == NULL) return 0;
+            c = lp_tc_top_code(th);
+            if (c == NULL || c->id != (const void *)co) {
+                c = lp_tc_find(co);
+                if (c == NULL) return 0;
+            }
+            if (is_suspended(frame, co)) lp_tc_suspend(th, c, frame, t);
+            else lp_tc_exit(th, c, t);
+            break;
+        default: return 0;
     }
     lp_tc_overhead(th, t, lp_clock_now());
     return 0;
@@ -137,11 +133,11 @@ static __attribute__((noinline)) int trace_event(PyFrameObject *frame, int what,
  * lp_tc_line_fast). */
 static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
     uint64_t t = lp_clock_now();
-    (void)obj; (void)arg;
+    (void)obj;
+    (void)arg;
     if (LP_LIKELY(what == PyTrace_LINE)) {
         lp_tc_thread *th = lp_pyt_tls;
-        if (LP_LIKELY(th != NULL && lp_tc_line_fast(th, FRAME_CODE(frame), frame->f_lineno, t)))
-            return 0;
+        if (LP_LIKELY(th != NULL && lp_tc_line_fast(th, FRAME_CODE(frame), frame->f_lineno, t))) return 0;
     }
     return trace_event(frame, what, t);
 }
@@ -149,13 +145,18 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 /* threading.settrace hook: runs once in each new thread, installs the C
  * trace function there and asks for no further Python-level tracing. */
 static PyObject *install_in_thread(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self; (void)args; (void)nargs;
+    (void)self;
+    (void)args;
+    (void)nargs;
     PyEval_SetTrace(source_on ? trace_fn : NULL, NULL);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef installer_def = {
-    "_lprof_install_tracer", (PyCFunction)(void (*)(void))install_in_thread, METH_FASTCALL, NULL,
+    "_lprof_install_tracer",
+    (PyCFunction)(void (*)(void))install_in_thread,
+    METH_FASTCALL,
+    NULL,
 };
 
 int lp_pyt_source_init(PyObject *module) {
@@ -276,8 +277,7 @@ int lp_pyt_source_sweep(void) {
     int installed = 0;
     for (int found = 1; found && installed < 256;) {
         found = 0;
-        for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL;
-             ts = thread_after(interp, ts)) {
+        for (PyThreadState *ts = thread_after(interp, NULL); ts != NULL; ts = thread_after(interp, ts)) {
             if (ts == me || ts->c_tracefunc != NULL) continue;
             if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0) {
                 PyErr_Clear();
@@ -302,9 +302,9 @@ int lp_pyt_source_sweep(void) {
 static pthread_mutex_t sweep_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sweep_cv;
 static pthread_once_t sweep_cv_once = PTHREAD_ONCE_INIT;
-static int sweep_stop;                 /* under sweep_mu */
-static int sweeper_running;            /* the thread exists (GIL held to change) */
-static int sweeper_started;            /* its first write: its start-up is over */
+static int sweep_stop;      /* under sweep_mu */
+static int sweeper_running; /* the thread exists (GIL held to change) */
+static int sweeper_started; /* its first write: its start-up is over */
 static pthread_t sweeper;
 static long long sweep_period_ns;
 static PyInterpreterState *sweep_interp;
@@ -346,8 +346,8 @@ static uint64_t newest_thread_id(PyInterpreterState *interp) {
 
 static void *sweeper_main(void *arg) {
     uint64_t seen = (uint64_t)(uintptr_t)arg; /* the newest id when the run began */
-    (void)lp_memhooks_guard_enter(); /* its thread states are lprof's, not the program's */
-    lp_own_tid_add_self(); /* and its CPU time (collect/other_threads.h) */
+    (void)lp_memhooks_guard_enter();          /* its thread states are lprof's, not the program's */
+    lp_own_tid_add_self();                    /* and its CPU time (collect/other_threads.h) */
     __atomic_store_n(&sweeper_started, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&sweep_mu);
     while (!sweep_stop) {
@@ -397,10 +397,8 @@ int lp_pyt_sweep_start(double period_s) {
         return -1;
     }
     /* its start-up allocates: over before the program can fork (common/thread_start.h) */
-    Py_BEGIN_ALLOW_THREADS
-    lp_wait_for_flag(&sweeper_started, LP_THREAD_START_WAIT_NS);
-    Py_END_ALLOW_THREADS
-    sweeper_running = 1;
+    Py_BEGIN_ALLOW_THREADS lp_wait_for_flag(&sweeper_started, LP_THREAD_START_WAIT_NS);
+    Py_END_ALLOW_THREADS sweeper_running = 1;
     return 0;
 }
 
@@ -412,8 +410,7 @@ void lp_pyt_sweep_stop(void) {
     pthread_cond_broadcast(&sweep_cv);
     pthread_mutex_unlock(&sweep_mu);
     /* it may be waiting for the GIL to sweep: let it have it, then end */
-    Py_BEGIN_ALLOW_THREADS
-    pthread_join(sweeper, NULL);
+    Py_BEGIN_ALLOW_THREADS pthread_join(sweeper, NULL);
     Py_END_ALLOW_THREADS
 }
 

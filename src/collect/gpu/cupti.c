@@ -38,16 +38,17 @@
 
 /* per thread in CUDA 13: smaller buffers come back sooner and cost less
  * memory per launching thread (2,500+ kernel records each) */
-#define BUFFER_BYTES ((size_t)512 << 10)
+#define BUFFER_BYTES    ((size_t)512 << 10)
 #define FLUSH_PERIOD_MS 500
-#define CLOSE_WAIT_MS 2000
+#define CLOSE_WAIT_MS   2000
 
 typedef lp_cupti_result (*fn_u32p)(uint32_t *);
 static struct {
     lp_cupti_result (*get_version)(uint32_t *);
     lp_cupti_result (*result_string)(lp_cupti_result, const char **);
     lp_cupti_result (*subscribe)(lp_cupti_subscriber *, lp_cupti_callback, void *);
-    lp_cupti_result (*subscribe_v2)(lp_cupti_subscriber *, lp_cupti_callback, void *, lp_cupti_subscriber_params *);
+    lp_cupti_result (*subscribe_v2)(lp_cupti_subscriber *, lp_cupti_callback, void *,
+                                    lp_cupti_subscriber_params *);
     lp_cupti_result (*unsubscribe)(lp_cupti_subscriber);
     lp_cupti_result (*enable_callback)(uint32_t, lp_cupti_subscriber, int, uint32_t);
     lp_cupti_result (*register_callbacks)(lp_cupti_buffer_request, lp_cupti_buffer_complete);
@@ -71,8 +72,8 @@ static int clock_state;
 static lp_gpu_host host;
 static lp_cupti_subscriber subscriber;
 static int active;
-static int forked;              /* in a fork child: never call CUPTI */
-static unsigned generation;     /* bumped per start: stale thread state resets */
+static int forked;          /* in a fork child: never call CUPTI */
+static unsigned generation; /* bumped per start: stale thread state resets */
 static lp_cupti_info info;
 
 enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4 };
@@ -211,11 +212,11 @@ static uint32_t u32_at(const uint8_t *rec, size_t off) {
 
 static lp_gpu_dir copy_dir(unsigned kind) {
     switch (kind) {
-    case LP_CUPTI_COPY_HTOD: return LP_GPU_DIR_H2D;
-    case LP_CUPTI_COPY_DTOH: return LP_GPU_DIR_D2H;
-    case LP_CUPTI_COPY_DTOD:
-    case LP_CUPTI_COPY_PTOP: return LP_GPU_DIR_D2D;
-    default: return LP_GPU_DIR_OTHER;
+        case LP_CUPTI_COPY_HTOD: return LP_GPU_DIR_H2D;
+        case LP_CUPTI_COPY_DTOH: return LP_GPU_DIR_D2H;
+        case LP_CUPTI_COPY_DTOD:
+        case LP_CUPTI_COPY_PTOP: return LP_GPU_DIR_D2D;
+        default: return LP_GPU_DIR_OTHER;
     }
 }
 
@@ -223,40 +224,39 @@ static void parse_record(const uint8_t *rec) {
     lp_gpu_activity a;
     memset(&a, 0, sizeof a);
     switch (u32_at(rec, LP_CUPTI_REC_KIND)) {
-    case LP_CUPTI_KIND_KERNEL:
-    case LP_CUPTI_KIND_CONCURRENT_KERNEL: {
-        a.op = LP_GPU_KERNEL;
-        a.start_ns = u64_at(rec, LP_CUPTI_KERNEL_START);
-        a.end_ns = u64_at(rec, LP_CUPTI_KERNEL_END);
-        a.correlation = u32_at(rec, LP_CUPTI_KERNEL_CORRELATION);
-        a.device = u32_at(rec, LP_CUPTI_KERNEL_DEVICE);
-        a.stream = u32_at(rec, LP_CUPTI_KERNEL_STREAM);
-        const char *name;
-        memcpy(&name, rec + LP_CUPTI_KERNEL_NAME, sizeof name);
-        a.name = name;
-        break;
-    }
-    case LP_CUPTI_KIND_MEMCPY:
-        a.op = LP_GPU_MEMCPY;
-        a.dir = copy_dir(rec[LP_CUPTI_MEMCPY_COPY_KIND]);
-        a.bytes = u64_at(rec, LP_CUPTI_MEMCPY_BYTES);
-        a.start_ns = u64_at(rec, LP_CUPTI_MEMCPY_START);
-        a.end_ns = u64_at(rec, LP_CUPTI_MEMCPY_END);
-        a.correlation = u32_at(rec, LP_CUPTI_MEMCPY_CORRELATION);
-        a.device = u32_at(rec, LP_CUPTI_MEMCPY_DEVICE);
-        a.stream = u32_at(rec, LP_CUPTI_MEMCPY_STREAM);
-        break;
-    case LP_CUPTI_KIND_MEMSET:
-        a.op = LP_GPU_MEMSET;
-        a.bytes = u64_at(rec, LP_CUPTI_MEMSET_BYTES);
-        a.start_ns = u64_at(rec, LP_CUPTI_MEMSET_START);
-        a.end_ns = u64_at(rec, LP_CUPTI_MEMSET_END);
-        a.correlation = u32_at(rec, LP_CUPTI_MEMSET_CORRELATION);
-        a.device = u32_at(rec, LP_CUPTI_MEMSET_DEVICE);
-        a.stream = u32_at(rec, LP_CUPTI_MEMSET_STREAM);
-        break;
-    default:
-        return;
+        case LP_CUPTI_KIND_KERNEL:
+        case LP_CUPTI_KIND_CONCURRENT_KERNEL: {
+            a.op = LP_GPU_KERNEL;
+            a.start_ns = u64_at(rec, LP_CUPTI_KERNEL_START);
+            a.end_ns = u64_at(rec, LP_CUPTI_KERNEL_END);
+            a.correlation = u32_at(rec, LP_CUPTI_KERNEL_CORRELATION);
+            a.device = u32_at(rec, LP_CUPTI_KERNEL_DEVICE);
+            a.stream = u32_at(rec, LP_CUPTI_KERNEL_STREAM);
+            const char *name;
+            memcpy(&name, rec + LP_CUPTI_KERNEL_NAME, sizeof name);
+            a.name = name;
+            break;
+        }
+        case LP_CUPTI_KIND_MEMCPY:
+            a.op = LP_GPU_MEMCPY;
+            a.dir = copy_dir(rec[LP_CUPTI_MEMCPY_COPY_KIND]);
+            a.bytes = u64_at(rec, LP_CUPTI_MEMCPY_BYTES);
+            a.start_ns = u64_at(rec, LP_CUPTI_MEMCPY_START);
+            a.end_ns = u64_at(rec, LP_CUPTI_MEMCPY_END);
+            a.correlation = u32_at(rec, LP_CUPTI_MEMCPY_CORRELATION);
+            a.device = u32_at(rec, LP_CUPTI_MEMCPY_DEVICE);
+            a.stream = u32_at(rec, LP_CUPTI_MEMCPY_STREAM);
+            break;
+        case LP_CUPTI_KIND_MEMSET:
+            a.op = LP_GPU_MEMSET;
+            a.bytes = u64_at(rec, LP_CUPTI_MEMSET_BYTES);
+            a.start_ns = u64_at(rec, LP_CUPTI_MEMSET_START);
+            a.end_ns = u64_at(rec, LP_CUPTI_MEMSET_END);
+            a.correlation = u32_at(rec, LP_CUPTI_MEMSET_CORRELATION);
+            a.device = u32_at(rec, LP_CUPTI_MEMSET_DEVICE);
+            a.stream = u32_at(rec, LP_CUPTI_MEMSET_STREAM);
+            break;
+        default: return;
     }
     if (a.start_ns && a.end_ns >= a.start_ns && __atomic_load_n(&clock_state, __ATOMIC_ACQUIRE) == 2) {
         a.start_ns += to_monotonic; /* complete: onto the CPU timeline's clock */
@@ -449,8 +449,9 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     }
     void *lib = open_cupti(candidates, n, sonames, nsonames);
     if (!lib) {
-        snprintf(why, why_len, "libcupti not found (install the CUDA toolkit or the nvidia-cuda-cupti wheel, "
-                               "or set LPROF_CUPTI_PATH)");
+        snprintf(why, why_len,
+                 "libcupti not found (install the CUDA toolkit or the nvidia-cuda-cupti wheel, "
+                 "or set LPROF_CUPTI_PATH)");
         return -1;
     }
     memset(&fn, 0, sizeof fn);
@@ -472,19 +473,24 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     Dl_info where;
     if (fn.get_version && dladdr(*(void **)&fn.get_version, &where) && where.dli_fname)
         snprintf(info.library, sizeof info.library, "%s", where.dli_fname);
-    if (!fn.get_version || !fn.subscribe || !fn.unsubscribe || !fn.enable_callback || !fn.register_callbacks ||
-        !fn.enable || !fn.disable || !fn.next_record || !fn.flush_all) {
-        snprintf(why, why_len, "%s lacks the CUPTI functions lprof needs", info.library[0] ? info.library : "libcupti");
+    if (!fn.get_version || !fn.subscribe || !fn.unsubscribe || !fn.enable_callback ||
+        !fn.register_callbacks || !fn.enable || !fn.disable || !fn.next_record || !fn.flush_all) {
+        snprintf(why, why_len, "%s lacks the CUPTI functions lprof needs",
+                 info.library[0] ? info.library : "libcupti");
         return -1;
     }
     if (fn.get_version(&info.version) != LP_CUPTI_SUCCESS || info.version < LP_CUPTI_OLDEST_API) {
-        snprintf(why, why_len, "CUPTI API version %u is older than CUDA 12.0's (19; lprof reads the records of "
-                 "CUDA 12 and 13)", info.version);
+        snprintf(why, why_len,
+                 "CUPTI API version %u is older than CUDA 12.0's (19; lprof reads the records of "
+                 "CUDA 12 and 13)",
+                 info.version);
         return -1;
     }
     if (!pick_layout(info.version)) {
-        snprintf(why, why_len, "CUPTI API version %u is newer than the record layouts lprof knows (up to %s); "
-                 "a newer lprof is needed to read its records", info.version, newest_layout());
+        snprintf(why, why_len,
+                 "CUPTI API version %u is newer than the record layouts lprof knows (up to %s); "
+                 "a newer lprof is needed to read its records",
+                 info.version, newest_layout());
         return -1;
     }
     host = *h;
@@ -563,7 +569,8 @@ void lp_cupti_stop(unsigned timeout_ms) {
      * out and returns later) are counted, not joined into the stack table
      * being written; wait for parses already in flight (bounded) */
     __atomic_store_n(&closed, 1, __ATOMIC_SEQ_CST);
-    for (unsigned waited = 0; __atomic_load_n(&inflight, __ATOMIC_SEQ_CST) && waited < CLOSE_WAIT_MS; waited++) {
+    for (unsigned waited = 0; __atomic_load_n(&inflight, __ATOMIC_SEQ_CST) && waited < CLOSE_WAIT_MS;
+         waited++) {
         struct timespec ms = {0, 1000000L};
         nanosleep(&ms, NULL);
     }

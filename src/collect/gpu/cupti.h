@@ -40,7 +40,7 @@ typedef struct {
     char layout[96];        /* the record layout read (LP_CUPTI_LAYOUTS) */
     int flush_timed_out;
     int unsubscribe_timed_out;
-    int clock_aligned;      /* device times put on CLOCK_MONOTONIC by cuptiGetTimestamp */
+    int clock_aligned; /* device times put on CLOCK_MONOTONIC by cuptiGetTimestamp */
 } lp_cupti_info;
 
 LP_INTERNAL void lp_cupti_get_info(lp_cupti_info *out);

@@ -7,7 +7,7 @@
 #if defined(LPROF_HAVE_CUPTI_H) && __has_include(<cupti.h>)
 #include <cupti.h>
 
-#define SAME(a, b) _Static_assert((a) == (b), #a " != " #b)
+#define SAME(a, b)    _Static_assert((a) == (b), #a " != " #b)
 #define AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " is not at " #off)
 
 SAME(LP_CUPTI_SUCCESS, CUPTI_SUCCESS);
@@ -38,13 +38,13 @@ SAME(sizeof(lp_cupti_subscriber_params), sizeof(CUpti_SubscriberParams));
 AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_params, old_subscriber_name));
 
 /* the records of CUDA 13 (delivered there) and of CUDA 12 (older CUPTI) */
-#define KERNEL_FIELDS(T)                                     \
-    AT(T, kind, LP_CUPTI_REC_KIND);                          \
-    AT(T, start, LP_CUPTI_KERNEL_START);                     \
-    AT(T, end, LP_CUPTI_KERNEL_END);                         \
-    AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION);       \
-    AT(T, deviceId, LP_CUPTI_KERNEL_DEVICE);                 \
-    AT(T, streamId, LP_CUPTI_KERNEL_STREAM);                 \
+#define KERNEL_FIELDS(T)                               \
+    AT(T, kind, LP_CUPTI_REC_KIND);                    \
+    AT(T, start, LP_CUPTI_KERNEL_START);               \
+    AT(T, end, LP_CUPTI_KERNEL_END);                   \
+    AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION); \
+    AT(T, deviceId, LP_CUPTI_KERNEL_DEVICE);           \
+    AT(T, streamId, LP_CUPTI_KERNEL_STREAM);           \
     AT(T, name, LP_CUPTI_KERNEL_NAME)
 KERNEL_FIELDS(CUpti_ActivityKernel9);
 #if CUPTI_API_VERSION >= 130000 /* CUDA 12's headers lack CUDA 13's records and ids */
@@ -61,24 +61,24 @@ KERNEL_FIELDS(CUpti_ActivityKernel13);
 /* headers newer than LP_CUPTI_NEWEST_API: their record versions are not
  * asserted here, and lprof refuses such a CUPTI at run time until they are
  * read and added to LP_CUPTI_LAYOUTS */
-#define MEMCPY_FIELDS(T)                                     \
-    AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);              \
-    AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);                     \
-    AT(T, start, LP_CUPTI_MEMCPY_START);                     \
-    AT(T, end, LP_CUPTI_MEMCPY_END);                         \
-    AT(T, deviceId, LP_CUPTI_MEMCPY_DEVICE);                 \
-    AT(T, streamId, LP_CUPTI_MEMCPY_STREAM);                 \
+#define MEMCPY_FIELDS(T)                        \
+    AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND); \
+    AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);        \
+    AT(T, start, LP_CUPTI_MEMCPY_START);        \
+    AT(T, end, LP_CUPTI_MEMCPY_END);            \
+    AT(T, deviceId, LP_CUPTI_MEMCPY_DEVICE);    \
+    AT(T, streamId, LP_CUPTI_MEMCPY_STREAM);    \
     AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
 MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
 #if CUPTI_API_VERSION >= 130000
 MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
 #endif
-#define MEMSET_FIELDS(T)                                     \
-    AT(T, bytes, LP_CUPTI_MEMSET_BYTES);                     \
-    AT(T, start, LP_CUPTI_MEMSET_START);                     \
-    AT(T, end, LP_CUPTI_MEMSET_END);                         \
-    AT(T, deviceId, LP_CUPTI_MEMSET_DEVICE);                 \
-    AT(T, streamId, LP_CUPTI_MEMSET_STREAM);                 \
+#define MEMSET_FIELDS(T)                     \
+    AT(T, bytes, LP_CUPTI_MEMSET_BYTES);     \
+    AT(T, start, LP_CUPTI_MEMSET_START);     \
+    AT(T, end, LP_CUPTI_MEMSET_END);         \
+    AT(T, deviceId, LP_CUPTI_MEMSET_DEVICE); \
+    AT(T, streamId, LP_CUPTI_MEMSET_STREAM); \
     AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
 MEMSET_FIELDS(CUpti_ActivityMemset3);
 #if CUPTI_API_VERSION >= 130000
@@ -95,7 +95,9 @@ LP_CUPTI_CBIDS(CHECK_CBID)
 
 /* alloc params: where the pointer is written (first field), size second;
  * free params: the pointer first */
-#define ALLOC_PARAMS(T, ptr, size) AT(T, ptr, 0); AT(T, size, sizeof(void *))
+#define ALLOC_PARAMS(T, ptr, size) \
+    AT(T, ptr, 0);                 \
+    AT(T, size, sizeof(void *))
 ALLOC_PARAMS(cudaMalloc_v3020_params, devPtr, size);
 ALLOC_PARAMS(cudaMallocManaged_v6000_params, devPtr, size);
 ALLOC_PARAMS(cudaMallocAsync_v11020_params, devPtr, size);

@@ -15,7 +15,8 @@
 
 #ifndef LP_HAVE_LEVEL_ZERO
 int lp_levelzero_start(const lp_gpu_host *host, const char *loader, char *why, size_t why_len) {
-    (void)host; (void)loader;
+    (void)host;
+    (void)loader;
     snprintf(why, why_len, "lprof was built without the Level Zero headers (Debian: libze-dev)");
     return -1;
 }
@@ -41,9 +42,9 @@ void lp_levelzero_get_info(lp_levelzero_info *out) { memset(out, 0, sizeof *out)
 #include "common/clock.h"
 
 #define MAX_PENDING 16384
-#define MAX_LISTS 4096
+#define MAX_LISTS   4096
 #define MAX_DEVICES 64
-#define MAX_POOLS 16
+#define MAX_POOLS   16
 #define POOL_EVENTS 1024
 
 static struct {
@@ -59,8 +60,8 @@ static struct {
     ze_result_t (*layer_disable)(void);
     ze_result_t (*layer_state)(bool *);
     ze_result_t (*loader_versions)(size_t *, zel_component_version_t *);
-    ze_result_t (*pool_create)(ze_context_handle_t, const ze_event_pool_desc_t *, uint32_t, ze_device_handle_t *,
-                               ze_event_pool_handle_t *);
+    ze_result_t (*pool_create)(ze_context_handle_t, const ze_event_pool_desc_t *, uint32_t,
+                               ze_device_handle_t *, ze_event_pool_handle_t *);
     ze_result_t (*event_create)(ze_event_pool_handle_t, const ze_event_desc_t *, ze_event_handle_t *);
     ze_result_t (*query_status)(ze_event_handle_t);
     ze_result_t (*query_timestamp)(ze_event_handle_t, ze_kernel_timestamp_result_t *);
@@ -295,7 +296,13 @@ static void sweep(int final) {
         device_info *d = find_device(e->device);
         if (fn.query_timestamp(e->event, &ts) == ZE_RESULT_SUCCESS && d) {
             uint64_t ticks = (ts.global.kernelEnd - ts.global.kernelStart) & d->mask;
-            lp_gpu_activity a = {e->op, e->correlation, 0, 0, e->bytes, e->dir, e->name, 0, d->index, e->queue};
+            lp_gpu_activity a = {.op = e->op,
+                                 .correlation = e->correlation,
+                                 .bytes = e->bytes,
+                                 .dir = e->dir,
+                                 .name = e->name,
+                                 .device = d->index,
+                                 .stream = e->queue};
             a.start_ns = device_to_monotonic(d, ts.global.kernelStart, e->launch_ns);
             a.end_ns = a.start_ns + (uint64_t)((double)ticks * d->ns_per_tick);
             lp_gpu_join_add(&a);
@@ -352,8 +359,19 @@ static void note_append(ze_command_list_handle_t list, ze_event_handle_t *signal
     if (li && !li->immediate) li->appends++;
     size_t i = 0;
     while (i < MAX_PENDING && pend[i].used) i++;
-    pending e = {*signal, li && !li->immediate ? list : NULL, corr, op, dir, bytes, name, li ? li->device : NULL,
-                 -1, -1, 1, li ? li->serial : 0, now};
+    pending e = {.event = *signal,
+                 .list = li && !li->immediate ? list : NULL,
+                 .correlation = corr,
+                 .op = op,
+                 .dir = dir,
+                 .bytes = bytes,
+                 .name = name,
+                 .device = li ? li->device : NULL,
+                 .pool = -1,
+                 .slot = -1,
+                 .used = 1,
+                 .queue = li ? li->serial : 0,
+                 .launch_ns = now};
     if (!e.event && li && !(e.event = take_event(li->context, &e.pool, &e.slot))) {
         sweep(0); /* lprof's pool is used up: free the events of finished work */
         e.event = take_event(li->context, &e.pool, &e.slot);
@@ -384,7 +402,11 @@ static void drop_append(ze_result_t result, void **instance) {
     pthread_mutex_unlock(&lock);
 }
 
-#define ENTER_CB() do { if (in_lprof || !__atomic_load_n(&active, __ATOMIC_ACQUIRE)) return; in_lprof = 1; } while (0)
+#define ENTER_CB()                                                           \
+    do {                                                                     \
+        if (in_lprof || !__atomic_load_n(&active, __ATOMIC_ACQUIRE)) return; \
+        in_lprof = 1;                                                        \
+    } while (0)
 #define LEAVE_CB() (in_lprof = 0)
 
 static const char *kernel_name(ze_kernel_handle_t k) {
@@ -394,30 +416,35 @@ static const char *kernel_name(ze_kernel_handle_t k) {
     return lp_gpu_name(buf, size < sizeof buf ? size : sizeof buf - 1);
 }
 
-static void launch(ze_command_list_handle_t list, ze_kernel_handle_t k, ze_event_handle_t *signal, void **inst) {
+static void launch(ze_command_list_handle_t list, ze_kernel_handle_t k, ze_event_handle_t *signal,
+                   void **inst) {
     note_append(list, signal, LP_GPU_KERNEL, kernel_name(k), 0, LP_GPU_DIR_OTHER, inst);
 }
 
 /* Every append call's epilogue: an append that failed queued nothing. */
-#define AFTER(fname, ptype) \
+#define AFTER(fname, ptype)                                               \
     static void fname(ptype *p, ze_result_t r, void *user, void **inst) { \
-        (void)p; (void)user; \
-        ENTER_CB(); \
-        drop_append(r, inst); \
-        LEAVE_CB(); \
+        (void)p;                                                          \
+        (void)user;                                                       \
+        ENTER_CB();                                                       \
+        drop_append(r, inst);                                             \
+        LEAVE_CB();                                                       \
     }
 
-static void on_launch(ze_command_list_append_launch_kernel_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+static void on_launch(ze_command_list_append_launch_kernel_params_t *p, ze_result_t r, void *user,
+                      void **inst) {
+    (void)r;
+    (void)user;
     ENTER_CB();
     launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
 }
 AFTER(after_launch, ze_command_list_append_launch_kernel_params_t)
 
-static void on_cooperative(ze_command_list_append_launch_cooperative_kernel_params_t *p, ze_result_t r, void *user,
-                           void **inst) {
-    (void)r; (void)user;
+static void on_cooperative(ze_command_list_append_launch_cooperative_kernel_params_t *p, ze_result_t r,
+                           void *user, void **inst) {
+    (void)r;
+    (void)user;
     ENTER_CB();
     launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -426,7 +453,8 @@ AFTER(after_cooperative, ze_command_list_append_launch_cooperative_kernel_params
 
 static void on_indirect(ze_command_list_append_launch_kernel_indirect_params_t *p, ze_result_t r, void *user,
                         void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -435,9 +463,10 @@ AFTER(after_indirect, ze_command_list_append_launch_kernel_indirect_params_t)
 
 /* several kernels, one signal event: one unit of work, named by the first
  * kernel (their count lies in device memory, unread) */
-static void on_multiple(ze_command_list_append_launch_multiple_kernels_indirect_params_t *p, ze_result_t r, void *user,
-                        void **inst) {
-    (void)r; (void)user;
+static void on_multiple(ze_command_list_append_launch_multiple_kernels_indirect_params_t *p, ze_result_t r,
+                        void *user, void **inst) {
+    (void)r;
+    (void)user;
     ENTER_CB();
     ze_kernel_handle_t k = *p->pnumKernels && *p->pphKernels ? (*p->pphKernels)[0] : NULL;
     launch(*p->phCommandList, k, p->phSignalEvent, inst);
@@ -510,7 +539,8 @@ typedef struct {
 } lp_ze_immediate_append_lists_with_parameters_params;
 
 static void on_launch_args(lp_ze_launch_with_arguments_params *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -518,7 +548,8 @@ static void on_launch_args(lp_ze_launch_with_arguments_params *p, ze_result_t r,
 AFTER(after_launch_args, lp_ze_launch_with_arguments_params)
 
 static void on_launch_params(lp_ze_launch_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     launch(*p->phCommandList, *p->phKernel, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -540,12 +571,16 @@ static void copy(ze_command_list_handle_t list, const void *dst, const void *src
     ze_context_handle_t ctx = li ? li->context : NULL;
     pthread_mutex_unlock(&lock);
     int from = on_device(ctx, src), to = on_device(ctx, dst);
-    lp_gpu_dir dir = from && to ? LP_GPU_DIR_D2D : to ? LP_GPU_DIR_H2D : from ? LP_GPU_DIR_D2H : LP_GPU_DIR_OTHER;
+    lp_gpu_dir dir = from && to ? LP_GPU_DIR_D2D
+                     : to       ? LP_GPU_DIR_H2D
+                     : from     ? LP_GPU_DIR_D2H
+                                : LP_GPU_DIR_OTHER;
     note_append(list, signal, LP_GPU_MEMCPY, NULL, bytes, dir, inst);
 }
 
 static void on_copy(ze_command_list_append_memory_copy_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     copy(*p->phCommandList, *p->pdstptr, *p->psrcptr, (uint64_t)*p->psize, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -553,7 +588,8 @@ static void on_copy(ze_command_list_append_memory_copy_params_t *p, ze_result_t 
 AFTER(after_copy, ze_command_list_append_memory_copy_params_t)
 
 static void on_copy_params(lp_ze_copy_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     copy(*p->phCommandList, *p->pdstptr, *p->psrcptr, (uint64_t)*p->psize, p->phSignalEvent, inst);
     LEAVE_CB();
@@ -563,7 +599,8 @@ AFTER(after_copy_params, lp_ze_copy_with_parameters_params)
 /* a rectangular copy: the bytes of its source region (depth 0: 2D) */
 static void on_copy_region(ze_command_list_append_memory_copy_region_params_t *p, ze_result_t r, void *user,
                            void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
     const ze_copy_region_t *sr = *p->psrcRegion;
     uint64_t bytes = sr ? (uint64_t)sr->width * sr->height * (sr->depth ? sr->depth : 1) : 0;
@@ -573,28 +610,34 @@ static void on_copy_region(ze_command_list_append_memory_copy_region_params_t *p
 AFTER(after_copy_region, ze_command_list_append_memory_copy_region_params_t)
 
 /* from another context's memory: its direction is not looked up */
-static void on_copy_context(ze_command_list_append_memory_copy_from_context_params_t *p, ze_result_t r, void *user,
-                            void **inst) {
-    (void)r; (void)user;
+static void on_copy_context(ze_command_list_append_memory_copy_from_context_params_t *p, ze_result_t r,
+                            void *user, void **inst) {
+    (void)r;
+    (void)user;
     ENTER_CB();
-    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMCPY, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMCPY, NULL, (uint64_t)*p->psize,
+                LP_GPU_DIR_OTHER, inst);
     LEAVE_CB();
 }
 AFTER(after_copy_context, ze_command_list_append_memory_copy_from_context_params_t)
 
 /* fills go to the memset columns, as CUDA's memsets */
 static void on_fill(ze_command_list_append_memory_fill_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
-    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize,
+                LP_GPU_DIR_OTHER, inst);
     LEAVE_CB();
 }
 AFTER(after_fill, ze_command_list_append_memory_fill_params_t)
 
 static void on_fill_params(lp_ze_fill_with_parameters_params *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user;
+    (void)r;
+    (void)user;
     ENTER_CB();
-    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize, LP_GPU_DIR_OTHER, inst);
+    note_append(*p->phCommandList, p->phSignalEvent, LP_GPU_MEMSET, NULL, (uint64_t)*p->psize,
+                LP_GPU_DIR_OTHER, inst);
     LEAVE_CB();
 }
 AFTER(after_fill_params, lp_ze_fill_with_parameters_params)
@@ -608,20 +651,27 @@ static void signalled_again(ze_event_handle_t ev) {
     pthread_mutex_unlock(&lock);
 }
 static void on_barrier(ze_command_list_append_barrier_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     signalled_again(*p->phSignalEvent);
     LEAVE_CB();
 }
-static void on_ranges_barrier(ze_command_list_append_memory_ranges_barrier_params_t *p, ze_result_t r, void *u,
-                              void **i) {
-    (void)r; (void)u; (void)i;
+static void on_ranges_barrier(ze_command_list_append_memory_ranges_barrier_params_t *p, ze_result_t r,
+                              void *u, void **i) {
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     signalled_again(*p->phSignalEvent);
     LEAVE_CB();
 }
-static void on_signal_event(ze_command_list_append_signal_event_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+static void on_signal_event(ze_command_list_append_signal_event_params_t *p, ze_result_t r, void *u,
+                            void **i) {
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     signalled_again(*p->phEvent);
     LEAVE_CB();
@@ -646,28 +696,36 @@ static void executed(uint32_t n, ze_command_list_handle_t *ls) {
     pthread_mutex_unlock(&lock);
 }
 static void on_execute(ze_command_queue_execute_command_lists_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     executed(*p->pnumCommandLists, *p->pphCommandLists);
     LEAVE_CB();
 }
 static void on_immediate_append(lp_ze_immediate_append_lists_params *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     signalled_again(*p->phSignalEvent);
     executed(*p->pnumCommandLists, *p->pphCommandLists);
     LEAVE_CB();
 }
-static void on_immediate_append_params(lp_ze_immediate_append_lists_with_parameters_params *p, ze_result_t r, void *u,
-                                       void **i) {
-    (void)r; (void)u; (void)i;
+static void on_immediate_append_params(lp_ze_immediate_append_lists_with_parameters_params *p, ze_result_t r,
+                                       void *u, void **i) {
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     signalled_again(*p->phSignalEvent);
     executed(*p->pnumCommandLists, *p->pphCommandLists);
     LEAVE_CB();
 }
 static void on_list_reset(ze_command_list_reset_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     pthread_mutex_lock(&lock);
     sweep(0);
@@ -676,7 +734,9 @@ static void on_list_reset(ze_command_list_reset_params_t *p, ze_result_t r, void
     LEAVE_CB();
 }
 static void on_list_destroy(ze_command_list_destroy_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     pthread_mutex_lock(&lock);
     sweep(0);
@@ -688,7 +748,10 @@ static void on_list_destroy(ze_command_list_destroy_params_t *p, ze_result_t r, 
 /* Device work lprof does not time (image copies, graphs, ray-tracing
  * structure copies): counted, so the listing says it is missing. */
 static void on_untimed(void *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     pthread_mutex_lock(&lock);
     info.untimed_calls++;
@@ -702,13 +765,15 @@ static void remember_list(ze_command_list_handle_t *out, ze_context_handle_t ctx
     pthread_mutex_lock(&lock);
     list_info *li = find_list(*out); /* a handle the driver gave again after a destroy lprof missed */
     if (li) *li = (list_info){*out, ctx, dev, immediate, 0, 0, ++list_serial};
-    else if (nlists < MAX_LISTS) lists[nlists++] = (list_info){*out, ctx, dev, immediate, 0, 0, ++list_serial};
+    else if (nlists < MAX_LISTS)
+        lists[nlists++] = (list_info){*out, ctx, dev, immediate, 0, 0, ++list_serial};
     if (dev) (void)find_device(dev); /* its clock anchor, close to the program's first work */
     pthread_mutex_unlock(&lock);
 }
 
 static void after_list_create(ze_command_list_create_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)user; (void)inst;
+    (void)user;
+    (void)inst;
     ENTER_CB();
     if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice, 0);
     LEAVE_CB();
@@ -716,7 +781,8 @@ static void after_list_create(ze_command_list_create_params_t *p, ze_result_t r,
 
 static void after_immediate_create(ze_command_list_create_immediate_params_t *p, ze_result_t r, void *user,
                                    void **inst) {
-    (void)user; (void)inst;
+    (void)user;
+    (void)inst;
     ENTER_CB();
     if (r == ZE_RESULT_SUCCESS) remember_list(*p->pphCommandList, *p->phContext, *p->phDevice, 1);
     LEAVE_CB();
@@ -726,7 +792,9 @@ static void after_immediate_create(ze_command_list_create_immediate_params_t *p,
  * not for IPC pools, where the flag is not allowed). */
 static __thread ze_event_pool_desc_t pool_desc_copy;
 static void on_pool_create(ze_event_pool_create_params_t *p, ze_result_t r, void *user, void **inst) {
-    (void)r; (void)user; (void)inst;
+    (void)r;
+    (void)user;
+    (void)inst;
     ENTER_CB();
     const ze_event_pool_desc_t *d = *p->pdesc;
     if (d && !(d->flags & ZE_EVENT_POOL_FLAG_IPC) && !(d->flags & ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP)) {
@@ -746,33 +814,48 @@ static void sweep_now(void) {
 /* Device work is known finished (the program waited) or an event is about
  * to be reset or destroyed: read the times first. */
 static void after_event_sync(ze_event_host_synchronize_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     sweep_now();
     LEAVE_CB();
 }
 static void after_queue_sync(ze_command_queue_synchronize_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     sweep_now();
     LEAVE_CB();
 }
 static void after_fence_sync(ze_fence_host_synchronize_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     sweep_now();
     LEAVE_CB();
 }
 static void on_event_reset(ze_event_host_reset_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     sweep_now();
     LEAVE_CB();
 }
 /* zeCommandListAppendEventReset: the device resets the event before later
  * work signals it again. */
-static void on_append_event_reset(ze_command_list_append_event_reset_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+static void on_append_event_reset(ze_command_list_append_event_reset_params_t *p, ze_result_t r, void *u,
+                                  void **i) {
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     pthread_mutex_lock(&lock);
     event_reused(*p->phEvent);
@@ -788,14 +871,19 @@ typedef struct {
     uint64_t *ptimeout;
 } lp_ze_list_sync_params;
 static void after_list_sync(lp_ze_list_sync_params *p, ze_result_t r, void *u, void **i) {
-    (void)p; (void)r; (void)u; (void)i;
+    (void)p;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     sweep_now();
     LEAVE_CB();
 }
 
 static void on_event_destroy(ze_event_destroy_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     pthread_mutex_lock(&lock);
     sweep(0);
@@ -815,19 +903,23 @@ static void after_alloc(ze_context_handle_t ctx, size_t size, void **out, ze_res
     lp_gpu_devmem_alloc((uint64_t)(uintptr_t)*out, size, host.launch_stack());
 }
 static void after_alloc_device(ze_mem_alloc_device_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)u; (void)i;
+    (void)u;
+    (void)i;
     ENTER_CB();
     after_alloc(*p->phContext, *p->psize, *p->ppptr, r);
     LEAVE_CB();
 }
 static void after_alloc_shared(ze_mem_alloc_shared_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)u; (void)i;
+    (void)u;
+    (void)i;
     ENTER_CB();
     after_alloc(*p->phContext, *p->psize, *p->ppptr, r);
     LEAVE_CB();
 }
 static void on_free(ze_mem_free_params_t *p, ze_result_t r, void *u, void **i) {
-    (void)r; (void)u; (void)i;
+    (void)r;
+    (void)u;
+    (void)i;
     ENTER_CB();
     lp_gpu_devmem_free((uint64_t)(uintptr_t)*p->pptr);
     LEAVE_CB();
@@ -839,11 +931,11 @@ static void on_free(ze_mem_free_params_t *p, ze_result_t r, void *u, void **i) {
 typedef void (*lp_ze_cb)(void *, ze_result_t, void *, void **);
 typedef ze_result_t (*lp_ze_register_fn)(zel_tracer_handle_t, int, lp_ze_cb);
 typedef struct {
-    const char *call; /* zelTracer<call>RegisterCallback */
+    const char *call;  /* zelTracer<call>RegisterCallback */
     const char *since; /* the first loader that exports it */
     lp_ze_cb pro, epi;
 } lp_ze_per_api;
-#define CB(f) ((lp_ze_cb)(void (*)(void))(f))
+#define CB(f)              ((lp_ze_cb)(void (*)(void))(f))
 static const lp_ze_per_api per_api[] = {
     {"CommandListHostSynchronize", "1.10", NULL, CB(after_list_sync)},
     {"CommandListAppendLaunchKernelWithArguments", "1.25", CB(on_launch_args), CB(after_launch_args)},
@@ -925,8 +1017,10 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     const char *env = getenv("ZE_ENABLE_TRACING_LAYER");
     int env_on = env && strcmp(env, "1") == 0;
     if (env && !env_on) {
-        snprintf(why, why_len, "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=%.40s in the environment; "
-                               "unset it or set it to 1)", env);
+        snprintf(why, why_len,
+                 "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=%.40s in the environment; "
+                 "unset it or set it to 1)",
+                 env);
         return -1;
     }
     zel_tracer_desc_t desc = {ZEL_STRUCTURE_TYPE_TRACER_DESC, NULL, NULL};
@@ -934,8 +1028,10 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     if (r != ZE_RESULT_SUCCESS) {
         /* before loader 1.16 the tracer functions work only where the layer
          * was loaded, i.e. the variable was set at the first zeInit */
-        snprintf(why, why_len, "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=1 must be set before "
-                               "the first zeInit; zelTracerCreate: 0x%x)", (unsigned)r);
+        snprintf(why, why_len,
+                 "the loader's tracing layer is off (ZE_ENABLE_TRACING_LAYER=1 must be set before "
+                 "the first zeInit; zelTracerCreate: 0x%x)",
+                 (unsigned)r);
         return -1;
     }
     /* From loader 1.16 on the layer's library is always loaded, so the
@@ -956,8 +1052,10 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
         r = fn.layer_enable ? fn.layer_enable() : ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
         if (r != ZE_RESULT_SUCCESS) {
             if (fn.tracer_destroy) fn.tracer_destroy(tracer);
-            snprintf(why, why_len, "the loader's tracing layer is off and could not be turned on "
-                                   "(zelEnableTracingLayer: 0x%x)", (unsigned)r);
+            snprintf(why, why_len,
+                     "the loader's tracing layer is off and could not be turned on "
+                     "(zelEnableTracingLayer: 0x%x)",
+                     (unsigned)r);
             return -1;
         }
         layer_turned_on = 1;
@@ -1007,7 +1105,8 @@ int lp_levelzero_start(const lp_gpu_host *h, const char *loader, char *why, size
     pro.CommandList.pfnAppendImageCopyFromMemoryCb =
         (ze_pfnCommandListAppendImageCopyFromMemoryCb_t)(void (*)(void))on_untimed;
     host = *h;
-    int ok = fn.set_prologues(tracer, &pro) == ZE_RESULT_SUCCESS && fn.set_epilogues(tracer, &epi) == ZE_RESULT_SUCCESS;
+    int ok = fn.set_prologues(tracer, &pro) == ZE_RESULT_SUCCESS &&
+             fn.set_epilogues(tracer, &epi) == ZE_RESULT_SUCCESS;
     int list_sync_hooked = 0;
     /* The calls past the 1.0 table, each through its own registration
      * function where the loader exports it; like the prologue and epilogue

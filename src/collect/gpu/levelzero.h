@@ -30,21 +30,21 @@ LP_INTERNAL void lp_levelzero_stop(void);
 typedef struct {
     int active;
     char loader[512];
-    uint64_t appends;   /* launches and copies seen */
-    uint64_t records;   /* of them, timed and joined */
-    uint64_t pending;   /* waiting for their device times */
-    uint64_t lost;      /* not timed: the sum of the next four and reused */
-    uint64_t no_event;  /* of them, no event to time them (lprof's pool used up, a list made before
+    uint64_t appends;       /* launches and copies seen */
+    uint64_t records;       /* of them, timed and joined */
+    uint64_t pending;       /* waiting for their device times */
+    uint64_t lost;          /* not timed: the sum of the next four and reused */
+    uint64_t no_event;      /* of them, no event to time them (lprof's pool used up, a list made before
                          * lprof started, the pending table full) */
     uint64_t unfinished;    /* still running at the end, or their event destroyed first */
     uint64_t no_timestamps; /* their event could not give kernel timestamps */
-    uint64_t retried;   /* appends that found lprof's event pool full: swept and retried */
-    uint64_t reused;    /* of the lost: their event signalled or reset again while running */
+    uint64_t retried;       /* appends that found lprof's event pool full: swept and retried */
+    uint64_t reused;        /* of the lost: their event signalled or reset again while running */
     uint64_t untimed_calls; /* appends of device work lprof does not time (image copies, graphs) */
     uint64_t reexecuted;    /* work in regular command lists executed again: timed once, counted after */
     char hooked[1024];      /* the calls past the 1.0 table the loader let lprof hook, comma-separated */
     char loader_version[32];
-    int loader_newer;       /* a loader newer than the calls lprof knows (1.32) */
+    int loader_newer;     /* a loader newer than the calls lprof knows (1.32) */
     int list_sync_hooked; /* zeCommandListHostSynchronize is traced (loader has it) */
     int layer_turned_on;  /* the tracing layer was off: lprof turned it on at run time (loader 1.16+) */
     char clock[32];       /* how device ticks were put on CLOCK_MONOTONIC: "zeDeviceGetGlobalTimestamps",

@@ -53,14 +53,37 @@ static int read_ptr(pid_t pid, uint64_t base, uint64_t off, uint64_t *out) {
  * each is checked against its section's size word (an offset inside the
  * struct), so an index table that does not fit the target is refused. */
 enum {
-    D_RT_INTERPRETERS_HEAD, D_IS_NEXT, D_IS_THREADS_HEAD,
-    D_TS_NEXT, D_TS_CURRENT_FRAME, D_TS_THREAD_ID, D_TS_NATIVE_THREAD_ID,
-    D_IF_PREVIOUS, D_IF_EXECUTABLE, D_IF_INSTR_PTR, D_IF_LOCALSPLUS, D_IF_OWNER,
-    D_CO_FILENAME, D_CO_NAME, D_CO_QUALNAME, D_CO_LINETABLE, D_CO_FIRSTLINENO,
-    D_CO_LOCALSPLUSNAMES, D_CO_CODE_ADAPTIVE,
-    D_OB_TYPE, D_TP_NAME, D_TUPLE_OB_ITEM, D_TUPLE_OB_SIZE, D_FLOAT_OB_FVAL,
-    D_LONG_LV_TAG, D_LONG_OB_DIGIT, D_BYTES_OB_SIZE, D_BYTES_OB_SVAL,
-    D_U_STATE, D_U_LENGTH, D_U_ASCII_SIZE,
+    D_RT_INTERPRETERS_HEAD,
+    D_IS_NEXT,
+    D_IS_THREADS_HEAD,
+    D_TS_NEXT,
+    D_TS_CURRENT_FRAME,
+    D_TS_THREAD_ID,
+    D_TS_NATIVE_THREAD_ID,
+    D_IF_PREVIOUS,
+    D_IF_EXECUTABLE,
+    D_IF_INSTR_PTR,
+    D_IF_LOCALSPLUS,
+    D_IF_OWNER,
+    D_CO_FILENAME,
+    D_CO_NAME,
+    D_CO_QUALNAME,
+    D_CO_LINETABLE,
+    D_CO_FIRSTLINENO,
+    D_CO_LOCALSPLUSNAMES,
+    D_CO_CODE_ADAPTIVE,
+    D_OB_TYPE,
+    D_TP_NAME,
+    D_TUPLE_OB_ITEM,
+    D_TUPLE_OB_SIZE,
+    D_FLOAT_OB_FVAL,
+    D_LONG_LV_TAG,
+    D_LONG_OB_DIGIT,
+    D_BYTES_OB_SIZE,
+    D_BYTES_OB_SVAL,
+    D_U_STATE,
+    D_U_LENGTH,
+    D_U_ASCII_SIZE,
     D_FIELDS
 };
 
@@ -69,30 +92,48 @@ enum { S_RT, S_IS, S_TS, S_IF, S_CO, S_OB, S_TP, S_TUPLE, S_FLOAT, S_LONG, S_BYT
 
 static const uint8_t d_section[D_FIELDS] = {
     [D_RT_INTERPRETERS_HEAD] = S_RT,
-    [D_IS_NEXT] = S_IS, [D_IS_THREADS_HEAD] = S_IS,
-    [D_TS_NEXT] = S_TS, [D_TS_CURRENT_FRAME] = S_TS, [D_TS_THREAD_ID] = S_TS,
+    [D_IS_NEXT] = S_IS,
+    [D_IS_THREADS_HEAD] = S_IS,
+    [D_TS_NEXT] = S_TS,
+    [D_TS_CURRENT_FRAME] = S_TS,
+    [D_TS_THREAD_ID] = S_TS,
     [D_TS_NATIVE_THREAD_ID] = S_TS,
-    [D_IF_PREVIOUS] = S_IF, [D_IF_EXECUTABLE] = S_IF, [D_IF_INSTR_PTR] = S_IF,
-    [D_IF_LOCALSPLUS] = S_IF, [D_IF_OWNER] = S_IF,
-    [D_CO_FILENAME] = S_CO, [D_CO_NAME] = S_CO, [D_CO_QUALNAME] = S_CO, [D_CO_LINETABLE] = S_CO,
-    [D_CO_FIRSTLINENO] = S_CO, [D_CO_LOCALSPLUSNAMES] = S_CO, [D_CO_CODE_ADAPTIVE] = S_CO,
-    [D_OB_TYPE] = S_OB, [D_TP_NAME] = S_TP,
-    [D_TUPLE_OB_ITEM] = S_TUPLE, [D_TUPLE_OB_SIZE] = S_TUPLE, [D_FLOAT_OB_FVAL] = S_FLOAT,
-    [D_LONG_LV_TAG] = S_LONG, [D_LONG_OB_DIGIT] = S_LONG,
-    [D_BYTES_OB_SIZE] = S_BYTES, [D_BYTES_OB_SVAL] = S_BYTES,
-    [D_U_STATE] = S_U, [D_U_LENGTH] = S_U, [D_U_ASCII_SIZE] = S_U,
+    [D_IF_PREVIOUS] = S_IF,
+    [D_IF_EXECUTABLE] = S_IF,
+    [D_IF_INSTR_PTR] = S_IF,
+    [D_IF_LOCALSPLUS] = S_IF,
+    [D_IF_OWNER] = S_IF,
+    [D_CO_FILENAME] = S_CO,
+    [D_CO_NAME] = S_CO,
+    [D_CO_QUALNAME] = S_CO,
+    [D_CO_LINETABLE] = S_CO,
+    [D_CO_FIRSTLINENO] = S_CO,
+    [D_CO_LOCALSPLUSNAMES] = S_CO,
+    [D_CO_CODE_ADAPTIVE] = S_CO,
+    [D_OB_TYPE] = S_OB,
+    [D_TP_NAME] = S_TP,
+    [D_TUPLE_OB_ITEM] = S_TUPLE,
+    [D_TUPLE_OB_SIZE] = S_TUPLE,
+    [D_FLOAT_OB_FVAL] = S_FLOAT,
+    [D_LONG_LV_TAG] = S_LONG,
+    [D_LONG_OB_DIGIT] = S_LONG,
+    [D_BYTES_OB_SIZE] = S_BYTES,
+    [D_BYTES_OB_SVAL] = S_BYTES,
+    [D_U_STATE] = S_U,
+    [D_U_LENGTH] = S_U,
+    [D_U_ASCII_SIZE] = S_U,
 };
 
 #define D_WORDS_MAX 112
-#define D_NONE 0 /* word 0 is the cookie: no field's index */
+#define D_NONE      0 /* word 0 is the cookie: no field's index */
 
 typedef struct debug_table {
-    uint16_t minor;                /* 3.minor */
-    uint16_t words;                /* the table's length in words (all read at once) */
+    uint16_t minor; /* 3.minor */
+    uint16_t words; /* the table's length in words (all read at once) */
     uint16_t frame_model;
-    uint8_t field[D_FIELDS];       /* word index of each field */
-    uint8_t section[S_COUNT];      /* word index of each section's size */
-    uint8_t compact_size;          /* sizeof(PyCompactUnicodeObject), or D_NONE */
+    uint8_t field[D_FIELDS];  /* word index of each field */
+    uint8_t section[S_COUNT]; /* word index of each section's size */
+    uint8_t compact_size;     /* sizeof(PyCompactUnicodeObject), or D_NONE */
 } debug_table;
 
 /* 3.13: pycore_runtime.h; 3.14, 3.15: pycore_debug_offsets.h (3.14 added
@@ -103,18 +144,27 @@ typedef struct debug_table {
  * tp_dictoffset, heap_type_object, compactunicodeobject_size, gc frame
  * and generation stats) */
 static const debug_table debug_tables[] = {
-    {13, 73, LP_REMOTE_FRAMES_313,
-     {5, 8, 9, 21, 23, 24, 25, 29, 30, 31, 32, 33, 35, 36, 37, 38, 39, 41, 43,
-      45, 47, 51, 52, 60, 62, 63, 65, 66, 68, 69, 70},
-     {3, 6, 19, 28, 34, 44, 46, 50, 59, 61, 64, 67}, D_NONE},
-    {14, 95, LP_REMOTE_FRAMES_314,
-     {5, 8, 9, 24, 26, 27, 28, 32, 33, 34, 35, 36, 40, 41, 42, 43, 44, 46, 48,
-      51, 53, 57, 58, 70, 72, 73, 75, 76, 78, 79, 80},
-     {3, 6, 22, 31, 39, 50, 52, 56, 69, 71, 74, 77}, D_NONE},
-    {15, 111, LP_REMOTE_FRAMES_314,
-     {5, 8, 9, 24, 26, 30, 31, 40, 41, 42, 43, 44, 48, 49, 50, 51, 52, 54, 56,
-      59, 61, 69, 70, 82, 84, 85, 87, 88, 90, 91, 92},
-     {3, 6, 22, 39, 47, 58, 60, 68, 81, 83, 86, 89}, 93},
+    {13,
+     73,
+     LP_REMOTE_FRAMES_313,
+     {5,  8,  9,  21, 23, 24, 25, 29, 30, 31, 32, 33, 35, 36, 37, 38,
+      39, 41, 43, 45, 47, 51, 52, 60, 62, 63, 65, 66, 68, 69, 70},
+     {3, 6, 19, 28, 34, 44, 46, 50, 59, 61, 64, 67},
+     D_NONE},
+    {14,
+     95,
+     LP_REMOTE_FRAMES_314,
+     {5,  8,  9,  24, 26, 27, 28, 32, 33, 34, 35, 36, 40, 41, 42, 43,
+      44, 46, 48, 51, 53, 57, 58, 70, 72, 73, 75, 76, 78, 79, 80},
+     {3, 6, 22, 31, 39, 50, 52, 56, 69, 71, 74, 77},
+     D_NONE},
+    {15,
+     111,
+     LP_REMOTE_FRAMES_314,
+     {5,  8,  9,  24, 26, 30, 31, 40, 41, 42, 43, 44, 48, 49, 50, 51,
+      52, 54, 56, 59, 61, 69, 70, 82, 84, 85, 87, 88, 90, 91, 92},
+     {3, 6, 22, 39, 47, 58, 60, 68, 81, 83, 86, 89},
+     93},
 };
 
 int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layout *out,
@@ -141,8 +191,8 @@ int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layo
         if (size > (1u << 24) || f[i] >= size) return LP_REMOTE_VERSION;
     }
     uint64_t compact = T->compact_size != D_NONE ? w[T->compact_size]
-                                                  /* PyASCIIObject + utf8_length + utf8 */
-                                                  : f[D_U_ASCII_SIZE] + 16;
+                                                 /* PyASCIIObject + utf8_length + utf8 */
+                                                 : f[D_U_ASCII_SIZE] + 16;
     if (compact < f[D_U_ASCII_SIZE] || compact >= w[T->section[S_U]]) return LP_REMOTE_VERSION;
     lp_remote_layout L = {
         .version_hex = head[1],
@@ -338,8 +388,7 @@ static int is_code(pid_t pid, const lp_remote_layout *L, uint64_t obj, uint64_t 
     char buf[8];
     if (!ptr_ok(obj) || read_ptr(pid, obj, L->ob_type, &type) != LP_REMOTE_OK || type == 0) return 0;
     if (*code_type) return type == *code_type;
-    if (read_u64(pid, type + L->tp_name, &name) != LP_REMOTE_OK || name == 0 || name >= USER_TOP)
-        return 0;
+    if (read_u64(pid, type + L->tp_name, &name) != LP_REMOTE_OK || name == 0 || name >= USER_TOP) return 0;
     if (lp_remote_read(pid, name, buf, 5) != LP_REMOTE_OK || memcmp(buf, "code", 5) != 0) return 0;
     *code_type = type;
     return 1;
@@ -361,8 +410,7 @@ static int emit_code(walk *w, uint64_t code, int64_t unit) {
     int32_t first;
     int rc = read_ptr(w->pid, code, L->co_filename, &filename);
     if (rc == LP_REMOTE_OK)
-        rc = read_ptr(w->pid, code,
-                      L->co_qualname != LP_REMOTE_ABSENT ? L->co_qualname : L->co_name, &name);
+        rc = read_ptr(w->pid, code, L->co_qualname != LP_REMOTE_ABSENT ? L->co_qualname : L->co_name, &name);
     if (rc == LP_REMOTE_OK) rc = read_ptr(w->pid, code, L->co_linetable, &table);
     if (rc == LP_REMOTE_OK) rc = lp_remote_read(w->pid, code + L->co_firstlineno, &first, sizeof first);
     if (rc == LP_REMOTE_OK) rc = read_str(w->pid, L, filename, w->file, sizeof w->file);
@@ -395,8 +443,8 @@ static int emit_code(walk *w, uint64_t code, int64_t unit) {
  * or immortal reference, 3 for a tagged int (value << 2 | 3), and the
  * bits 1 alone for NULL (PyStackRef_NULL_BITS) */
 #define STACKREF_TAG_BITS 3u
-#define STACKREF_INT_TAG 3u
-#define STACKREF_NULL 1u
+#define STACKREF_INT_TAG  3u
+#define STACKREF_NULL     1u
 
 /* a _PyStackRef's object: the tag bits cleared (3.14+), else the pointer */
 static uint64_t stackref_object(const lp_remote_layout *L, uint64_t bits) {
@@ -413,8 +461,7 @@ static int layout_has(uint64_t off) { return off != LP_REMOTE_ABSENT && off <= (
 static int type_name(walk *w, uint64_t obj, uint64_t *type, char *out, size_t cap) {
     uint64_t name;
     if (!ptr_ok(obj) || read_ptr(w->pid, obj, w->L->ob_type, type) != LP_REMOTE_OK || *type == 0 ||
-        read_u64(w->pid, *type + w->L->tp_name, &name) != LP_REMOTE_OK || name == 0 ||
-        name >= USER_TOP)
+        read_u64(w->pid, *type + w->L->tp_name, &name) != LP_REMOTE_OK || name == 0 || name >= USER_TOP)
         return 0;
     /* read what is there up to cap-1 bytes; a page end can cut it short */
     size_t n = cap - 1;
@@ -441,8 +488,7 @@ static int long_value(walk *w, uint64_t obj, int64_t *value) {
     }
     if (ndigits > 2) return -1;
     uint32_t d[2] = {0, 0};
-    if (ndigits && lp_remote_read(w->pid, obj + L->long_digits, d, ndigits * 4) != LP_REMOTE_OK)
-        return -1;
+    if (ndigits && lp_remote_read(w->pid, obj + L->long_digits, d, ndigits * 4) != LP_REMOTE_OK) return -1;
     uint64_t mag = (uint64_t)(d[0] & 0x3FFFFFFFu) | ((uint64_t)(d[1] & 0x3FFFFFFFu) << 30);
     *value = negative ? -(int64_t)mag : (int64_t)mag;
     return 0;
@@ -481,8 +527,7 @@ static void value_text(walk *w, uint64_t obj, char *out, size_t cap) {
         }
         out[o++] = '\'';
         out[o] = '\0';
-    } else if ((strcmp(tname, "tuple") == 0 || strcmp(tname, "list") == 0 ||
-                strcmp(tname, "bytes") == 0) &&
+    } else if ((strcmp(tname, "tuple") == 0 || strcmp(tname, "list") == 0 || strcmp(tname, "bytes") == 0) &&
                lp_remote_read(w->pid, obj + L->tuple_size, &size, sizeof size) == LP_REMOTE_OK) {
         snprintf(out, cap, "<%s of %lld>", tname, (long long)size);
     } else {
@@ -494,8 +539,8 @@ static void value_text(walk *w, uint64_t obj, char *out, size_t cap) {
  * objects) through sink->local; any read that fails shows no more of them */
 static int emit_locals(walk *w, uint64_t frame, uint64_t code) {
     const lp_remote_layout *L = w->L;
-    if (!layout_has(L->fr_localsplus) || !layout_has(L->co_localsplusnames) ||
-        !layout_has(L->tuple_size) || !layout_has(L->tuple_item))
+    if (!layout_has(L->fr_localsplus) || !layout_has(L->co_localsplusnames) || !layout_has(L->tuple_size) ||
+        !layout_has(L->tuple_item))
         return LP_REMOTE_OK;
     uint64_t names, name_at[LP_REMOTE_MAX_LOCALS], value_at[LP_REMOTE_MAX_LOCALS];
     int64_t n;
@@ -509,15 +554,13 @@ static int emit_locals(walk *w, uint64_t frame, uint64_t code) {
     char value[LP_REMOTE_MAX_VALUE];
     for (int64_t i = 0; i < n; i++) {
         uint64_t bits = value_at[i], obj = stackref_object(L, bits);
-        int tagged_int = L->frame_model == LP_REMOTE_FRAMES_314 &&
-                         (bits & STACKREF_TAG_BITS) == STACKREF_INT_TAG;
+        int tagged_int =
+            L->frame_model == LP_REMOTE_FRAMES_314 && (bits & STACKREF_TAG_BITS) == STACKREF_INT_TAG;
         if (obj == 0 && !tagged_int) continue; /* unbound */
         if (read_str(w->pid, L, name_at[i], w->file, sizeof w->file) != LP_REMOTE_OK) break;
         if (tagged_int) /* (value << 2) | 3, exactly: minus the tag, a multiple of 4 */
-            snprintf(value, sizeof value, "%lld",
-                     (long long)(((int64_t)(bits - STACKREF_INT_TAG)) / 4));
-        else
-            value_text(w, obj, value, sizeof value);
+            snprintf(value, sizeof value, "%lld", (long long)(((int64_t)(bits - STACKREF_INT_TAG)) / 4));
+        else value_text(w, obj, value, sizeof value);
         if (w->sink->local(w->sink->ctx, w->file, value)) return LP_REMOTE_STOPPED;
     }
     return LP_REMOTE_OK;
@@ -586,11 +629,27 @@ static int first_frame(walk *w, uint64_t tstate, uint64_t *frame) {
 
 static int layout_ok(const lp_remote_layout *L) {
     if (L->frame_model < LP_REMOTE_FRAMES_310 || L->frame_model > LP_REMOTE_FRAMES_314) return 0;
-    const uint64_t need[] = {L->rt_interpreters_head, L->is_next, L->is_threads_head, L->ts_next,
-                             L->ts_thread_id, L->ts_frame, L->fr_previous, L->fr_code, L->fr_instr,
-                             L->co_filename, L->co_name, L->co_linetable, L->co_firstlineno,
-                             L->ob_type, L->tp_name, L->bytes_size, L->bytes_sval, L->u_state,
-                             L->u_length, L->u_ascii_size, L->u_compact_size};
+    const uint64_t need[] = {L->rt_interpreters_head,
+                             L->is_next,
+                             L->is_threads_head,
+                             L->ts_next,
+                             L->ts_thread_id,
+                             L->ts_frame,
+                             L->fr_previous,
+                             L->fr_code,
+                             L->fr_instr,
+                             L->co_filename,
+                             L->co_name,
+                             L->co_linetable,
+                             L->co_firstlineno,
+                             L->ob_type,
+                             L->tp_name,
+                             L->bytes_size,
+                             L->bytes_sval,
+                             L->u_state,
+                             L->u_length,
+                             L->u_ascii_size,
+                             L->u_compact_size};
     for (size_t i = 0; i < LP_ARRAY_LEN(need); i++)
         if (need[i] > (1u << 20)) return 0;
     if (L->frame_model == LP_REMOTE_FRAMES_311 && L->cframe_current_frame > (1u << 20)) return 0;
@@ -598,8 +657,7 @@ static int layout_ok(const lp_remote_layout *L) {
     return 1;
 }
 
-int lp_remote_walk(pid_t pid, uint64_t runtime_addr, const lp_remote_layout *L,
-                   const lp_remote_sink *sink) {
+int lp_remote_walk(pid_t pid, uint64_t runtime_addr, const lp_remote_layout *L, const lp_remote_sink *sink) {
     if (!layout_ok(L)) return LP_REMOTE_LAYOUT;
     if (!ptr_ok(runtime_addr)) return LP_REMOTE_BADREAD;
     walk *w = calloc(1, sizeof *w);

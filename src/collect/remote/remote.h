@@ -23,13 +23,13 @@
 
 #include "common/base.h"
 
-#define LP_REMOTE_MAX_INTERPS 64
-#define LP_REMOTE_MAX_THREADS 4096
-#define LP_REMOTE_MAX_DEPTH 1024
-#define LP_REMOTE_MAX_STR 1024              /* bytes of a file or function name, UTF-8 */
-#define LP_REMOTE_MAX_LINETABLE (1u << 20)  /* bytes of one code object's line table */
-#define LP_REMOTE_MAX_LOCALS 256            /* local variables shown per frame */
-#define LP_REMOTE_MAX_VALUE 128             /* bytes of one local's shown value */
+#define LP_REMOTE_MAX_INTERPS   64
+#define LP_REMOTE_MAX_THREADS   4096
+#define LP_REMOTE_MAX_DEPTH     1024
+#define LP_REMOTE_MAX_STR       1024       /* bytes of a file or function name, UTF-8 */
+#define LP_REMOTE_MAX_LINETABLE (1u << 20) /* bytes of one code object's line table */
+#define LP_REMOTE_MAX_LOCALS    256        /* local variables shown per frame */
+#define LP_REMOTE_MAX_VALUE     128        /* bytes of one local's shown value */
 
 /* how the thread state reaches its frames */
 enum {
@@ -42,6 +42,8 @@ enum {
 #define LP_REMOTE_ABSENT UINT64_MAX /* a field this version does not have */
 
 /* X(name): one number each; the Python glue converts by these names */
+/* the fields in rows, as the layout dicts list them */
+/* clang-format off */
 #define LP_REMOTE_LAYOUT_FIELDS(X)                                                          \
     X(version_hex) X(frame_model)                                                           \
     X(rt_interpreters_head) X(is_next) X(is_threads_head)                                   \
@@ -52,6 +54,7 @@ enum {
     X(u_state) X(u_length) X(u_ascii_size) X(u_compact_size)                               \
     X(fr_localsplus) X(co_localsplusnames) X(tuple_size) X(tuple_item) X(float_fval)        \
     X(long_size) X(long_digits)
+/* clang-format on */
 
 typedef struct lp_remote_layout {
 #define LP_REMOTE_FIELD_(n) uint64_t n;
@@ -61,13 +64,13 @@ typedef struct lp_remote_layout {
 
 enum {
     LP_REMOTE_OK = 0,
-    LP_REMOTE_NOPROC = 1,   /* no such process (ESRCH) */
-    LP_REMOTE_NOPERM = 2,   /* process_vm_readv refused (EPERM): ptrace access mode */
-    LP_REMOTE_BADREAD = 3,  /* an address did not read (EFAULT/EIO) or failed a check */
-    LP_REMOTE_NODEBUG = 4,  /* no "xdebugpy" cookie at the runtime's address */
-    LP_REMOTE_VERSION = 5,  /* debug offsets of a version this reader does not know */
-    LP_REMOTE_LAYOUT = 6,   /* the layout given is incomplete or of an unknown model */
-    LP_REMOTE_STOPPED = 7,  /* a sink callback asked to stop (its error) */
+    LP_REMOTE_NOPROC = 1,        /* no such process (ESRCH) */
+    LP_REMOTE_NOPERM = 2,        /* process_vm_readv refused (EPERM): ptrace access mode */
+    LP_REMOTE_BADREAD = 3,       /* an address did not read (EFAULT/EIO) or failed a check */
+    LP_REMOTE_NODEBUG = 4,       /* no "xdebugpy" cookie at the runtime's address */
+    LP_REMOTE_VERSION = 5,       /* debug offsets of a version this reader does not know */
+    LP_REMOTE_LAYOUT = 6,        /* the layout given is incomplete or of an unknown model */
+    LP_REMOTE_STOPPED = 7,       /* a sink callback asked to stop (its error) */
     LP_REMOTE_FREE_THREADED = 8, /* debug offsets of a free-threaded build (not read) */
 };
 
@@ -111,7 +114,6 @@ LP_INTERNAL int lp_remote_walk(pid_t pid, uint64_t runtime_addr, const lp_remote
  * (byte-offset, line-delta pairs), the others the 3.11+ location table.
  * -1 when the table gives no line or is malformed; firstlineno for unit < 0
  * (a frame that has not run its first instruction). Pure: unit-tested. */
-LP_INTERNAL int lp_remote_line_of(const uint8_t *table, size_t n, int firstlineno, int model,
-                                  int64_t unit);
+LP_INTERNAL int lp_remote_line_of(const uint8_t *table, size_t n, int firstlineno, int model, int64_t unit);
 
 #endif

@@ -22,7 +22,7 @@ const char *lpj_malloc_conf = "retain:false";
 __thread shim_tls lp_shim_tls __attribute__((tls_model("initial-exec")));
 lp_livemem lp_shim_live;
 
-static int table_state;        /* 0 none, 1 being made, 2 ready, 3 failed */
+static int table_state; /* 0 none, 1 being made, 2 ready, 3 failed */
 static lp_shim_hooks hooks_copy;
 static const lp_shim_hooks *hooks; /* atomic; NULL = not registered */
 static uint16_t generation = 1;
@@ -41,8 +41,7 @@ static int table_ready(void) {
     if (LP_LIKELY(s == 2)) return 1;
     if (s == 3) return 0;
     int expected = 0;
-    if (__atomic_compare_exchange_n(&table_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
+    if (__atomic_compare_exchange_n(&table_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         /* 2^18 slots (10 MiB of address space, touched as used): ~196 k live
          * samples, i.e. ~3 GiB of live small objects at T = 16 KiB */
         int ok = lp_livemem_init(&lp_shim_live, 18) == 0;
@@ -70,10 +69,8 @@ static void report_free(const lp_live_block *b) {
 static uint32_t attribute(const lp_live_block *b) {
     uint32_t stack = 0;
     const lp_shim_hooks *h = __atomic_load_n(&hooks, __ATOMIC_ACQUIRE);
-    if (h && h->on_alloc)
-        stack = h->on_alloc(b->addr, b->size, b->weight, b->kind, b->t_ns);
-    else
-        __atomic_fetch_add(&st_startup_bytes, (uint64_t)b->weight, __ATOMIC_RELAXED);
+    if (h && h->on_alloc) stack = h->on_alloc(b->addr, b->size, b->weight, b->kind, b->t_ns);
+    else __atomic_fetch_add(&st_startup_bytes, (uint64_t)b->weight, __ATOMIC_RELAXED);
     __atomic_fetch_add(&st_sampled, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&st_sampled_bytes, (uint64_t)b->weight, __ATOMIC_RELAXED);
     if (b->kind == LP_SHIM_KIND_MMAP) __atomic_fetch_add(&st_mmaps, 1, __ATOMIC_RELAXED);
@@ -94,7 +91,10 @@ void lp_shim_sampled(void *p, size_t size, uint32_t kind) {
     if (!lp_memsample_take(&t->sampler, mean, size, (uint64_t)(uintptr_t)t)) return;
     t->guard = 1;
     if (p != NULL && table_ready()) {
-        lp_live_block b = {.addr = (uintptr_t)p, .size = size, .t_ns = now_ns(), .kind = (uint16_t)kind,
+        lp_live_block b = {.addr = (uintptr_t)p,
+                           .size = size,
+                           .t_ns = now_ns(),
+                           .kind = (uint16_t)kind,
                            .gen = __atomic_load_n(&generation, __ATOMIC_RELAXED)};
         lp_livemem_record(&lp_shim_live, &b, mean, &owner);
     }
@@ -138,8 +138,7 @@ SHIM_EXPORT void *realloc(void *p, size_t n) {
         return NULL;
     }
     lp_live_block old;
-    int had = lp_livemem_maybe(&lp_shim_live, p) &&
-              lp_livemem_remove(&lp_shim_live, (uintptr_t)p, &old);
+    int had = lp_livemem_maybe(&lp_shim_live, p) && lp_livemem_remove(&lp_shim_live, (uintptr_t)p, &old);
     void *q = lpj_realloc(p, n);
     if (q == NULL) {
         if (had) lp_livemem_insert(&lp_shim_live, &old, NULL); /* p is still alive */
@@ -248,7 +247,10 @@ static void api_stats(lp_shim_stats *s) {
     s->sample_bytes = __atomic_load_n(&mean_bytes, __ATOMIC_RELAXED);
 }
 
-typedef struct { void (*fn)(const lp_shim_block *, void *); void *ctx; } visit_ctx;
+typedef struct {
+    void (*fn)(const lp_shim_block *, void *);
+    void *ctx;
+} visit_ctx;
 
 static void visit(const lp_live_block *b, void *ctx) {
     visit_ctx *v = ctx;
@@ -267,9 +269,8 @@ _Static_assert(offsetof(lp_shim_block, stack) == offsetof(lp_live_block, stack),
 _Static_assert(offsetof(lp_shim_block, gen) == offsetof(lp_live_block, gen), "layout");
 
 static const lp_shim_api api = {
-    LP_SHIM_ABI,      sizeof(lp_shim_api), api_set_hooks, api_set_sample_bytes,
-    api_enter,        api_leave,           api_stats,     api_foreach_live,
-    api_guard_ptr,
+    LP_SHIM_ABI, sizeof(lp_shim_api), api_set_hooks,    api_set_sample_bytes, api_enter,
+    api_leave,   api_stats,           api_foreach_live, api_guard_ptr,
 };
 
 SHIM_EXPORT const lp_shim_api *lprof_shim_api_v1(void) { return &api; }

@@ -27,8 +27,8 @@ int lp_sys_munmap(void *addr, size_t len) { return (int)syscall(SYS_munmap, addr
 
 SHIM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     void *p = lp_sys_mmap(addr, len, prot, flags, fd, off);
-    if (p != MAP_FAILED && len > TRACK_MIN_BYTES && (flags & MAP_ANONYMOUS) &&
-        (flags & MAP_PRIVATE) && !(flags & MAP_STACK) && (prot & PROT_WRITE))
+    if (p != MAP_FAILED && len > TRACK_MIN_BYTES && (flags & MAP_ANONYMOUS) && (flags & MAP_PRIVATE) &&
+        !(flags & MAP_STACK) && (prot & PROT_WRITE))
         lp_shim_after_alloc(p, len, LP_SHIM_KIND_MMAP);
     return p;
 }

@@ -48,10 +48,8 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = lp_emergency_checkpoint(view.buf, (size_t)view.len);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
+    Py_BEGIN_ALLOW_THREADS rc = lp_emergency_checkpoint(view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
     return PyBool_FromLong(rc == 0);
 }
 
@@ -60,10 +58,8 @@ static PyObject *py_wait(PyObject *self, PyObject *arg) {
     double timeout = PyFloat_AsDouble(arg);
     if (timeout == -1.0 && PyErr_Occurred()) return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = lp_emergency_wait(timeout);
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(rc);
+    Py_BEGIN_ALLOW_THREADS rc = lp_emergency_wait(timeout);
+    Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
 
 static PyObject *py_release(PyObject *self, PyObject *unused) {
@@ -91,11 +87,13 @@ static PyMethodDef methods[] = {
     {"emergency_arm", py_arm, METH_VARARGS,
      "emergency_arm(handle_term, quiet, path, tmp_path, mode): handle SIGTERM and fatal signals."},
     {"emergency_wait", py_wait, METH_O,
-     "emergency_wait(timeout_s): the SIGTERM received, 0 on timeout (timeout_s < 0: none), -1 once released."},
+     "emergency_wait(timeout_s): the SIGTERM received, 0 on timeout (timeout_s < 0: none), -1 once "
+     "released."},
     {"emergency_release", py_release, METH_NOARGS, "Wake the watcher for good (the run is ending)."},
     {"emergency_disarm", py_disarm, METH_NOARGS, "Restore the previous signal handlers."},
     {"emergency_note", py_note, METH_O,
-     "emergency_note(path or None), before arming: a fatal signal also writes '<signal> <age ms or -1>' there."},
+     "emergency_note(path or None), before arming: a fatal signal also writes '<signal> <age ms or -1>' "
+     "there."},
     {"emergency_checkpoint", py_checkpoint, METH_O,
      "Keep these bytes (an encoded profile) as what a fatal signal writes."},
     {"emergency_pending", py_pending, METH_NOARGS, "The SIGTERM received, or 0."},

@@ -44,7 +44,11 @@ static int flat_add(flat_stacks *fs, PyObject *stack, int64_t value, Py_ssize_t 
     if (fs->total + (size_t)d > fs->cap) {
         while (fs->total + (size_t)d > fs->cap) fs->cap *= 2;
         uint32_t *g = realloc(fs->ids, sizeof(uint32_t) * fs->cap);
-        if (!g) { Py_DECREF(st); PyErr_NoMemory(); return -1; }
+        if (!g) {
+            Py_DECREF(st);
+            PyErr_NoMemory();
+            return -1;
+        }
         fs->ids = g;
     }
     fs->offsets[fs->n] = fs->total;
@@ -74,23 +78,29 @@ static PyObject *fold_and_emit(PyObject *names, flat_stacks *fs, PyObject *path_
     for (Py_ssize_t i = 0; i < nn; i++)
         if (!(cnames[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(names, i)))) goto done;
     const char *err = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    f = lp_folded_build(cnames, (size_t)nn, fs->ids, fs->offsets, fs->vals, fs->n, &err);
-    Py_END_ALLOW_THREADS
-    if (!f) { PyErr_SetString(PyExc_ValueError, err ? err : "fold failed"); goto done; }
+    Py_BEGIN_ALLOW_THREADS f =
+        lp_folded_build(cnames, (size_t)nn, fs->ids, fs->offsets, fs->vals, fs->n, &err);
+    Py_END_ALLOW_THREADS if (!f) {
+        PyErr_SetString(PyExc_ValueError, err ? err : "fold failed");
+        goto done;
+    }
     if (path_o != Py_None) {
         PyObject *bytes = NULL;
         if (!PyUnicode_FSConverter(path_o, &bytes)) goto done;
         FILE *out = fopen(PyBytes_AS_STRING(bytes), "w");
         Py_DECREF(bytes);
-        if (!out) { PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_o); goto done; }
+        if (!out) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_o);
+            goto done;
+        }
         int rc;
         setvbuf(out, NULL, _IOFBF, 1 << 20);
-        Py_BEGIN_ALLOW_THREADS
-        rc = lp_folded_write(f, out);
+        Py_BEGIN_ALLOW_THREADS rc = lp_folded_write(f, out);
         rc |= fclose(out);
-        Py_END_ALLOW_THREADS
-        if (rc != 0) { PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_o); goto done; }
+        Py_END_ALLOW_THREADS if (rc != 0) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path_o);
+            goto done;
+        }
     }
     PyObject *rects = Py_None;
     Py_INCREF(rects);
@@ -101,8 +111,9 @@ static PyObject *fold_and_emit(PyObject *names, flat_stacks *fs, PyObject *path_
         Py_DECREF(rects);
         rects = r ? PyList_New((Py_ssize_t)nr) : PyErr_NoMemory();
         for (size_t i = 0; rects && i < nr; i++)
-            PyList_SET_ITEM(rects, (Py_ssize_t)i, Py_BuildValue("(IILL)", r[i].depth, r[i].name, (long long)r[i].x,
-                                                                (long long)r[i].width));
+            PyList_SET_ITEM(
+                rects, (Py_ssize_t)i,
+                Py_BuildValue("(IILL)", r[i].depth, r[i].name, (long long)r[i].x, (long long)r[i].width));
         free(r);
         if (!rects) goto done;
     }
@@ -121,7 +132,8 @@ static PyObject *py_fold_rows(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *names_o, *rows_o, *cols_o, *path_o;
     double scale, min_fraction;
-    if (!PyArg_ParseTuple(args, "OOOdOd", &names_o, &rows_o, &cols_o, &scale, &path_o, &min_fraction)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOdOd", &names_o, &rows_o, &cols_o, &scale, &path_o, &min_fraction))
+        return NULL;
     PyObject *names = PySequence_Fast(names_o, "names must be a sequence");
     PyObject *rows = names ? PySequence_Fast(rows_o, "rows must be a sequence") : NULL;
     PyObject *cols = rows ? PySequence_Fast(cols_o, "columns must be a sequence") : NULL;
@@ -132,10 +144,19 @@ static PyObject *py_fold_rows(PyObject *self, PyObject *args) {
     if (flat_init(&fs, nr) < 0) goto done;
     for (Py_ssize_t r = 0; r < nr; r++) {
         PyObject *row = PySequence_Fast_GET_ITEM(rows, r);
-        if (!PyList_Check(row) && !PyTuple_Check(row)) { PyErr_SetString(PyExc_ValueError, "bad stack row"); goto done; }
-        if (PySequence_Size(row) != 3) { PyErr_SetString(PyExc_ValueError, "bad stack row"); goto done; }
+        if (!PyList_Check(row) && !PyTuple_Check(row)) {
+            PyErr_SetString(PyExc_ValueError, "bad stack row");
+            goto done;
+        }
+        if (PySequence_Size(row) != 3) {
+            PyErr_SetString(PyExc_ValueError, "bad stack row");
+            goto done;
+        }
         PyObject *ids = PySequence_Fast_GET_ITEM(row, 0), *metrics = PySequence_Fast_GET_ITEM(row, 2);
-        if (!PyDict_Check(metrics)) { PyErr_SetString(PyExc_ValueError, "bad stack metrics"); goto done; }
+        if (!PyDict_Check(metrics)) {
+            PyErr_SetString(PyExc_ValueError, "bad stack metrics");
+            goto done;
+        }
         double sum = 0.0;
         for (Py_ssize_t c = 0; c < nc; c++) {
             PyObject *v = PyDict_GetItemWithError(metrics, PySequence_Fast_GET_ITEM(cols, c));
@@ -172,7 +193,10 @@ static int flat_add_node(flat_stacks *fs, const int32_t *par, const int32_t *frm
     if (fs->total + depth > fs->cap) {
         while (fs->total + depth > fs->cap) fs->cap *= 2;
         uint32_t *g = realloc(fs->ids, sizeof(uint32_t) * fs->cap);
-        if (!g) { PyErr_NoMemory(); return -1; }
+        if (!g) {
+            PyErr_NoMemory();
+            return -1;
+        }
         fs->ids = g;
     }
     size_t k = depth;
@@ -205,8 +229,8 @@ static PyObject *py_fold_columns(PyObject *self, PyObject *args) {
     PyObject *names_o, *cols_o, *path_o, *root_o = Py_None;
     Py_buffer parent = {0}, frame = {0}, row_node = {0}, row_root = {0};
     double scale, min_fraction;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*OdOd|O", &names_o, &parent, &frame, &row_node, &cols_o, &scale, &path_o,
-                          &min_fraction, &root_o))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*OdOd|O", &names_o, &parent, &frame, &row_node, &cols_o, &scale,
+                          &path_o, &min_fraction, &root_o))
         return NULL;
     PyObject *names = PySequence_Fast(names_o, "names must be a sequence");
     PyObject *cols = names ? PySequence_Fast(cols_o, "columns must be a sequence") : NULL;
@@ -241,13 +265,20 @@ static PyObject *py_fold_columns(PyObject *self, PyObject *args) {
         rr = row_root.buf;
         int ok = (size_t)row_root.len == nr * sizeof(int32_t);
         for (size_t r = 0; ok && r < nr; r++) ok = rr[r] >= -1 && rr[r] < n_names;
-        if (!ok) { PyErr_SetString(PyExc_ValueError, "bad row root"); goto done; }
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "bad row root");
+            goto done;
+        }
     }
     ncols = PySequence_Fast_GET_SIZE(cols);
     colbuf = calloc((size_t)ncols + 1, sizeof(Py_buffer));
-    if (!colbuf) { PyErr_NoMemory(); goto done; }
+    if (!colbuf) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (; opened < ncols; opened++) {
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(cols, opened), &colbuf[opened], PyBUF_SIMPLE) < 0) goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(cols, opened), &colbuf[opened], PyBUF_SIMPLE) < 0)
+            goto done;
         if ((size_t)colbuf[opened].len != nr * sizeof(double)) {
             opened++;
             PyErr_SetString(PyExc_ValueError, "bad stack row or column");
@@ -261,12 +292,18 @@ static PyObject *py_fold_columns(PyObject *self, PyObject *args) {
     node_val = calloc(nn + 1, sizeof(double));
     mark = calloc(nn + 1, sizeof(uint32_t));
     touched = malloc(sizeof(int32_t) * (nn + 1));
-    if (!order || !group_start || !node_val || !mark || !touched) { PyErr_NoMemory(); goto done; }
+    if (!order || !group_start || !node_val || !mark || !touched) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (size_t r = 0; r < nr; r++) group_start[(rr ? (size_t)(rr[r] + 1) : 0) + 1]++;
     for (size_t g = 0; g < ngroups; g++) group_start[g + 1] += group_start[g];
     {
         size_t *fill = calloc(ngroups, sizeof(size_t));
-        if (!fill) { PyErr_NoMemory(); goto done; }
+        if (!fill) {
+            PyErr_NoMemory();
+            goto done;
+        }
         for (size_t r = 0; r < nr; r++) {
             size_t g = rr ? (size_t)(rr[r] + 1) : 0;
             order[group_start[g] + fill[g]++] = (int32_t)r;
@@ -315,7 +352,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"fold_columns", py_fold_columns, METH_VARARGS,
-     "fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction[, row_root]) -> (lines, total, rects)"},
+     "fold_columns(names, parent, frame, row_node, columns, scale, path, min_fraction[, row_root]) -> "
+     "(lines, total, rects)"},
     {"fold_rows", py_fold_rows, METH_VARARGS,
      "fold_rows(names, rows, columns, scale, path, min_fraction) -> (lines, total, rects)"},
     {NULL, NULL, 0, NULL},

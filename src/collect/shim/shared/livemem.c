@@ -95,7 +95,10 @@ int lp_livemem_insert(lp_livemem *t, const lp_live_block *b, lp_live_block *repl
             break;
         }
         if (s->addr == 0) {
-            if (t->count >= t->limit) { t->overflow++; break; }
+            if (t->count >= t->limit) {
+                t->overflow++;
+                break;
+            }
             *s = *b;
             t->touched[i >> LP_LIVEMEM_GROUP_BITS] = 1;
             t->count++;
@@ -124,7 +127,10 @@ int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) {
     lp_spin_lock(&t->lock);
     uint32_t i = lp_livemem_hash(addr) & t->mask;
     while (t->slots[i].addr != 0) {
-        if (t->slots[i].addr == addr) { found = 1; break; }
+        if (t->slots[i].addr == addr) {
+            found = 1;
+            break;
+        }
         i = (i + 1) & t->mask;
     }
     if (found) {

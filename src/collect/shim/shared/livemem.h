@@ -23,24 +23,24 @@
 enum { LP_MEM_NATIVE = 0, LP_MEM_PYTHON = 1, LP_MEM_MMAP = 2 };
 
 typedef struct lp_live_block {
-    uintptr_t addr;  /* 0: empty slot */
-    uint64_t size;   /* requested bytes */
-    double weight;   /* estimated bytes this sample stands for */
-    uint64_t t_ns;   /* monotonic time of the allocation */
-    uint32_t stack;  /* owner's stack id; 0 = not attributed */
-    uint16_t kind;   /* LP_MEM_* */
-    uint16_t gen;    /* registration generation (shim) */
+    uintptr_t addr; /* 0: empty slot */
+    uint64_t size;  /* requested bytes */
+    double weight;  /* estimated bytes this sample stands for */
+    uint64_t t_ns;  /* monotonic time of the allocation */
+    uint32_t stack; /* owner's stack id; 0 = not attributed */
+    uint16_t kind;  /* LP_MEM_* */
+    uint16_t gen;   /* registration generation (shim) */
 } lp_live_block;
 
 typedef struct lp_livemem {
     lp_live_block *slots;
-    uint8_t *filter;     /* saturating counters indexed by address granule */
-    uint8_t *touched;    /* per group of LP_LIVEMEM_GROUP slots: ever written since clear */
-    uint32_t mask;       /* slots - 1 */
+    uint8_t *filter;  /* saturating counters indexed by address granule */
+    uint8_t *touched; /* per group of LP_LIVEMEM_GROUP slots: ever written since clear */
+    uint32_t mask;    /* slots - 1 */
     uint32_t count;
-    uint32_t limit;      /* max count (load factor 3/4) */
+    uint32_t limit; /* max count (load factor 3/4) */
     int lock;
-    uint64_t overflow;   /* inserts dropped because the table was full */
+    uint64_t overflow; /* inserts dropped because the table was full */
 } lp_livemem;
 
 #define LP_LIVEMEM_FILTER_BITS 20
@@ -102,8 +102,7 @@ LP_INTERNAL int lp_livemem_record(lp_livemem *t, lp_live_block *b, uint64_t mean
 /* Removes the block at addr; 1 and *out filled if it was there, else 0. */
 LP_INTERNAL int lp_livemem_remove(lp_livemem *t, uintptr_t addr, lp_live_block *out) LP_HOOK_SAFE;
 /* Visits every block under the lock; fn must not touch the table. */
-LP_INTERNAL void lp_livemem_foreach(lp_livemem *t, void (*fn)(const lp_live_block *, void *),
-                                    void *ctx);
+LP_INTERNAL void lp_livemem_foreach(lp_livemem *t, void (*fn)(const lp_live_block *, void *), void *ctx);
 /* For fork handlers: hold the table across fork(). */
 LP_INTERNAL void lp_livemem_lock(lp_livemem *t);
 LP_INTERNAL void lp_livemem_unlock(lp_livemem *t);

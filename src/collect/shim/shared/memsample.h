@@ -18,9 +18,9 @@
 #define LP_MEMSAMPLE_DEFAULT_BYTES 16384u
 
 typedef struct lp_memsample {
-    int64_t until;   /* bytes left before the next sample */
-    uint64_t rng;    /* xorshift64* state; 0 means not seeded */
-    uint64_t mean;   /* T in bytes (>= 1) */
+    int64_t until; /* bytes left before the next sample */
+    uint64_t rng;  /* xorshift64* state; 0 means not seeded */
+    uint64_t mean; /* T in bytes (>= 1) */
 } lp_memsample;
 
 /* Seeds the generator and draws the first countdown. */
