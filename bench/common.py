@@ -1,4 +1,5 @@
 """Process running, alternating repeats and small statistics for the benchmarks."""
+
 import collections
 import os
 import re
@@ -10,12 +11,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 WORKLOADS = os.path.join(BENCH, "workloads")
-SCRATCH = os.path.join(BENCH, "results")          # gitignored
+SCRATCH = os.path.join(BENCH, "results")  # gitignored
 
 # Single-threaded native libraries: CPU shares must not depend on BLAS pools.
-BASE_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONPATH": WORKLOADS}
+BASE_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONPATH": WORKLOADS,
+}
 
 
 def workload(name):
@@ -42,12 +47,12 @@ def short_reason(text, limit=90):
     if not lines:
         return "no output"
     last = lines[-1]
-    for ln in reversed(lines):   # prefer the exception line of a traceback
+    for ln in reversed(lines):  # prefer the exception line of a traceback
         if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln):
             last = ln
             break
     last = clean(last)
-    return last if len(last) <= limit else last[:limit - 3] + "..."
+    return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
 def clean(text):
@@ -77,8 +82,9 @@ def run_timed(argv, env_extra=None, timeout=300, stdout_path=None, cwd=None):
     try:
         c0 = _children_cpu()
         t0 = time.perf_counter()
-        p = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.PIPE,
-                           text=True, timeout=timeout, cwd=cwd or SCRATCH)
+        p = subprocess.run(
+            argv, env=env, stdout=out, stderr=subprocess.PIPE, text=True, timeout=timeout, cwd=cwd or SCRATCH
+        )
         wall = time.perf_counter() - t0
         cpu = _children_cpu() - c0
     except subprocess.TimeoutExpired:
@@ -104,7 +110,7 @@ def alternate(tools, repeats, one_run, serpentine=False):
     """
     res = {t: {"runs": [], "error": None} for t in tools}
     for r in range(repeats):
-        for t in (tools[::-1] if serpentine and r % 2 else tools):
+        for t in tools[::-1] if serpentine and r % 2 else tools:
             if res[t]["error"]:
                 continue
             try:

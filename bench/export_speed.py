@@ -1,6 +1,7 @@
 """Run with the project interpreter: time lprof.export.export on a synthetic
 profile of 1,000,000 samples over many distinct stacks, in the form a .lprof
 file holds (columnar stacks section, as `lprof export` reads it); prints JSON."""
+
 import json
 import os
 import random
@@ -17,8 +18,7 @@ def synthetic(seed=7):
     holding 1,000,000 unfolded rows (one per sample, 4 threads) over 20,000
     distinct stacks: the exporter has to sum and fold them all."""
     rnd = random.Random(seed)
-    frames = [[f"/src/pkg/mod{i % 97}.py", f"func_{i}", 10 + i % 400, 12 + i % 450]
-              for i in range(N_FRAMES)]
+    frames = [[f"/src/pkg/mod{i % 97}.py", f"func_{i}", 10 + i % 400, 12 + i % 450] for i in range(N_FRAMES)]
     parent, frame, index, leaves = [], [], {}, []
     for _ in range(N_STACKS):
         node = -1
@@ -32,13 +32,18 @@ def synthetic(seed=7):
         leaves.append(node)
     row_node = [leaves[rnd.randrange(N_STACKS)] for _ in range(N_SAMPLES)]
     row_thread = [1 + rnd.randrange(4) for _ in range(N_SAMPLES)]
-    values = {"samples": [1] * N_SAMPLES, "cpu_python_s": [0.01] * N_SAMPLES,
-              "wall_s": [0.01] * N_SAMPLES}
-    return {"format": "lprof", "version": 2,
-            "meta": {"argv": ["synthetic"], "modes": ["cpu"]},
-            "stacks": {"frames": frames, "columns": [],
-                       "nodes": {"parent": parent, "frame": frame},
-                       "rows": {"node": row_node, "thread": row_thread, "values": values}}}
+    values = {"samples": [1] * N_SAMPLES, "cpu_python_s": [0.01] * N_SAMPLES, "wall_s": [0.01] * N_SAMPLES}
+    return {
+        "format": "lprof",
+        "version": 2,
+        "meta": {"argv": ["synthetic"], "modes": ["cpu"]},
+        "stacks": {
+            "frames": frames,
+            "columns": [],
+            "nodes": {"parent": parent, "frame": frame},
+            "rows": {"node": row_node, "thread": row_thread, "values": values},
+        },
+    }
 
 
 def main(outdir):
@@ -57,7 +62,7 @@ def main(outdir):
         t0 = time.perf_counter()
         try:
             stacks.export(prof, fmt, "cpu", path)
-        except Exception as e:      # report, do not crash the benchmark
+        except Exception as e:  # report, do not crash the benchmark
             out[fmt] = {"error": f"{type(e).__name__}: {e}"[:90]}
             continue
         dt = time.perf_counter() - t0

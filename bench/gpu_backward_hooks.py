@@ -3,6 +3,7 @@ python/lprof/collect/gpu_backward.py) cost per op, on CPU torch: each case
 timed with the hooks off and on in one process (best of 5 runs), in
 microseconds. The numbers are in docs/design-gpu.md ("Backward on the
 forward lines"). Run: PYTHONPATH=python python3 bench/gpu_backward_hooks.py"""
+
 import time
 
 import torch
@@ -55,11 +56,13 @@ def mlp_step(n):
         mlp(batch).sum().backward()
 
 
-CASES = [("x * 2, x requires grad (forward op)", mul_grad, 20000, 1),
-         ("c * 2, no grad (forward op)", mul_no_grad, 20000, 1),
-         ("nn.Linear(16, 16) forward", linear, 20000, 1),
-         ("chain of muls, forward + backward (per op)", chain_backward, 20000, 1),
-         ("4 x (Linear + ReLU) 32x64, train step (per step)", mlp_step, 500, 1)]
+CASES = [
+    ("x * 2, x requires grad (forward op)", mul_grad, 20000, 1),
+    ("c * 2, no grad (forward op)", mul_no_grad, 20000, 1),
+    ("nn.Linear(16, 16) forward", linear, 20000, 1),
+    ("chain of muls, forward + backward (per op)", chain_backward, 20000, 1),
+    ("4 x (Linear + ReLU) 32x64, train step (per step)", mlp_step, 500, 1),
+]
 
 
 def main():
@@ -82,7 +85,9 @@ def main():
     off = per_op(mlp_step, 500)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
         on = per_op(mlp_step, 500)
-    print(f"{'same train step under torch.profiler (CPU activity)':52s} {off:8.2f} {on:8.2f} {on - off:+8.2f}")
+    print(
+        f"{'same train step under torch.profiler (CPU activity)':52s} {off:8.2f} {on:8.2f} {on - off:+8.2f}"
+    )
 
 
 if __name__ == "__main__":

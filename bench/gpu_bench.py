@@ -5,6 +5,7 @@ as CUPTI does), plain, under lprof (sampling only) and under lprof --gpu.
 Per-launch cost = (in-script loop time - plain's) / launches, median over
 serpentine rounds. Real GPU overhead is measured by `make gpu-check` on a
 GPU machine (docs/gpu-check.md)."""
+
 import os
 import shutil
 import subprocess
@@ -21,8 +22,11 @@ def _fakes():
     """Builds the test libcupti and libcuda.so.1 into SCRATCH; None without CUPTI headers."""
     inc = None
     nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_HOME"), os.path.dirname(os.path.dirname(os.path.realpath(nvcc))) if nvcc else None,
-             "/usr/local/cuda"]
+    roots = [
+        os.environ.get("CUDA_HOME"),
+        os.path.dirname(os.path.dirname(os.path.realpath(nvcc))) if nvcc else None,
+        "/usr/local/cuda",
+    ]
     for r in filter(None, roots):
         if os.path.exists(os.path.join(r, "include", "cupti.h")):
             inc = os.path.join(r, "include")
@@ -32,10 +36,14 @@ def _fakes():
     d = os.path.join(SCRATCH, "fake_cuda")
     os.makedirs(d, exist_ok=True)
     src = os.path.join(ROOT, "tests", "gpu")
-    for out, name, extra in (("libcuda.so.1", "fake_cuda.c", ["-Wl,-soname,libcuda.so.1"]),
-                             ("libcupti.so.13", "fake_cupti.c", ["-I" + inc, "-lpthread"])):
-        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", os.path.join(d, out),
-                        os.path.join(src, name)] + extra, check=True)
+    for out, name, extra in (
+        ("libcuda.so.1", "fake_cuda.c", ["-Wl,-soname,libcuda.so.1"]),
+        ("libcupti.so.13", "fake_cupti.c", ["-I" + inc, "-lpthread"]),
+    ):
+        subprocess.run(
+            ["cc", "-shared", "-fPIC", "-O2", "-o", os.path.join(d, out), os.path.join(src, name)] + extra,
+            check=True,
+        )
     return d
 
 
@@ -51,13 +59,17 @@ def launch_cost(repeats, log):
     def one_run(tool, _round):
         argv = [VPY, script, str(LAUNCHES)]
         if tool != "plain":
-            argv = ([VPY, "-m", "lprof", "-q", "-o", os.path.join(SCRATCH, "g.lprof")]
-                    + (["--gpu=cuda"] if tool.endswith("--gpu") else []) + argv[1:])
+            argv = (
+                [VPY, "-m", "lprof", "-q", "-o", os.path.join(SCRATCH, "g.lprof")]
+                + (["--gpu=cuda"] if tool.endswith("--gpu") else [])
+                + argv[1:]
+            )
         r = run_timed(argv, env_extra=dict(env, **lprof_tool.ENV) if tool != "plain" else env)
         return {"loop": float(r.stdout.strip().splitlines()[-1])}
 
-    res, pairs = overhead_rounds(tools, max(ROUNDS, repeats), EXTRA_ROUNDS, one_run,
-                                 focus=("lprof", "lprof --gpu"))
+    res, pairs = overhead_rounds(
+        tools, max(ROUNDS, repeats), EXTRA_ROUNDS, one_run, focus=("lprof", "lprof --gpu")
+    )
     rows = []
     for t in tools:
         runs = res[t]["runs"]
@@ -70,8 +82,14 @@ def launch_cost(repeats, log):
             continue
         diffs = [(x["loop"] - b["loop"]) / LAUNCHES * 1e6 for x, b in pairs[t]]
         ratios = [x["loop"] / b["loop"] for x, b in pairs[t] if b["loop"]]
-        rows.append([t, fmt(loop, ".3f"), fmt(median(diffs), ".2f"),
-                     f"{median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"])
+        rows.append(
+            [
+                t,
+                fmt(loop, ".3f"),
+                fmt(median(diffs), ".2f"),
+                f"{median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})",
+            ]
+        )
     log(f"  gpu launch cost: {rows}")
     return header, rows
 
@@ -80,8 +98,10 @@ def device_overhead():
     """The whole-program overhead the last `make gpu-check` measured on a
     real GPU (docs/gpu-check.md): (its "Measured by" line, rows), or (None, [])."""
     import sys
+
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import gpu_check
+
     path = os.path.join(ROOT, "docs", "gpu-check.md")
     if not os.path.exists(path):
         return None, []

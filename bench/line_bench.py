@@ -1,11 +1,11 @@
 """Section 1: exact line profiler overhead, lprof -l vs kernprof -l."""
+
 import os
 import re
 
 import lprof_tool
 import peers
-from common import (SCRATCH, Failed, alternate, fmt, median, paired_ratios, run_timed,
-                    workload)
+from common import SCRATCH, Failed, alternate, fmt, median, paired_ratios, run_timed, workload
 
 # (title, workload, args, added-time target: lprof added <= factor * kernprof added,
 #  rounds at least: where both tools add ~10%, their ratio needs many rounds,
@@ -73,32 +73,49 @@ def run(repeats, log):
             cells = [title + f" (`{func}`)", fmt(own, ".3f")]
             for tool in ("kernprof", "lprof"):
                 rep = median([x for x in times[tool] if x])
-                cells.append(f"{fmt(rep, '.3f')} ({fmt(rep / own, '.2f')}x)" if rep and own
-                             else "n/a")
+                cells.append(f"{fmt(rep, '.3f')} ({fmt(rep / own, '.2f')}x)" if rep and own else "n/a")
             reported.append(cells)
-        log(f"  line/{name}: " + ", ".join(
-            f"{t}={fmt(median(v['runs']), '.3f')}s" + (f" ({v['error']})" if v["error"] else "")
-            for t, v in res.items()))
+        log(
+            f"  line/{name}: "
+            + ", ".join(
+                f"{t}={fmt(median(v['runs']), '.3f')}s" + (f" ({v['error']})" if v["error"] else "")
+                for t, v in res.items()
+            )
+        )
         plain = median(res["plain"]["runs"])
         # the median over rounds of (tool run / plain run of the same round):
         # the machine's speed drifts, neighbouring runs share it
         kp_ratio, lp_ratio = (
-            median(paired_ratios(zip(res[t]["runs"], res["plain"]["runs"])))
-            for t in ("kernprof", "lprof"))
+            median(paired_ratios(zip(res[t]["runs"], res["plain"]["runs"]))) for t in ("kernprof", "lprof")
+        )
         rel = None
         if kp_ratio and lp_ratio and kp_ratio > 1:
             rel = (lp_ratio - 1) / (kp_ratio - 1)
         met = None if rel is None else rel <= factor
         goal = "<= 1/3" if factor < 1 else "<= 1"
-        rows.append([title, fmt(plain, ".3f"),
-                     fmt(kp_ratio, ".2f") + "x" if kp_ratio else "n/a (" + str(res["kernprof"]["error"]) + ")",
-                     fmt(lp_ratio, ".2f") + "x" if lp_ratio else "n/a (" + str(res["lprof"]["error"]) + ")",
-                     fmt(rel, ".3f") + f" (target {goal})" if rel is not None else f"n/a (target {goal})",
-                     {True: "yes", False: "**no**", None: "n/a"}[met]])
-        targets.append((f"line profiler, {title}: lprof added / kernprof added {goal}", met,
-                        fmt(rel, ".3f")))
-    header = ["workload", "plain s", "kernprof ratio", "lprof ratio",
-              "lprof added / kernprof added", "target met"]
-    reported_header = ["workload (function)", "its own time, plain run s",
-                       "kernprof's listing says s", "lprof's listing says s"]
+        rows.append(
+            [
+                title,
+                fmt(plain, ".3f"),
+                fmt(kp_ratio, ".2f") + "x" if kp_ratio else "n/a (" + str(res["kernprof"]["error"]) + ")",
+                fmt(lp_ratio, ".2f") + "x" if lp_ratio else "n/a (" + str(res["lprof"]["error"]) + ")",
+                fmt(rel, ".3f") + f" (target {goal})" if rel is not None else f"n/a (target {goal})",
+                {True: "yes", False: "**no**", None: "n/a"}[met],
+            ]
+        )
+        targets.append((f"line profiler, {title}: lprof added / kernprof added {goal}", met, fmt(rel, ".3f")))
+    header = [
+        "workload",
+        "plain s",
+        "kernprof ratio",
+        "lprof ratio",
+        "lprof added / kernprof added",
+        "target met",
+    ]
+    reported_header = [
+        "workload (function)",
+        "its own time, plain run s",
+        "kernprof's listing says s",
+        "lprof's listing says s",
+    ]
     return header, rows, targets, (reported_header, reported)

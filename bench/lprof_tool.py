@@ -2,6 +2,7 @@
 
 lprof is run from the source tree (PYTHONPATH=python) with the same
 interpreter as the peers; a mode that is missing or fails shows as n/a."""
+
 import json
 import os
 import re
@@ -14,9 +15,18 @@ ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}
 
 def not_built(reason):
     low = reason.lower()
-    if any(k in low for k in ("modulenotfounderror", "importerror", "attributeerror",
-                              "notimplementederror", "unrecognized arguments",
-                              "invalid choice", "no module named")):
+    if any(
+        k in low
+        for k in (
+            "modulenotfounderror",
+            "importerror",
+            "attributeerror",
+            "notimplementederror",
+            "unrecognized arguments",
+            "invalid choice",
+            "no module named",
+        )
+    ):
         return "not built: " + re.sub(r"^exit \d+: ", "", reason)
     return reason
 
@@ -74,10 +84,27 @@ def _rows(section, key, names):
     return out
 
 
-SAMPLING_COLS = ["file", "line", "function", "cpu_python_s", "cpu_native_s",
-                 "cpu_system_s", "wall_s", "samples"]
-MEMORY_COLS = ["file", "line", "function", "alloc_bytes", "freed_bytes", "net_bytes",
-               "peak_bytes", "python_share", "count"]
+SAMPLING_COLS = [
+    "file",
+    "line",
+    "function",
+    "cpu_python_s",
+    "cpu_native_s",
+    "cpu_system_s",
+    "wall_s",
+    "samples",
+]
+MEMORY_COLS = [
+    "file",
+    "line",
+    "function",
+    "alloc_bytes",
+    "freed_bytes",
+    "net_bytes",
+    "peak_bytes",
+    "python_share",
+    "count",
+]
 
 
 def _same(a, b):

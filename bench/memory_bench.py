@@ -1,21 +1,33 @@
 """Section 3: memory profiler accuracy on known allocations, and overhead."""
+
 import json
 import os
 
 import lprof_tool
 import peers
-from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median,
-                    overhead_rounds, paired_ratios, run_timed, workload)
+from common import (
+    SCRATCH,
+    Failed,
+    alternate,
+    fmt,
+    marker_lines,
+    median,
+    overhead_rounds,
+    paired_ratios,
+    run_timed,
+    workload,
+)
 
 NAME = "m_known"
 # Expected per line (MB = 1e6 bytes): total allocated, live at the process peak.
-EXPECTED = {"K": (200.0, 200.0), "O": (40.0, 40.0), "L": (26.2144, 26.2144),
-            "C": (1000.0, 50.0)}
+EXPECTED = {"K": (200.0, 200.0), "O": (40.0, 40.0), "L": (26.2144, 26.2144), "C": (1000.0, 50.0)}
 TOOLS = ["lprof", "scalene", "memray", "memory_profiler"]
-OVERHEAD = [("allocation-heavy", "allocs", ["500", "5000"], 1.3),
-            ("CPU-bound", "mixed", ["2000", "2000"], 1.05)]
+OVERHEAD = [
+    ("allocation-heavy", "allocs", ["500", "5000"], 1.3),
+    ("CPU-bound", "mixed", ["2000", "2000"], 1.05),
+]
 OVH_TOOLS = ["plain", "lprof", "scalene", "memray"]
-OVERHEAD_MIN_ROUNDS = 9     # rounds of every tool
+OVERHEAD_MIN_ROUNDS = 9  # rounds of every tool
 OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only: 21 lprof ratios
 
 
@@ -35,24 +47,26 @@ def profile_once(tool, script, args, base, timeout=300):
         prof = base + ".lprof"
         if os.path.exists(prof):
             os.remove(prof)
-        wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, memory=True),
-                              env_extra=env)[0]
+        wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, memory=True), env_extra=env)[0]
         lines, leaks = lprof_tool.memory_lines(lprof_tool.export_json(prof), script)
         peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
     elif tool == "scalene":
         out = base + ".scalene.json"
         if os.path.exists(out):
             os.remove(out)
-        wall = peers.run_timed_group(peers.scalene_cmd(script, args, out, memory=True),
-                                     env_extra=env, timeout=timeout)[0]
+        wall = peers.run_timed_group(
+            peers.scalene_cmd(script, args, out, memory=True), env_extra=env, timeout=timeout
+        )[0]
         lines, leaks = peers.scalene_lines(out, script)
         peaks = sorted(lines, key=lambda no: -lines[no]["peak_mb"])
     elif tool == "memray":
         out = base + ".memray.bin"
         wall = run_timed(peers.memray_cmd(script, args, out), env_extra=env)[0]
         raw, leaks, peaks = peers.memray_lines(out, script)
-        lines = {no: {"alloc_mb": v["alloc_bytes"] / 1e6, "peak_mb": v["peak_bytes"] / 1e6}
-                 for no, v in raw.items()}
+        lines = {
+            no: {"alloc_mb": v["alloc_bytes"] / 1e6, "peak_mb": v["peak_bytes"] / 1e6}
+            for no, v in raw.items()
+        }
     elif tool == "memory_profiler":
         r = run_timed(peers.mprof_cmd(script, args), env_extra=env)
         wall, stdout = r.wall, r.stdout
@@ -73,12 +87,13 @@ def accuracy(repeats, log):
     marks = marker_lines(script)
 
     def one(tool, r):
-        _, lines, leaks, peaks = profile_once(tool, script, [],
-                                              os.path.join(SCRATCH, f"{NAME}.{tool}"))
+        _, lines, leaks, peaks = profile_once(tool, script, [], os.path.join(SCRATCH, f"{NAME}.{tool}"))
         if not lines:
             raise Failed("no lines of the workload in the output")
-        out = {"leak_named": bool(leaks) and leaks[0] == marks["L"],
-               "peak_named": bool(peaks) and peaks[0] == marks["K"]}
+        out = {
+            "leak_named": bool(leaks) and leaks[0] == marks["L"],
+            "peak_named": bool(peaks) and peaks[0] == marks["K"],
+        }
         for label, no in marks.items():
             out[label] = lines.get(no, {})
         return out
@@ -103,11 +118,18 @@ def accuracy(repeats, log):
             ok = _within(a, ea) and _within(p, ep)
             row.append(f"{fmt(a, '.1f')} / {fmt(p, '.1f')}" + (" ok" if ok else " **off**"))
             if t == "lprof":
-                targets.append((f"memory, line {label}: allocated and peak within 10%", ok,
-                                f"{fmt(a, '.1f')} / {fmt(p, '.1f')} MB"))
+                targets.append(
+                    (
+                        f"memory, line {label}: allocated and peak within 10%",
+                        ok,
+                        f"{fmt(a, '.1f')} / {fmt(p, '.1f')} MB",
+                    )
+                )
         rows.append(row)
-    for key, what in (("leak_named", "leaking line (L) named first"),
-                      ("peak_named", "peak line (K) named first")):
+    for key, what in (
+        ("leak_named", "leaking line (L) named first"),
+        ("peak_named", "peak line (K) named first"),
+    ):
         row = ["", what]
         for t in TOOLS:
             runs = res[t]["runs"]
@@ -125,7 +147,8 @@ def accuracy(repeats, log):
     rows[-2][0] = rows[-1][0] = "naming"
     header = ["line", "expected alloc / peak MB"] + [
         f"{t} alloc / peak MB" if t != "memory_profiler" else "memory_profiler (RSS increment MB)"
-        for t in TOOLS]
+        for t in TOOLS
+    ]
     return (header, rows), targets
 
 
@@ -144,10 +167,8 @@ def overhead(repeats, log):
             wall = profile_once(tool, script, args, base, timeout=120)[0]
             return {"wall": wall, "work": _work_seconds(truth)}
 
-        res, pairs = overhead_rounds(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS),
-                                     OVERHEAD_EXTRA_ROUNDS, one)
-        log(f"  memory/overhead/{name}: " + ", ".join(
-            f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
+        res, pairs = overhead_rounds(OVH_TOOLS, max(repeats, OVERHEAD_MIN_ROUNDS), OVERHEAD_EXTRA_ROUNDS, one)
+        log(f"  memory/overhead/{name}: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in OVH_TOOLS))
         plain_runs = [x["wall"] for x in res["plain"]["runs"] if x]
         fastest_plain = min(plain_runs) if plain_runs else None
         ratios = {}
@@ -164,9 +185,12 @@ def overhead(repeats, log):
             ratios[t] = median(paired)
             work = median(paired_ratios(pairs[t], lambda x: x["work"]))
             fastest = min(runs) / fastest_plain if runs and fastest_plain else None
-            row.append(f"{ratios[t]:.2f}x (rounds {min(paired):.2f}-{max(paired):.2f}; "
-                       f"fastest runs {fastest:.2f}x; in-script {fmt(work, '.2f')}x)" if ratios[t]
-                       else "n/a (" + str(res[t]["error"]) + ")")
+            row.append(
+                f"{ratios[t]:.2f}x (rounds {min(paired):.2f}-{max(paired):.2f}; "
+                f"fastest runs {fastest:.2f}x; in-script {fmt(work, '.2f')}x)"
+                if ratios[t]
+                else "n/a (" + str(res[t]["error"]) + ")"
+            )
         row.append("n/a (needs @profile; traces every line)")
         lp = ratios.get("lprof")
         met = None
@@ -175,8 +199,20 @@ def overhead(repeats, log):
             met = lp <= limit and peers_ok
         row.append({True: "yes", False: "**no**", None: "n/a"}[met])
         rows.append(row)
-        targets.append((f"memory overhead, {title}: lprof <= {limit:.2f}x and below "
-                        "scalene and memray", met, fmt(lp, ".2f") + "x" if lp else "n/a"))
-    header = ["workload", "plain s", "lprof --memory", "scalene run --memory", "memray run",
-              "memory_profiler", "target met"]
+        targets.append(
+            (
+                f"memory overhead, {title}: lprof <= {limit:.2f}x and below scalene and memray",
+                met,
+                fmt(lp, ".2f") + "x" if lp else "n/a",
+            )
+        )
+    header = [
+        "workload",
+        "plain s",
+        "lprof --memory",
+        "scalene run --memory",
+        "memray run",
+        "memory_profiler",
+        "target met",
+    ]
     return (header, rows), targets

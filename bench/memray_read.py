@@ -1,19 +1,31 @@
 """Run with the bench venv's python: summarise a memray capture per line of one
 script (deepest frame in that script) as JSON on stdout."""
+
 import json
 import os
 import sys
 
 import memray
 
-ALLOCATING = {"MALLOC", "CALLOC", "REALLOC", "POSIX_MEMALIGN", "ALIGNED_ALLOC",
-              "MEMALIGN", "VALLOC", "PVALLOC", "MMAP", "PYMALLOC_MALLOC",
-              "PYMALLOC_CALLOC", "PYMALLOC_REALLOC"}
+ALLOCATING = {
+    "MALLOC",
+    "CALLOC",
+    "REALLOC",
+    "POSIX_MEMALIGN",
+    "ALIGNED_ALLOC",
+    "MEMALIGN",
+    "VALLOC",
+    "PVALLOC",
+    "MMAP",
+    "PYMALLOC_MALLOC",
+    "PYMALLOC_CALLOC",
+    "PYMALLOC_REALLOC",
+}
 
 
 def line_of(rec, base):
     try:
-        for _fn, fname, lineno in rec.stack_trace():   # innermost first
+        for _fn, fname, lineno in rec.stack_trace():  # innermost first
             if os.path.basename(fname) == base:
                 return lineno
     except Exception:
@@ -46,10 +58,10 @@ def main(path, script):
         no = line_of(rec, base)
         if no is not None:
             slot(no)["leak_bytes"] += rec.size
-    rank = lambda key: [no for no, v in sorted(lines.items(), key=lambda kv: -kv[1][key])
-                        if v[key] > 0]
-    json.dump({"lines": lines, "leak_lines": rank("leak_bytes"),
-               "peak_lines": rank("peak_bytes")}, sys.stdout)
+    rank = lambda key: [no for no, v in sorted(lines.items(), key=lambda kv: -kv[1][key]) if v[key] > 0]
+    json.dump(
+        {"lines": lines, "leak_lines": rank("leak_bytes"), "peak_lines": rank("peak_bytes")}, sys.stdout
+    )
 
 
 if __name__ == "__main__":

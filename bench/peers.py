@@ -1,5 +1,6 @@
 """The peer profilers: a private virtualenv, their command lines, and readers
 for their outputs. Peers are only measured here; lprof never uses them."""
+
 import json
 import os
 import re
@@ -14,9 +15,14 @@ from common import BASE_ENV, BENCH, ROOT, SCRATCH, Failed, Run, short_reason
 VENV = os.path.join(ROOT, "build", "bench-venv")
 VPY = os.path.join(VENV, "bin", "python")
 # PyPI distribution -> module that proves it is installed
-PEERS = {"line_profiler": "line_profiler", "scalene": "scalene", "py-spy": None,
-         "memray": "memray", "pyinstrument": "pyinstrument",
-         "memory_profiler": "memory_profiler"}
+PEERS = {
+    "line_profiler": "line_profiler",
+    "scalene": "scalene",
+    "py-spy": None,
+    "memray": "memray",
+    "pyinstrument": "pyinstrument",
+    "memory_profiler": "memory_profiler",
+}
 
 
 def vbin(name):
@@ -28,8 +34,7 @@ def ensure_venv(log=print):
     if not os.path.exists(VPY):
         log("bench: creating build/bench-venv for the peer profilers")
         # system site packages: the same numpy as the plain runs
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", VENV],
-                       check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", VENV], check=True)
     missing = []
     for dist, mod in PEERS.items():
         if mod is None:
@@ -40,19 +45,24 @@ def ensure_venv(log=print):
             missing.append(dist)
     if missing:
         log("bench: pip install " + " ".join(missing) + " (into build/bench-venv)")
-        r = subprocess.run([VPY, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-                           + missing, capture_output=True, text=True)
+        r = subprocess.run(
+            [VPY, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + missing,
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             log("bench: pip failed; the affected peers will show n/a\n" + r.stderr[-2000:])
 
 
 def versions():
-    code = ("import importlib.metadata as m, json, sys\n"
-            "out = {}\n"
-            "for d in sys.argv[1:]:\n"
-            "    try: out[d] = m.version(d)\n"
-            "    except Exception: out[d] = 'not installed'\n"
-            "print(json.dumps(out))")
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "out = {}\n"
+        "for d in sys.argv[1:]:\n"
+        "    try: out[d] = m.version(d)\n"
+        "    except Exception: out[d] = 'not installed'\n"
+        "print(json.dumps(out))"
+    )
     try:
         r = subprocess.run([VPY, "-c", code] + list(PEERS), capture_output=True, text=True)
         return json.loads(r.stdout)
@@ -88,9 +98,16 @@ def run_timed_group(argv, env_extra=None, timeout=300, cwd=None):
     try:
         c0 = _children_cpu()
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, cwd=cwd or SCRATCH,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd or SCRATCH,
+            start_new_session=True,
+        )
     except OSError as e:
         raise Failed(f"cannot start: {e}")
     try:
@@ -106,7 +123,7 @@ def run_timed_group(argv, env_extra=None, timeout=300, cwd=None):
         wall = time.perf_counter() - t0
         cpu = _children_cpu() - c0
     finally:
-        _kill_group(p)      # nothing of the run outlives it (also on Ctrl-C)
+        _kill_group(p)  # nothing of the run outlives it (also on Ctrl-C)
         if p.poll() is None:
             p.kill()
             p.wait()
@@ -116,6 +133,7 @@ def run_timed_group(argv, env_extra=None, timeout=300, cwd=None):
 
 
 # ---- command lines -------------------------------------------------------
+
 
 def kernprof_cmd(script, args, out):
     return [vbin("kernprof"), "-l", "-o", out, script] + args
@@ -160,6 +178,7 @@ def mprof_cmd(script, args):
 
 # ---- output readers: {lineno: metrics} for one workload file -------------
 
+
 def _same_file(a, b):
     return os.path.basename(a) == os.path.basename(b)
 
@@ -182,8 +201,9 @@ def scalene_lines(json_path, script):
             out[ln["lineno"]] = {
                 "cpu": py + c + sysp,
                 "native_frac": c / (py + c) if py + c > 0 else None,
-                "alloc_mb": ln.get("n_malloc_mb", 0.0) * 1.048576,   # MiB -> MB
-                "peak_mb": ln.get("n_peak_mb", 0.0) * 1.048576}
+                "alloc_mb": ln.get("n_malloc_mb", 0.0) * 1.048576,  # MiB -> MB
+                "peak_mb": ln.get("n_peak_mb", 0.0) * 1.048576,
+            }
         lk = fd.get("leaks") or {}
         leaks = sorted(lk.items(), key=lambda kv: -kv[1].get("velocity_mb_s", 0.0))
     return out, [int(k) for k, _ in leaks]

@@ -10,6 +10,7 @@ Merge: 1000 rank files made from one real profile of the pool workload (each
 copy given its own rank, pid and scaled values), merged by `lprof merge` in a
 process of its own; its wall time and peak RSS (ru_maxrss), beside the same
 for 10 files: streaming keeps the peak near the 10-file one."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,17 @@ import sys
 
 import lprof_tool
 import peers
-from common import (SCRATCH, Failed, fmt, marker_lines, median, overhead_rounds, paired_ratios,
-                    run_timed, workload)
+from common import (
+    SCRATCH,
+    Failed,
+    fmt,
+    marker_lines,
+    median,
+    overhead_rounds,
+    paired_ratios,
+    run_timed,
+    workload,
+)
 
 NAME, ARGS = "p_pool", ["16", "1000000"]
 ROUNDS, EXTRA_ROUNDS = 5, 4
@@ -58,12 +68,17 @@ def overhead(repeats, log):
             run = peers.run_timed_group(cmd)
         return {"wall": run.wall, "cpu": run.cpu}
 
-    res, pairs = overhead_rounds(tools, max(repeats, ROUNDS), EXTRA_ROUNDS, one,
-                                 focus=("lprof", "lprof@no-follow"))
+    res, pairs = overhead_rounds(
+        tools, max(repeats, ROUNDS), EXTRA_ROUNDS, one, focus=("lprof", "lprof@no-follow")
+    )
     log("  processes/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
-    labels = {"plain": "plain", "lprof": "lprof (children followed, default)",
-              "lprof@no-follow": "lprof --no-follow (main process only)",
-              "scalene": "scalene --cpu-only", "py-spy": "py-spy record --subprocesses"}
+    labels = {
+        "plain": "plain",
+        "lprof": "lprof (children followed, default)",
+        "lprof@no-follow": "lprof --no-follow (main process only)",
+        "scalene": "scalene --cpu-only",
+        "py-spy": "py-spy record --subprocesses",
+    }
     plain_runs = res["plain"]["runs"]
     rows = []
     for t in tools:
@@ -76,12 +91,20 @@ def overhead(repeats, log):
             continue
         walls = paired_ratios(pairs[t], lambda x: x["wall"])
         wall = median(walls)
-        rows.append([labels[t], f"{min(x['wall'] for x in runs):.3f}",
-                     f"{wall:.3f}x ({(wall - 1) * 100:+.1f}%; rounds {min(walls):.2f}-"
-                     f"{max(walls):.2f})",
-                     fmt(median(paired_ratios(pairs[t], lambda x: x["cpu"])), ".3f") + "x"])
-    header = ["tool", "wall s (fastest run)", "wall ratio (overhead): median of rounds",
-              "CPU time ratio (all processes)"]
+        rows.append(
+            [
+                labels[t],
+                f"{min(x['wall'] for x in runs):.3f}",
+                f"{wall:.3f}x ({(wall - 1) * 100:+.1f}%; rounds {min(walls):.2f}-{max(walls):.2f})",
+                fmt(median(paired_ratios(pairs[t], lambda x: x["cpu"])), ".3f") + "x",
+            ]
+        )
+    header = [
+        "tool",
+        "wall s (fastest run)",
+        "wall ratio (overhead): median of rounds",
+        "CPU time ratio (all processes)",
+    ]
     return header, rows
 
 
@@ -129,21 +152,46 @@ def merge(log):
         for count in (10, MERGE_FILES):
             folder = os.path.join(SCRATCH, f"ranks{count}")
             subprocess.run(["rm", "-rf", folder])
-            made = subprocess.run([peers.VPY, "-c", _MAKE_RANKS, src, folder, str(count)],
-                                  env=env, capture_output=True, text=True)
+            made = subprocess.run(
+                [peers.VPY, "-c", _MAKE_RANKS, src, folder, str(count)],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if made.returncode:
                 raise Failed(made.stderr[-300:])
             files = sorted(os.path.join(folder, f) for f in os.listdir(folder))
             size = sum(os.path.getsize(f) for f in files)
             out = os.path.join(SCRATCH, f"merged{count}.lprof")
-            r = subprocess.run([peers.VPY, "-c", _MEASURE, peers.VPY, "-m", "lprof", "merge", "-q",
-                                os.path.join(folder, "*.lprof"), "-o", out],
-                               env=env, capture_output=True, text=True)
+            r = subprocess.run(
+                [
+                    peers.VPY,
+                    "-c",
+                    _MEASURE,
+                    peers.VPY,
+                    "-m",
+                    "lprof",
+                    "merge",
+                    "-q",
+                    os.path.join(folder, "*.lprof"),
+                    "-o",
+                    out,
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if r.returncode:
                 raise Failed(r.stderr[-300:])
             wall, rss_kb = r.stdout.split()
-            rows.append([str(count), f"{size / count / 1000:.1f} KB", f"{float(wall):.2f}",
-                         f"{int(rss_kb) / 1024:.0f} MB"])
+            rows.append(
+                [
+                    str(count),
+                    f"{size / count / 1000:.1f} KB",
+                    f"{float(wall):.2f}",
+                    f"{int(rss_kb) / 1024:.0f} MB",
+                ]
+            )
     except Failed as exc:
         rows.append(["n/a", "", f"n/a ({exc})", ""])
     log("  processes/merge: " + "; ".join(" ".join(r) for r in rows))

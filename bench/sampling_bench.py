@@ -1,11 +1,22 @@
 """Section 2: sampling profiler accuracy (line shares) and overhead."""
+
 import json
 import os
 
 import lprof_tool
 import peers
-from common import (SCRATCH, Failed, alternate, fmt, marker_lines, median, overhead_rounds,
-                    paired_ratios, run_timed, workload)
+from common import (
+    SCRATCH,
+    Failed,
+    alternate,
+    fmt,
+    marker_lines,
+    median,
+    overhead_rounds,
+    paired_ratios,
+    run_timed,
+    workload,
+)
 
 # (title, workload, args, mode, {label: expected native fraction} or None)
 ACCURACY = [
@@ -43,8 +54,10 @@ def profile_once(tool, script, args, mode, base, rate=None, native=False):
         prof = base + ".lprof"
         if os.path.exists(prof):
             os.remove(prof)
-        wall = lprof_tool.run(lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall",
-                                                    rate=rate, native=native), env_extra=env)
+        wall = lprof_tool.run(
+            lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall", rate=rate, native=native),
+            env_extra=env,
+        )
         lines = lprof_tool.sampling_lines(lprof_tool.export_json(prof), script)
         metric = {k: v["wall" if mode == "wall" else "cpu"] for k, v in lines.items()}
         split = {k: v["native_frac"] for k, v in lines.items()}
@@ -56,8 +69,9 @@ def profile_once(tool, script, args, mode, base, rate=None, native=False):
         split = {k: v["native_frac"] for k, v in lines.items()}
     elif tool == "py-spy":
         out = base + ".pyspy.txt"
-        wall = run_timed(peers.pyspy_cmd(script, args, out, wall=mode == "wall",
-                                         rate=rate, native=native), env_extra=env)
+        wall = run_timed(
+            peers.pyspy_cmd(script, args, out, wall=mode == "wall", rate=rate, native=native), env_extra=env
+        )
         metric = {k: v["samples"] for k, v in peers.pyspy_lines(out, script).items()}
         split = {}
     else:
@@ -83,15 +97,22 @@ def accuracy(repeats, log):
             out = {}
             for label, no in marks.items():
                 share = metric.get(no, 0.0) / total
-                out[label] = {"share": share, "truth": tshare[label],
-                              "err": abs(share - tshare[label]) * 100,
-                              "native": split.get(no)}
+                out[label] = {
+                    "share": share,
+                    "truth": tshare[label],
+                    "err": abs(share - tshare[label]) * 100,
+                    "native": split.get(no),
+                }
             return out
 
         res = alternate(TOOLS, repeats, one)
         for label in sorted(marks):
             truths = [run[label]["truth"] for t in TOOLS for run in res[t]["runs"]]
-            row = [title, f"{label} (line {marks[label]})", fmt(median(truths) and median(truths) * 100, ".1f") + "%"]
+            row = [
+                title,
+                f"{label} (line {marks[label]})",
+                fmt(median(truths) and median(truths) * 100, ".1f") + "%",
+            ]
             for t in TOOLS:
                 runs = res[t]["runs"]
                 if not runs:
@@ -114,22 +135,31 @@ def accuracy(repeats, log):
                         e = abs(m - native[label]) * 100
                         srow.append(f"{m * 100:.1f}% (err {e:.1f})")
                         if t == "lprof":
-                            targets.append((f"sampling, {title}: native share of line {label} "
-                                            "within 5 points", e <= 5, f"{e:.1f}"))
+                            targets.append(
+                                (
+                                    f"sampling, {title}: native share of line {label} within 5 points",
+                                    e <= 5,
+                                    f"{e:.1f}",
+                                )
+                            )
                 srow.append("n/a (no split)")
                 split_rows.append(srow)
         log(f"  sampling/{name}: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in TOOLS))
         for label in sorted(marks):
             e = worst.get((title, label))
-            targets.append((f"sampling, {title}: line {label} share within 1.5 points at the "
-                            "default rate", None if e is None else e <= 1.5, fmt(e, ".1f")))
+            targets.append(
+                (
+                    f"sampling, {title}: line {label} share within 1.5 points at the default rate",
+                    None if e is None else e <= 1.5,
+                    fmt(e, ".1f"),
+                )
+            )
     header = ["workload", "line", "known share"] + [f"{t} share (abs err, points)" for t in TOOLS]
-    split_header = ["workload", "line", "expected native", "lprof native", "scalene native",
-                    "py-spy native"]
+    split_header = ["workload", "line", "expected native", "lprof native", "scalene native", "py-spy native"]
     return (header, rows), (split_header, split_rows), targets
 
 
-OVERHEAD_MIN_ROUNDS = 9     # rounds of every tool
+OVERHEAD_MIN_ROUNDS = 9  # rounds of every tool
 OVERHEAD_EXTRA_ROUNDS = 12  # then rounds of plain and lprof only
 
 
@@ -142,14 +172,20 @@ def overhead(repeats, log):
         base = os.path.join(SCRATCH, f"{name}.ovh.{tool}")
         kind = tool.split("@")[0]
         rate = int(tool.split("@")[1]) if tool.split("@")[-1].isdigit() else None
-        run, metric, _, truth = profile_once(kind, script, args, "cpu", base, rate=rate,
-                                             native=tool.endswith("@native"))
+        run, metric, _, truth = profile_once(
+            kind, script, args, "cpu", base, rate=rate, native=tool.endswith("@native")
+        )
         if kind != "plain" and not metric:
             raise Failed("no samples in the workload file")
         return {"wall": run.wall, "cpu": run.cpu, "work": truth["work_wall_s"]}
 
-    res, pairs = overhead_rounds(tools, max(repeats, OVERHEAD_MIN_ROUNDS), OVERHEAD_EXTRA_ROUNDS,
-                                 one, focus=("lprof", "lprof@100", "lprof@native"))
+    res, pairs = overhead_rounds(
+        tools,
+        max(repeats, OVERHEAD_MIN_ROUNDS),
+        OVERHEAD_EXTRA_ROUNDS,
+        one,
+        focus=("lprof", "lprof@100", "lprof@native"),
+    )
     log("  sampling/overhead: " + ", ".join(f"{t}: {res[t]['error'] or 'ok'}" for t in tools))
     # This machine's speed drifts by tens of percent within minutes; a run
     # and the plain run of its round see the same speed, so each ratio is the
@@ -160,9 +196,15 @@ def overhead(repeats, log):
     rows, targets = [], []
     # the issue #35 target at the default rate: 2% (1.02x)
     limits = {"lprof": 2.0, "lprof@100": 2.0, "lprof@native": 3.0}
-    labels = {"plain": "plain", "lprof": "lprof (default: 250 per CPU second)", "lprof@100": "lprof --rate 100",
-              "lprof@native": "lprof --native (default rate)", "scalene": "scalene --cpu-only",
-              "py-spy": "py-spy record (100 Hz)", "py-spy@native": "py-spy record --native (100 Hz)"}
+    labels = {
+        "plain": "plain",
+        "lprof": "lprof (default: 250 per CPU second)",
+        "lprof@100": "lprof --rate 100",
+        "lprof@native": "lprof --native (default rate)",
+        "scalene": "scalene --cpu-only",
+        "py-spy": "py-spy record (100 Hz)",
+        "py-spy@native": "py-spy record --native (100 Hz)",
+    }
     for t in tools:
         runs = res[t]["runs"]
         if not runs or plain is None:
@@ -183,10 +225,22 @@ def overhead(repeats, log):
         if t in limits:
             met = ovh <= limits[t]
             targets.append((f"sampling overhead, {labels[t]} <= {limits[t]:.0f}%", met, f"{ovh:+.1f}%"))
-        rows.append([labels[t], f"{min(x['wall'] for x in runs):.3f}",
-                     f"{wall:.3f}x ({ovh:+.1f}%; rounds {min(walls):.2f}-{max(walls):.2f})",
-                     fmt(work, ".3f") + "x", fmt(cpu, ".3f") + "x",
-                     {True: "yes", False: "**no**", None: "-"}[met]])
-    header = ["tool", "wall s (fastest run)", "wall ratio (overhead): median of rounds",
-              "in-script time ratio", "CPU time ratio (user+sys, tool included)", "target met"]
+        rows.append(
+            [
+                labels[t],
+                f"{min(x['wall'] for x in runs):.3f}",
+                f"{wall:.3f}x ({ovh:+.1f}%; rounds {min(walls):.2f}-{max(walls):.2f})",
+                fmt(work, ".3f") + "x",
+                fmt(cpu, ".3f") + "x",
+                {True: "yes", False: "**no**", None: "-"}[met],
+            ]
+        )
+    header = [
+        "tool",
+        "wall s (fastest run)",
+        "wall ratio (overhead): median of rounds",
+        "in-script time ratio",
+        "CPU time ratio (user+sys, tool included)",
+        "target met",
+    ]
     return (header, rows), targets

@@ -1,6 +1,7 @@
 """Section 8: what each profiler adds to a program's start and end, on a
 script that does nothing (a short script, a test run, every child process a
 profiler follows pays it)."""
+
 import os
 
 import lprof_tool
@@ -8,8 +9,17 @@ import peers
 from common import SCRATCH, Failed, alternate, median, run_timed
 
 ROUNDS = 15
-TOOLS = ["plain", "lprof", "lprof -l", "lprof --memory", "kernprof -l", "pyinstrument",
-         "py-spy record", "memray run", "scalene run --cpu-only"]
+TOOLS = [
+    "plain",
+    "lprof",
+    "lprof -l",
+    "lprof --memory",
+    "kernprof -l",
+    "pyinstrument",
+    "py-spy record",
+    "memray run",
+    "scalene run --cpu-only",
+]
 
 
 def _empty_script():
@@ -72,8 +82,13 @@ def run(rounds, log):
             continue
         # the same round's plain run: serpentine order puts them near each other
         added = added_ms(list(zip(runs, plain)))
-        rows.append([t, f"{median(runs) * 1000:.0f}", f"{added:+.0f}",
-                     f"{(min(runs) - min(plain)) * 1000:+.0f}"])
-    header = ["tool", "wall ms (median)", "added ms: median of rounds (run - plain run)",
-              "added ms: fastest run - fastest plain run"]
+        rows.append(
+            [t, f"{median(runs) * 1000:.0f}", f"{added:+.0f}", f"{(min(runs) - min(plain)) * 1000:+.0f}"]
+        )
+    header = [
+        "tool",
+        "wall ms (median)",
+        "added ms: median of rounds (run - plain run)",
+        "added ms: fastest run - fastest plain run",
+    ]
     return header, rows

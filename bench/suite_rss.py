@@ -6,6 +6,7 @@ not on a synthetic loop. Each tool runs the suite once (peak RSS barely
 varies between runs); the number is the largest ru_maxrss of the process
 tree (RUSAGE_CHILDREN of a probe process: a tool's own children, such as
 Scalene's re-run of itself, are waited by it and counted)."""
+
 import glob
 import json
 import os
@@ -17,8 +18,15 @@ import peers
 from common import ROOT, SCRATCH, fmt
 
 # the standard library's own tests: nothing to download
-STDLIB = ["-m", "unittest", "-q", "test.test_json", "test.test_re", "test.test_statistics",
-          "test.test_itertools"]
+STDLIB = [
+    "-m",
+    "unittest",
+    "-q",
+    "test.test_json",
+    "test.test_re",
+    "test.test_statistics",
+    "test.test_itertools",
+]
 DATEUTIL = "python-dateutil"
 SUITES_DIR = os.path.join(ROOT, "build", "bench-suites")
 LIMIT = 3.0  # lprof --memory's peak at most this many times the plain run's
@@ -39,8 +47,23 @@ def _dateutil_suite(log):
     found = sorted(glob.glob(os.path.join(SUITES_DIR, "python_dateutil-*", "tests")))
     if not found:
         os.makedirs(SUITES_DIR, exist_ok=True)
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:",
-                            "--no-deps", "-d", SUITES_DIR, DATEUTIL], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                "-d",
+                SUITES_DIR,
+                DATEUTIL,
+            ],
+            capture_output=True,
+            text=True,
+        )
         sdists = sorted(glob.glob(os.path.join(SUITES_DIR, "python_dateutil-*.tar.gz")))
         if r.returncode != 0 or not sdists:
             log(f"  memory/suites: no {DATEUTIL} sdist ({r.stderr.strip()[-120:]})")
@@ -54,8 +77,18 @@ def _dateutil_suite(log):
     if not found:
         return None
     cwd = os.path.dirname(found[-1])
-    return cwd, ["-m", "pytest", "-q", "tests", "-p", "no:cacheprovider",
-                 "-W", "ignore::pytest.PytestUnknownMarkWarning", "-o", "filterwarnings="]
+    return cwd, [
+        "-m",
+        "pytest",
+        "-q",
+        "tests",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestUnknownMarkWarning",
+        "-o",
+        "filterwarnings=",
+    ]
 
 
 def _runner_script():
@@ -63,8 +96,10 @@ def _runner_script():
     memray take a script, not -m)."""
     path = os.path.join(SCRATCH, "run_module.py")
     with open(path, "w") as f:
-        f.write("import runpy, sys\nmod = sys.argv.pop(1)\nsys.argv[0] = mod\n"
-                "runpy.run_module(mod, run_name='__main__', alter_sys=True)\n")
+        f.write(
+            "import runpy, sys\nmod = sys.argv.pop(1)\nsys.argv[0] = mod\n"
+            "runpy.run_module(mod, run_name='__main__', alter_sys=True)\n"
+        )
     return path
 
 
@@ -92,13 +127,11 @@ def _peak_mb(tool, cwd, argv, out, env):
 
 
 def run(log):
-    suites = [("CPython's test_json, test_re, test_statistics, test_itertools (unittest)",
-               (SCRATCH, STDLIB))]
+    suites = [("CPython's test_json, test_re, test_statistics, test_itertools (unittest)", (SCRATCH, STDLIB))]
     dateutil = _dateutil_suite(log)
     if dateutil:
         suites.append((f"{DATEUTIL}'s suite (pytest, {os.path.basename(dateutil[0])})", dateutil))
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
-               PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONDONTWRITEBYTECODE="1")
     rows, targets = [], []
     for title, (cwd, argv) in suites:
         if cwd != SCRATCH:
@@ -109,22 +142,37 @@ def run(log):
         for tool in TOOLS:
             out = os.path.join(SCRATCH, f"suite.{len(rows)}.{tool}")
             peaks[tool], errors[tool] = _peak_mb(tool, cwd, argv, out, env_suite)
-        log(f"  memory/suites/{len(rows)}: " + ", ".join(
-            f"{t}: {fmt(peaks[t], '.0f')} MB{' (' + errors[t] + ')' if errors[t] else ''}"
-            for t in TOOLS))
+        log(
+            f"  memory/suites/{len(rows)}: "
+            + ", ".join(
+                f"{t}: {fmt(peaks[t], '.0f')} MB{' (' + errors[t] + ')' if errors[t] else ''}" for t in TOOLS
+            )
+        )
         plain = peaks["plain"] if not errors["plain"] else None
         row = [title, fmt(plain, ".0f")]
         for tool in TOOLS[1:]:
             mb = peaks[tool] if not errors[tool] else None
-            row.append(f"{mb:.0f} ({mb / plain:.2f}x)" if mb and plain
-                       else f"n/a ({errors[tool] or 'no result'})")
+            row.append(
+                f"{mb:.0f} ({mb / plain:.2f}x)" if mb and plain else f"n/a ({errors[tool] or 'no result'})"
+            )
         lp = peaks["lprof"] / plain if plain and peaks["lprof"] and not errors["lprof"] else None
         sc = peaks["scalene"] if not errors["scalene"] else None
         met = None if lp is None else lp <= LIMIT and (sc is None or peaks["lprof"] < sc)
         row.append({True: "yes", False: "**no**", None: "n/a"}[met])
         rows.append(row)
-        targets.append((f"peak RSS on {title.split(' (')[0]}: lprof --memory <= {LIMIT:.0f}x plain "
-                        "and below scalene", met, fmt(lp, ".2f") + "x" if lp else "n/a"))
-    header = ["suite", "plain MB", "lprof --memory MB", "memray run MB", "scalene run --memory MB",
-              "target met"]
+        targets.append(
+            (
+                f"peak RSS on {title.split(' (')[0]}: lprof --memory <= {LIMIT:.0f}x plain and below scalene",
+                met,
+                fmt(lp, ".2f") + "x" if lp else "n/a",
+            )
+        )
+    header = [
+        "suite",
+        "plain MB",
+        "lprof --memory MB",
+        "memray run MB",
+        "scalene run --memory MB",
+        "target met",
+    ]
     return (header, rows), targets

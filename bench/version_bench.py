@@ -6,6 +6,7 @@ simulation. Ratios are medians over serpentine rounds of (tool run / plain
 run of the same round), as in the other sections.
 
 usage: python bench/version_bench.py [--rounds 9] --json OUT"""
+
 import argparse
 import importlib.util
 import json
@@ -15,8 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import (ROOT, SCRATCH, Failed, alternate, median, paired_ratios,
-                    run_timed, workload)
+from common import ROOT, SCRATCH, Failed, alternate, median, paired_ratios, run_timed, workload
 
 LPROF_ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}
 LINE = ("lp_cheap", ["2500000"])
@@ -41,8 +41,16 @@ def command(tool, script, args, out):
     if tool == "lprof":
         return [py, "-m", "lprof", "-q", "-o", out + ".sample.lprof", script] + args, LPROF_ENV
     if tool == "profiling.sampling":
-        return [py, "-m", "profiling.sampling", "run", "--collapsed", "-o", out + ".collapsed",
-                script] + args, None
+        return [
+            py,
+            "-m",
+            "profiling.sampling",
+            "run",
+            "--collapsed",
+            "-o",
+            out + ".collapsed",
+            script,
+        ] + args, None
     raise ValueError(tool)
 
 
@@ -60,10 +68,18 @@ def measure(case, tools, rounds):
     plain = median(res["plain"]["runs"])
     for tool in tools[1:]:
         ratios = paired_ratios(zip(res[tool]["runs"], res["plain"]["runs"]))
-        rows.append({"workload": name, "tool": tool, "plain_s": plain,
-                     "ratio": median(ratios), "lo": min(ratios) if ratios else None,
-                     "hi": max(ratios) if ratios else None, "rounds": len(ratios),
-                     "error": res[tool]["error"]})
+        rows.append(
+            {
+                "workload": name,
+                "tool": tool,
+                "plain_s": plain,
+                "ratio": median(ratios),
+                "lo": min(ratios) if ratios else None,
+                "hi": max(ratios) if ratios else None,
+                "rounds": len(ratios),
+                "error": res[tool]["error"],
+            }
+        )
     return rows
 
 
@@ -81,14 +97,21 @@ def main():
     kernprof = None
     if has_module("line_profiler"):
         from importlib.metadata import version
+
         kernprof = version("line_profiler")
-    result = {"python": platform.python_version(), "build": " ".join(platform.python_build()),
-              "line_profiler": kernprof, "rounds": a.rounds, "rows": rows}
+    result = {
+        "python": platform.python_version(),
+        "build": " ".join(platform.python_build()),
+        "line_profiler": kernprof,
+        "rounds": a.rounds,
+        "rows": rows,
+    }
     with open(a.json, "w") as fh:
         json.dump(result, fh, indent=1)
     for r in rows:
-        print(f"{result['python']} {r['workload']} {r['tool']}: {r['ratio']} "
-              f"({r['error'] or 'ok'})", flush=True)
+        print(
+            f"{result['python']} {r['workload']} {r['tool']}: {r['ratio']} ({r['error'] or 'ok'})", flush=True
+        )
 
 
 if __name__ == "__main__":

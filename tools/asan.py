@@ -7,6 +7,7 @@ alive at exit by design. The allocator shim cannot run under ASan, so tests
 marked needs_shim are deselected. Below 3.12 the interpreter has no
 sys.monitoring, so the tests of its callers run a second time under the
 newest 3.12+ venv `make matrix` left in build/."""
+
 import os
 import shutil
 import subprocess
@@ -17,8 +18,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # sys.monitoring's callers (3.12+: the -l tracer's events, --wall's await
 # waits), run again under the newest interpreter `make matrix` left a venv for
-MONITORING_TESTS = ["tests/python/test_await_waits.py", "tests/python/test_lineprof_wait.py",
-                    "tests/python/test_lineprof.py"]
+MONITORING_TESTS = [
+    "tests/python/test_await_waits.py",
+    "tests/python/test_lineprof_wait.py",
+    "tests/python/test_lineprof.py",
+]
 
 
 def run_sanitized(python, name, tests):
@@ -26,29 +30,52 @@ def run_sanitized(python, name, tests):
     pytest on `tests` with libasan preloaded; its exit status."""
     dest = os.path.join(ROOT, "build", name)
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(os.path.join(ROOT, "python", "lprof"), os.path.join(dest, "lprof"),
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copytree(
+        os.path.join(ROOT, "python", "lprof"),
+        os.path.join(dest, "lprof"),
+        ignore=shutil.ignore_patterns("*.so", "__pycache__"),
+    )
     env = dict(os.environ, LPROF_SANITIZE="1")
-    r = subprocess.run([python, "setup.py", "-q", "build_ext", "--build-lib", dest,
-                        "--build-temp", os.path.join(ROOT, "build", name + "-tmp")],
-                       cwd=ROOT, env=env)
+    r = subprocess.run(
+        [
+            python,
+            "setup.py",
+            "-q",
+            "build_ext",
+            "--build-lib",
+            dest,
+            "--build-temp",
+            os.path.join(ROOT, "build", name + "-tmp"),
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     if r.returncode:
         return r.returncode
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                             text=True).stdout.strip()
-    env = dict(os.environ, LPROF_TEST_PKGDIR=dest, PYTHONPATH=dest, LD_PRELOAD=libasan,
-               LPROF_SANITIZED="1",
-               ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1",
-               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    return subprocess.run([python, "-m", "pytest", "-q", "-m", "not needs_shim", *tests],
-                          cwd=ROOT, env=env).returncode
+    libasan = subprocess.run(
+        ["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True
+    ).stdout.strip()
+    env = dict(
+        os.environ,
+        LPROF_TEST_PKGDIR=dest,
+        PYTHONPATH=dest,
+        LD_PRELOAD=libasan,
+        LPROF_SANITIZED="1",
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1",
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+    )
+    return subprocess.run(
+        [python, "-m", "pytest", "-q", "-m", "not needs_shim", *tests], cwd=ROOT, env=env
+    ).returncode
 
 
 def newest_monitoring_venv():
     """build/venv-3.X's python for the newest 3.12+ there is, or None."""
     found = []
-    for entry in os.listdir(os.path.join(ROOT, "build")) if os.path.isdir(os.path.join(ROOT, "build")) else []:
-        parts = entry[len("venv-"):].split(".") if entry.startswith("venv-") else []
+    for entry in (
+        os.listdir(os.path.join(ROOT, "build")) if os.path.isdir(os.path.join(ROOT, "build")) else []
+    ):
+        parts = entry[len("venv-") :].split(".") if entry.startswith("venv-") else []
         py = os.path.join(ROOT, "build", entry, "bin", "python")
         if len(parts) == 2 and all(p.isdigit() for p in parts) and os.path.exists(py):
             found.append(((int(parts[0]), int(parts[1])), py))

@@ -13,6 +13,7 @@ sdists (downloaded once into build/corpus with pip), and the examples.
 Outputs are compared after taking out what changes between any two runs of
 the same program (durations, dates, load averages, random seeds). Each
 program's profile must also be written and readable."""
+
 import argparse
 import glob
 import json
@@ -29,14 +30,44 @@ WORK = os.path.join(ROOT, "build", "corpus")
 
 CPYTHON_QUICK = ["test_json", "test_csv", "test_zlib"]
 CPYTHON_ALL = [
-    "test_json", "test_re", "test_csv", "test_zlib", "test_pickle", "test_tempfile",
-    "test_decimal", "test_sqlite3", "test_signal", "test_threading", "test_subprocess",
-    "test_asyncio.test_locks", "test_asyncio.test_queues", "test_asyncio.test_sock_lowlevel",
-    "test_string", "test_textwrap", "test_difflib", "test_heapq", "test_bisect",
-    "test_collections", "test_functools", "test_itertools", "test_statistics",
-    "test_fractions", "test_base64", "test_struct", "test_enum", "test_contextlib",
-    "test_queue", "test_glob", "test_shutil", "test_fnmatch", "test_configparser",
-    "test_argparse", "test_gzip", "test_hashlib", "test_uuid", "test_secrets",
+    "test_json",
+    "test_re",
+    "test_csv",
+    "test_zlib",
+    "test_pickle",
+    "test_tempfile",
+    "test_decimal",
+    "test_sqlite3",
+    "test_signal",
+    "test_threading",
+    "test_subprocess",
+    "test_asyncio.test_locks",
+    "test_asyncio.test_queues",
+    "test_asyncio.test_sock_lowlevel",
+    "test_string",
+    "test_textwrap",
+    "test_difflib",
+    "test_heapq",
+    "test_bisect",
+    "test_collections",
+    "test_functools",
+    "test_itertools",
+    "test_statistics",
+    "test_fractions",
+    "test_base64",
+    "test_struct",
+    "test_enum",
+    "test_contextlib",
+    "test_queue",
+    "test_glob",
+    "test_shutil",
+    "test_fnmatch",
+    "test_configparser",
+    "test_argparse",
+    "test_gzip",
+    "test_hashlib",
+    "test_uuid",
+    "test_secrets",
 ]
 PYPI = {  # sdist name: (version, import name, test folder inside the sdist)
     "more-itertools": ("11.2.1", "more_itertools", "tests"),
@@ -57,17 +88,25 @@ def cpython_programs(names):
 
 
 def example_programs(quick):
-    names = ["hot_lines.py"] if quick else sorted(
-        os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "examples", "*.py")))
+    names = (
+        ["hot_lines.py"]
+        if quick
+        else sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "examples", "*.py")))
+    )
     progs = []
     for n in names:
         path = os.path.join(ROOT, "examples", n)
         with open(path) as f:
             bare = "\n@profile" in f.read() and "import profile" not in open(path).read()
-        why = ("uses the bare @profile that lprof -l puts into builtins, as kernprof does: "
-               "plain python stops with NameError") if bare else None
-        progs.append(Program(f"example:{n}", [path], path,
-                             expected={"lines": why} if why else None))
+        why = (
+            (
+                "uses the bare @profile that lprof -l puts into builtins, as kernprof does: "
+                "plain python stops with NameError"
+            )
+            if bare
+            else None
+        )
+        progs.append(Program(f"example:{n}", [path], path, expected={"lines": why} if why else None))
     return progs
 
 
@@ -75,9 +114,14 @@ def pypi_programs(python):
     progs = []
     for name, (version, module, tests) in PYPI.items():
         folder = _sdist(python, name, version)
-        progs.append(Program(f"pypi:{name}-{version}",
-                             ["-m", "pytest", "-q", "-p", "no:cacheprovider", tests],
-                             module, cwd=folder))
+        progs.append(
+            Program(
+                f"pypi:{name}-{version}",
+                ["-m", "pytest", "-q", "-p", "no:cacheprovider", tests],
+                module,
+                cwd=folder,
+            )
+        )
     return progs
 
 
@@ -88,8 +132,22 @@ def _sdist(python, name, version):
     folder = os.path.join(WORK, stem)
     if os.path.isdir(folder):
         return folder
-    subprocess.run([python, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                    f"{name}=={version}", "-d", WORK], check=True)
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            f"{name}=={version}",
+            "-d",
+            WORK,
+        ],
+        check=True,
+    )
     archive = glob.glob(os.path.join(WORK, f"{stem}.tar.gz"))[0]
     with tarfile.open(archive) as tar:
         tar.extractall(WORK)
@@ -119,8 +177,9 @@ def normalise(text):
 def command(python, prog, mode, outfile):
     if mode == "plain":
         return [python] + prog.argv
-    extra = {"lines": ["-l", "-p", prog.prof_target], "cpu": [], "wall": ["--wall"],
-             "memory": ["--memory"]}[mode]
+    extra = {"lines": ["-l", "-p", prog.prof_target], "cpu": [], "wall": ["--wall"], "memory": ["--memory"]}[
+        mode
+    ]
     return [python, "-m", "lprof", "-q", "-o", outfile, *extra] + prog.argv
 
 
@@ -134,9 +193,16 @@ def run_one(python, prog, mode, scratch):
         env["PYTHONPATH"] += os.pathsep + prog.cwd
     began = time.time()
     try:
-        r = subprocess.run(command(python, prog, mode, outfile), cwd=cwd, env=env,
-                           capture_output=True, text=True, timeout=prog.timeout,
-                           errors="replace", stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            command(python, prog, mode, outfile),
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=prog.timeout,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+        )
         rc, out, err = r.returncode, r.stdout, r.stderr
     except subprocess.TimeoutExpired:
         rc, out, err = "timeout", "", ""
@@ -144,14 +210,23 @@ def run_one(python, prog, mode, scratch):
     profile_ok = None
     if mode != "plain":
         profile_ok = _readable(python, outfile)
-    return {"rc": rc, "out": normalise(out), "err": normalise(err), "seconds": round(seconds, 1),
-            "profile_ok": profile_ok}
+    return {
+        "rc": rc,
+        "out": normalise(out),
+        "err": normalise(err),
+        "seconds": round(seconds, 1),
+        "profile_ok": profile_ok,
+    }
 
 
 def _readable(python, path):
     code = "import sys; from lprof.model import profile_file; profile_file.load(sys.argv[1])"
-    r = subprocess.run([python, "-c", code, path], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
+    r = subprocess.run(
+        [python, "-c", code, path],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")),
+    )
     return r.returncode == 0
 
 
@@ -186,8 +261,7 @@ def _write_report(opts, version, results):
     os.makedirs(os.path.dirname(os.path.abspath(opts.report)), exist_ok=True)
     tmp = opts.report + ".tmp"
     with open(tmp, "w") as f:
-        json.dump({"which": opts.which, "python": version, "programs": programs}, f,
-                  indent=1, sort_keys=True)
+        json.dump({"which": opts.which, "python": version, "programs": programs}, f, indent=1, sort_keys=True)
     os.replace(tmp, opts.report)
 
 
@@ -197,8 +271,11 @@ def main():
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--report", help="write the results here as JSON")
     p.add_argument("--only", help="only programs whose name contains one of these (comma-separated)")
-    p.add_argument("--merge", action="store_true",
-                   help="update the programs run in an existing --report file, keep the others")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="update the programs run in an existing --report file, keep the others",
+    )
     opts = p.parse_args()
     quick = opts.which == "quick"
     progs = cpython_programs(CPYTHON_QUICK if quick else CPYTHON_ALL) + example_programs(quick)
@@ -206,8 +283,9 @@ def main():
         progs += pypi_programs(opts.python)
     if opts.only:
         progs = [g for g in progs if any(w in g.name for w in opts.only.split(","))]
-    version = subprocess.run([opts.python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        [opts.python, "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
+    ).stdout.strip()
     results, failures = {}, 0
     with tempfile.TemporaryDirectory(prefix="lprof-corpus-") as scratch:
         for prog in progs:
@@ -216,24 +294,33 @@ def main():
             for mode in MODES[1:]:
                 why = compare(runs["plain"], runs[mode])
                 expected = prog.expected.get(mode) if why else None
-                row["modes"][mode] = {"same": why is None, "why": expected or why,
-                                      "expected": bool(expected),
-                                      "seconds": runs[mode]["seconds"]}
+                row["modes"][mode] = {
+                    "same": why is None,
+                    "why": expected or why,
+                    "expected": bool(expected),
+                    "seconds": runs[mode]["seconds"],
+                }
                 failures += why is not None and not expected
             row["plain_seconds"] = runs["plain"]["seconds"]
             results[prog.name] = row
-            verdict = ", ".join(f"{m} {'same' if r['same'] else 'differs as intended' if r['expected'] else 'DIFFERS'}"
-                                for m, r in row["modes"].items())
-            print(f"corpus: {prog.name} (plain exit {row['plain_rc']}, "
-                  f"{row['plain_seconds']} s): {verdict}", flush=True)
+            verdict = ", ".join(
+                f"{m} {'same' if r['same'] else 'differs as intended' if r['expected'] else 'DIFFERS'}"
+                for m, r in row["modes"].items()
+            )
+            print(
+                f"corpus: {prog.name} (plain exit {row['plain_rc']}, {row['plain_seconds']} s): {verdict}",
+                flush=True,
+            )
             for m, r in row["modes"].items():
                 if not r["same"]:
                     print(f"    {m}: {r['why']}", flush=True)
             if opts.report:  # after each program: a long run cut short keeps what it measured
                 _write_report(opts, version, results)
     total = len(results) * (len(MODES) - 1)
-    print(f"corpus: {total - failures} of {total} runs unchanged ({len(results)} programs x "
-          f"{len(MODES) - 1} modes, python {version})")
+    print(
+        f"corpus: {total - failures} of {total} runs unchanged ({len(results)} programs x "
+        f"{len(MODES) - 1} modes, python {version})"
+    )
     if opts.report:
         _write_report(opts, version, results)
     return 1 if failures else 0

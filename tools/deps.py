@@ -4,6 +4,7 @@ usage: deps.py apt PKG...          (Debian packages, via apt-get when root)
        deps.py pip PYTHON PKG...   (PyPI packages into that interpreter)
        deps.py pip-local PYTHON PKG==V...  (only from local wheels; optional)
 """
+
 import os
 import shutil
 import subprocess
@@ -14,8 +15,7 @@ import tempfile
 def missing_apt(packages):
     out = []
     for pkg in packages:
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg],
-                           capture_output=True, text=True)
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True)
         if "install ok installed" not in r.stdout:
             out.append(pkg)
     return out
@@ -36,19 +36,18 @@ def apt(packages):
     return r.returncode
 
 
-
-
 def pip(python, packages):
-    probe = ("import importlib.util, sys; "
-             "print(' '.join(p for p in sys.argv[1:] "
-             "if importlib.util.find_spec(p.replace('-', '_')) is None))")
+    probe = (
+        "import importlib.util, sys; "
+        "print(' '.join(p for p in sys.argv[1:] "
+        "if importlib.util.find_spec(p.replace('-', '_')) is None))"
+    )
     r = subprocess.run([python, "-c", probe] + packages, capture_output=True, text=True)
     need = r.stdout.split() if r.returncode == 0 else packages
     if not need:
         return 0
     print(f"deps: pip install {' '.join(need)} ({python})")
-    r = subprocess.run([python, "-m", "pip", "install", "-q",
-                        "--disable-pip-version-check"] + need)
+    r = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + need)
     return r.returncode
 
 
@@ -56,20 +55,23 @@ def optional_local(python, packages):
     """Installs packages only from pip's configured local wheels (--no-index):
     e.g. a CPU build of torch lying on disk; never a multi-GB download.
     Where none is found, the tests that need them are skipped."""
-    probe = ("import importlib.util, sys; "
-             "print(' '.join(p for p in sys.argv[1:] "
-             "if importlib.util.find_spec(p.split('=')[0]) is None))")
+    probe = (
+        "import importlib.util, sys; "
+        "print(' '.join(p for p in sys.argv[1:] "
+        "if importlib.util.find_spec(p.split('=')[0]) is None))"
+    )
     r = subprocess.run([python, "-c", probe] + packages, capture_output=True, text=True)
-    for pkg in (r.stdout.split() if r.returncode == 0 else []):
+    for pkg in r.stdout.split() if r.returncode == 0 else []:
         with tempfile.TemporaryDirectory() as tmp:
-            local = subprocess.run([python, "-m", "pip", "download", "-q", "--no-deps",
-                                    "--no-index", "-d", tmp, pkg], capture_output=True)
+            local = subprocess.run(
+                [python, "-m", "pip", "download", "-q", "--no-deps", "--no-index", "-d", tmp, pkg],
+                capture_output=True,
+            )
         if local.returncode != 0:
             print(f"deps: {pkg}: no local wheel; its tests will be skipped")
             continue
         # the local wheel wins for the pinned version; its dependencies come from PyPI
-        r = subprocess.run([python, "-m", "pip", "install", "-q",
-                            "--disable-pip-version-check", pkg])
+        r = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", pkg])
         print(f"deps: {pkg}: " + ("installed" if r.returncode == 0 else "install failed"))
     return 0
 

@@ -15,6 +15,7 @@ past -rss_limit_mb is a finding. atheris (libFuzzer for Python) drives it.
 
 Seeds are real profiles of a small program in each mode, made at start-up.
 The report (JSON: runs, seconds, crashes) feeds docs/reliability.md."""
+
 import argparse
 import importlib
 import json
@@ -54,13 +55,18 @@ def make_seeds(folder):
     seeds = []
     for i, mode in enumerate((["-l", "-p", script], [], ["--wall"], ["--memory"])):
         out = os.path.join(folder, f"seed{i}.lprof")
-        subprocess.run([sys.executable, "-m", "lprof", "-q", "-o", out, *mode, script],
-                       env=env, cwd=folder, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "lprof", "-q", "-o", out, *mode, script],
+            env=env,
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        )
         with open(out, "rb") as f:
             data = f.read()
         seeds.append(b"\x00" + data)
         # a -l file starts with line_profiler's pickle: the container follows it
-        container = data[data.index(MAGIC):]
+        container = data[data.index(MAGIC) :]
         payload = zlib.decompress(container[HEADER_SIZE:])
         seeds.append(b"\x01" + payload)
     for name in ("kernprof_5_1.lprof", "v1_sampled_memory.lprof"):
@@ -76,9 +82,14 @@ def make_seeds(folder):
 
 def wrap(payload):
     from lprof.model import profile_file
+
     body = zlib.compress(payload, 1)
-    return profile_file._HEADER.pack(profile_file.MAGIC, profile_file.FORMAT_VERSION, 0,
-                                     zlib.crc32(body), len(body)) + body
+    return (
+        profile_file._HEADER.pack(
+            profile_file.MAGIC, profile_file.FORMAT_VERSION, 0, zlib.crc32(body), len(body)
+        )
+        + body
+    )
 
 
 # an input that raises the peak resident size by more than this is a finding:
@@ -95,6 +106,7 @@ def make_target(scratch):
     from lprof.common.errors import LprofError
     from lprof.export.json_doc import to_json
     from lprof.model import profile_file
+
     view_args = view.parser().parse_args(["x"])
     all_args = view.parser().parse_args(["x", "--all", "--per-thread", "--profile-all"])
     out = os.path.join(scratch, "export.out")
@@ -130,6 +142,7 @@ def make_target(scratch):
             stacks.export(cols, "folded", "alloc", out)
         except ValueError:
             pass  # the CLI says it in one line (`lprof: ...`, exit 2)
+
     return one_input
 
 
@@ -146,20 +159,35 @@ def main():
         _run_reporting(opts)
         return
     import atheris
+
     corpus = make_seeds(opts.workdir)
     scratch = tempfile.mkdtemp(prefix="lprof-fuzz-")
-    flags = [sys.argv[0], f"-runs={opts.runs}", "-rss_limit_mb=1500", "-timeout=20",
-             "-max_len=65536", "-print_final_stats=1",
-             f"-artifact_prefix={opts.workdir}/crash-", corpus]
+    flags = [
+        sys.argv[0],
+        f"-runs={opts.runs}",
+        "-rss_limit_mb=1500",
+        "-timeout=20",
+        "-max_len=65536",
+        "-print_final_stats=1",
+        f"-artifact_prefix={opts.workdir}/crash-",
+        corpus,
+    ]
     if opts.seconds:
         flags.insert(2, f"-max_total_time={opts.seconds}")
     with atheris.instrument_imports(include=["lprof"]):
         # lprof imports these lazily, at first use: import them here so that
         # they are instrumented too
-        for name in ("lprof.model.kernprof_file", "lprof.model.validate", "lprof.model.stacks",
-                     "lprof.render.listing", "lprof.render.sampled_listing",
-                     "lprof.render.memory_report", "lprof.export.svg",
-                     "lprof.collect.sampling", "lprof.render.source"):
+        for name in (
+            "lprof.model.kernprof_file",
+            "lprof.model.validate",
+            "lprof.model.stacks",
+            "lprof.render.listing",
+            "lprof.render.sampled_listing",
+            "lprof.render.memory_report",
+            "lprof.export.svg",
+            "lprof.collect.sampling",
+            "lprof.render.source",
+        ):
             importlib.import_module(name)
         target = make_target(scratch)
     atheris.Setup(flags, target)
@@ -170,8 +198,9 @@ def _run_reporting(opts):
     """Runs the fuzzer in a child process and writes the report."""
     os.makedirs(opts.workdir, exist_ok=True)
     before = set(os.listdir(opts.workdir))
-    cmd = [sys.executable, os.path.abspath(__file__), "--workdir", opts.workdir,
-           "--runs", str(opts.runs)] + (["--seconds", str(opts.seconds)] if opts.seconds else [])
+    cmd = [sys.executable, os.path.abspath(__file__), "--workdir", opts.workdir, "--runs", str(opts.runs)] + (
+        ["--seconds", str(opts.seconds)] if opts.seconds else []
+    )
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.time() - t0
@@ -180,13 +209,19 @@ def _run_reporting(opts):
         f.write(log)
     runs = re.findall(r"stat::number_of_executed_units:\s*(\d+)", log)
     crashes = sorted(n for n in set(os.listdir(opts.workdir)) - before if n.startswith("crash-"))
-    report = {"runs": int(runs[-1]) if runs else 0, "seconds": round(seconds, 1),
-              "exit": r.returncode, "crashes": crashes,
-              "python": sys.version.split()[0]}
+    report = {
+        "runs": int(runs[-1]) if runs else 0,
+        "seconds": round(seconds, 1),
+        "exit": r.returncode,
+        "crashes": crashes,
+        "python": sys.version.split()[0],
+    }
     with open(opts.report, "w") as f:
         json.dump(report, f, indent=1)
-    print(f"fuzz: {report['runs']} inputs in {report['seconds']} s, exit {r.returncode}, "
-          f"{len(crashes)} crash files")
+    print(
+        f"fuzz: {report['runs']} inputs in {report['seconds']} s, exit {r.returncode}, "
+        f"{len(crashes)} crash files"
+    )
     if r.returncode != 0:
         sys.stdout.write(log[-4000:])
         sys.exit(1)

@@ -41,6 +41,7 @@ numbers there, for the device tool to bring back), naming the
 device, the driver and the torch build; exit status 1 if a check failed, 2
 if there is no CUDA device. The parsing and comparison below are plain
 functions, unit-tested without a GPU (tests/python/test_gpu_check.py)."""
+
 import bisect
 import json
 import os
@@ -124,7 +125,7 @@ def mark_of(names):
     operator's names (itself, then its parents), or None."""
     for name in names:
         if name.startswith(MARK):
-            return name[len(MARK):]
+            return name[len(MARK) :]
     return None
 
 
@@ -152,7 +153,9 @@ def torch_per_line(events, markers):
     for ev in events:
         cat = ev.get("cat")
         if cat == "user_annotation" and mark_of([ev.get("name", "")]):
-            spans.setdefault(ev.get("tid"), []).append((ev["ts"], ev["ts"] + ev.get("dur", 0), mark_of([ev["name"]])))
+            spans.setdefault(ev.get("tid"), []).append(
+                (ev["ts"], ev["ts"] + ev.get("dur", 0), mark_of([ev["name"]]))
+            )
         elif cat in LAUNCH_CATS and "correlation" in ev.get("args", {}):
             launches[ev["args"]["correlation"]] = (ev.get("tid"), ev["ts"])
     for tid in spans:
@@ -203,13 +206,22 @@ def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERAN
             other = ours.get("other_thread_s", 0.0)
             unframed = torch_lines.get("other thread", 0.0)
             r2 = other / unframed if unframed else float("nan")
-            checks.append((f"line {ln} (train), backward on autograd's thread: lprof {other * 1e3:.2f} ms "
-                           f"vs torch.profiler on other threads {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
-                           bool(unframed) and abs(r2 - 1) <= tolerance))
+            checks.append(
+                (
+                    f"line {ln} (train), backward on autograd's thread: lprof {other * 1e3:.2f} ms "
+                    f"vs torch.profiler on other threads {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
+                    bool(unframed) and abs(r2 - 1) <= tolerance,
+                )
+            )
             ours_s -= other
         ratio = ours_s / theirs if theirs else float("nan")
-        checks.append((f"line {ln} ({name}): lprof {ours_s * 1e3:.2f} ms vs torch.profiler {theirs * 1e3:.2f} ms "
-                       f"(ratio {ratio:.3f}, within {tolerance:.0%})", bool(theirs) and abs(ratio - 1) <= tolerance))
+        checks.append(
+            (
+                f"line {ln} ({name}): lprof {ours_s * 1e3:.2f} ms vs torch.profiler {theirs * 1e3:.2f} ms "
+                f"(ratio {ratio:.3f}, within {tolerance:.0%})",
+                bool(theirs) and abs(ratio - 1) <= tolerance,
+            )
+        )
         rows.append((ln, name, ours_s, theirs, ratio, ours.get("kernels", 0), ours.get("launches", 0)))
     return rows, checks
 
@@ -220,23 +232,33 @@ def copy_checks(lprof_lines, markers, steps, warmup=WARMUP, copies=COPIES):
     for name, per_step in copies.items():
         got = lprof_lines.get(markers[name], {}).get("h2d_bytes", 0)
         want = (warmup + steps) * per_step
-        out.append((f"{name} line copied {got:.0f} bytes host to device, the tensors hold {want}", got == want))
+        out.append(
+            (f"{name} line copied {got:.0f} bytes host to device, the tensors hold {want}", got == want)
+        )
     return out
 
 
 def join_checks(stats):
     join = stats.get("join", {})
-    return [(f"GPU work without a launch record: {join.get('unattributed', 0)} of {join.get('records', 0)} records",
-             join.get("unattributed", 0) == 0),
-            (f"launches aged out before their records arrived: {join.get('aged_out', 0)}",
-             join.get("aged_out", 0) == 0),
-            (f"incomplete records: {join.get('incomplete', 0)}", join.get("incomplete", 0) == 0)]
+    return [
+        (
+            f"GPU work without a launch record: {join.get('unattributed', 0)} of {join.get('records', 0)} records",
+            join.get("unattributed", 0) == 0,
+        ),
+        (
+            f"launches aged out before their records arrived: {join.get('aged_out', 0)}",
+            join.get("aged_out", 0) == 0,
+        ),
+        (f"incomplete records: {join.get('incomplete', 0)}", join.get("incomplete", 0) == 0),
+    ]
 
 
 def leaf_check(folded_text, caller="matmul"):
     leaves = [l.rsplit(" ", 1)[0].rsplit(";", 1)[-1] for l in folded_text.splitlines() if f";{caller} (" in l]
-    return (f"kernels are the leaves of the GPU stacks under {caller}()",
-            any(re.search(r"gemm|sgemm|cutlass|Kernel", leaf) for leaf in leaves))
+    return (
+        f"kernels are the leaves of the GPU stacks under {caller}()",
+        any(re.search(r"gemm|sgemm|cutlass|Kernel", leaf) for leaf in leaves),
+    )
 
 
 def inner_profiler_checks(stdout, stderr):
@@ -244,8 +266,10 @@ def inner_profiler_checks(stdout, stderr):
     lprof said it handed CUPTI over."""
     m = re.search(r"inner profiler kernels (\d+)", stdout)
     kernels = int(m.group(1)) if m else 0
-    return [(f"torch.profiler started inside the program saw {kernels} CUDA kernels", kernels > 0),
-            ("lprof said it handed CUPTI to torch.profiler", "handed CUPTI" in stderr)]
+    return [
+        (f"torch.profiler started inside the program saw {kernels} CUDA kernels", kernels > 0),
+        ("lprof said it handed CUPTI to torch.profiler", "handed CUPTI" in stderr),
+    ]
 
 
 def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
@@ -256,16 +280,24 @@ def tensor_checks(tensor_lines, markers, steps, warmup=WARMUP):
     for name, per_step in TENSORS.items():
         got = tensor_lines.get(markers[name], {}).get("alloc_bytes", 0)
         want = (warmup + steps) * per_step
-        out.append((f"tensor memory: {name} line allocated {got:.0f} bytes, its results hold {want} "
-                    f"(+{(got - want) / 2**20:.1f} MiB)", want <= got <= want + TENSOR_SLACK))
+        out.append(
+            (
+                f"tensor memory: {name} line allocated {got:.0f} bytes, its results hold {want} "
+                f"(+{(got - want) / 2**20:.1f} MiB)",
+                want <= got <= want + TENSOR_SLACK,
+            )
+        )
     for name, size in LIVE_AT_EXIT.items():
         got = tensor_lines.get(markers[name], {}).get("live_bytes", 0)
-        out.append((f"tensor memory: {name} line holds {got:.0f} bytes at exit, the tensor {size}", got == size))
+        out.append(
+            (f"tensor memory: {name} line holds {got:.0f} bytes at exit, the tensor {size}", got == size)
+        )
     return out
 
 
-def line_mode_checks(line_cols, lprof_lines, markers, names=LINE_MODE, tolerance=TOLERANCE,
-                     copy_tolerance=COPY_TIME_TOLERANCE):
+def line_mode_checks(
+    line_cols, lprof_lines, markers, names=LINE_MODE, tolerance=TOLERANCE, copy_tolerance=COPY_TIME_TOLERANCE
+):
     """lprof -l --gpu: each calling line of step() has the kernels, bytes
     and (within the tolerance: another run; a line of copies alone within
     copy_tolerance) the device time that the sampled run charged to the
@@ -278,10 +310,14 @@ def line_mode_checks(line_cols, lprof_lines, markers, names=LINE_MODE, tolerance
         ours_s, theirs_s = ours.get("gpu_s", 0.0), theirs.get("kernel_s", 0.0) + theirs.get("copy_s", 0.0)
         same = all(ours.get(k, 0) == theirs.get(k, 0) for k in ("kernels", "launches", "h2d_bytes"))
         ratio = ours_s / theirs_s if theirs_s else float("nan")
-        out.append((f"lprof -l --gpu, step()'s line calling {name}: {ours.get('kernels', 0):.0f} kernels, "
-                    f"{ours.get('h2d_bytes', 0):.0f} B to the device, {ours_s * 1e3:.2f} ms (sampled run: "
-                    f"{theirs.get('kernels', 0):.0f}, {theirs.get('h2d_bytes', 0):.0f} B, {theirs_s * 1e3:.2f} ms)",
-                    same and bool(theirs_s) and abs(ratio - 1) <= allowed))
+        out.append(
+            (
+                f"lprof -l --gpu, step()'s line calling {name}: {ours.get('kernels', 0):.0f} kernels, "
+                f"{ours.get('h2d_bytes', 0):.0f} B to the device, {ours_s * 1e3:.2f} ms (sampled run: "
+                f"{theirs.get('kernels', 0):.0f}, {theirs.get('h2d_bytes', 0):.0f} B, {theirs_s * 1e3:.2f} ms)",
+                same and bool(theirs_s) and abs(ratio - 1) <= allowed,
+            )
+        )
     return out
 
 
@@ -292,6 +328,7 @@ def line_mode_columns(prof_path):
     sys.path.insert(0, os.path.join(ROOT, "python"))
     from lprof.model import profile_file
     from lprof.model.sections import gpu_line_columns
+
     prof = profile_file.load(prof_path)
     cols = gpu_line_columns(prof, functions=prof["functions"])
     return {line: c for (path, line), c in cols.items() if path == WORKLOAD}
@@ -306,8 +343,11 @@ def generated_code_check(doc):
     gpu = doc.get("gpu", {})
     rows = list(gpu.get("lines", [])) + list((gpu.get("tensor_memory") or {}).get("lines", []))
     bad = sorted({r["file"] for r in rows if "torchinductor_" in r["file"] or r["file"] == "<string>"})
-    return (f"no line of torch.compile's generated code or Triton's launcher is charged "
-            f"({len(bad)} files: {bad[:2]})", not bad)
+    return (
+        f"no line of torch.compile's generated code or Triton's launcher is charged "
+        f"({len(bad)} files: {bad[:2]})",
+        not bad,
+    )
 
 
 def report(meta, rows, checks, runs, listing):
@@ -315,18 +355,30 @@ def report(meta, rows, checks, runs, listing):
     runs = {k: v for k, v in runs.items() if v}
     overhead = {k: statistics.median(v) for k, v in runs.items()}
     rounds = min((len(v) for v in runs.values()), default=0)
-    lines = ["# make gpu-check", "",
-             f"Measured by tools/gpu_check.py on {meta['date']}: {meta['device']}, driver {meta['driver']}, "
-             f"PyTorch {meta['torch']} (CUDA {meta['cuda']}, git {meta['git']}), CUPTI API {meta['cupti']} "
-             f"({meta['library']}); {meta['steps']} steps + {WARMUP} warm-up.", "",
-             "| line | what | lprof GPU ms | torch.profiler ms | ratio | kernels | launches |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# make gpu-check",
+        "",
+        f"Measured by tools/gpu_check.py on {meta['date']}: {meta['device']}, driver {meta['driver']}, "
+        f"PyTorch {meta['torch']} (CUDA {meta['cuda']}, git {meta['git']}), CUPTI API {meta['cupti']} "
+        f"({meta['library']}); {meta['steps']} steps + {WARMUP} warm-up.",
+        "",
+        "| line | what | lprof GPU ms | torch.profiler ms | ratio | kernels | launches |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for ln, name, ours, theirs, ratio, k, n in rows:
-        lines.append(f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |")
+        lines.append(
+            f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |"
+        )
     lines += ["", "| check | result |", "|---|---|"]
     lines += [f"| {text} | {'pass' if good else 'FAIL'} |" for text, good in checks]
-    lines += ["", f"Whole-program wall time, median of {rounds} alternating round{'s' * (rounds != 1)} "
-              "(ratio to the plain run):", "", "| run | seconds | ratio |", "|---|---|---|"]
+    lines += [
+        "",
+        f"Whole-program wall time, median of {rounds} alternating round{'s' * (rounds != 1)} "
+        "(ratio to the plain run):",
+        "",
+        "| run | seconds | ratio |",
+        "|---|---|---|",
+    ]
     plain = overhead.get("plain")
     if not overhead:
         lines.append("| (not measured: the check ran out of time) | | |")
@@ -334,8 +386,12 @@ def report(meta, rows, checks, runs, listing):
         ratio = f"{secs / plain:.3f}" if plain and secs == secs else "n/a"
         lines.append(f"| {tool} | {secs:.2f} | {ratio} |")
     if runs:  # a reader can tell a real difference from the spread between runs
-        lines += ["", "Each run, in order (seconds): " + "; ".join(
-            f"{tool} {', '.join(f'{t:.1f}' for t in times)}" for tool, times in runs.items()) + "."]
+        lines += [
+            "",
+            "Each run, in order (seconds): "
+            + "; ".join(f"{tool} {', '.join(f'{t:.1f}' for t in times)}" for tool, times in runs.items())
+            + ".",
+        ]
     lines += ["", "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
     return "\n".join(lines)
 
@@ -375,7 +431,9 @@ def save(name, text):
 
 def env():
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.path.join(ROOT, "python") + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    e["PYTHONPATH"] = os.path.join(ROOT, "python") + (
+        os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else ""
+    )
     return e
 
 
@@ -384,15 +442,20 @@ def run(cmd, **kw):
     what it printed. Each run's outcome goes to the log at once."""
     t0 = time.perf_counter()
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env(), cwd=ROOT,
-                           timeout=RUN_TIMEOUT, **kw)
+        r = subprocess.run(
+            cmd, capture_output=True, text=True, env=env(), cwd=ROOT, timeout=RUN_TIMEOUT, **kw
+        )
     except subprocess.TimeoutExpired as exc:
+
         def text(b):
             return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+
         r = subprocess.CompletedProcess(cmd, 124, text(exc.stdout), text(exc.stderr))
     secs = time.perf_counter() - t0
-    LOG.append(f"$ {' '.join(str(c) for c in cmd)[:300]}\nexit {r.returncode} after {secs:.1f} s\n"
-               f"--- stdout (end)\n{r.stdout[-3000:]}\n--- stderr (end)\n{r.stderr[-6000:]}\n")
+    LOG.append(
+        f"$ {' '.join(str(c) for c in cmd)[:300]}\nexit {r.returncode} after {secs:.1f} s\n"
+        f"--- stdout (end)\n{r.stdout[-3000:]}\n--- stderr (end)\n{r.stderr[-6000:]}\n"
+    )
     save("gpu-check.log", "\n".join(LOG))
     return r, secs
 
@@ -413,11 +476,15 @@ def workload_rows(rows):
 
 def driver_version():
     import ctypes
+
     try:
         v = ctypes.c_int()
         ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v))
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True)
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
         name = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 and smi.stdout.strip() else "?"
         return f"{name} (CUDA {v.value // 1000}.{v.value % 1000 // 10})"
     except Exception as exc:
@@ -431,14 +498,17 @@ def uninitialised_check(py, tmp, name, source, what):
     r, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, name + ".lprof"), script])
     got = r.stdout.strip()
     said = got or " / ".join(r.stderr.strip().splitlines()[-1:])[-200:]
-    return (f"{what} leaves the driver uninitialised: {said} (3: not initialised)",
-            got == "cuDeviceGetCount 3")
+    return (
+        f"{what} leaves the driver uninitialised: {said} (3: not initialised)",
+        got == "cuDeviceGetCount 3",
+    )
 
 
 def main():
     t_start = time.perf_counter()
     try:
         import torch
+
         ok = torch.cuda.is_available()
     except Exception as exc:  # no torch at all
         print(f"gpu-check: PyTorch is not usable here ({exc})")
@@ -454,10 +524,26 @@ def main():
     # benchmark kernels (7.8 ms on an H100) that a later process, reading the
     # cache, does not. A plain run first, so that every run compared is warm.
     rw, _ = run([py, WORKLOAD, "1"])
-    checks.append((f"a plain run warmed torch.compile's caches first (exit {rw.returncode})", rw.returncode == 0))
+    checks.append(
+        (f"a plain run warmed torch.compile's caches first (exit {rw.returncode})", rw.returncode == 0)
+    )
     prof_path, folded = os.path.join(tmp, "p.lprof"), os.path.join(tmp, "gpu.folded")
-    r, _ = run([py, "-m", "lprof", "--gpu", "-o", prof_path, "--stacks", folded, "--stacks-metric", "gpu",
-                WORKLOAD, str(STEPS)])
+    r, _ = run(
+        [
+            py,
+            "-m",
+            "lprof",
+            "--gpu",
+            "-o",
+            prof_path,
+            "--stacks",
+            folded,
+            "--stacks-metric",
+            "gpu",
+            WORKLOAD,
+            str(STEPS),
+        ]
+    )
     listing = r.stdout + ("\n" + r.stderr if r.returncode else "")
     checks.append((f"lprof --gpu ran the workload (exit {r.returncode})", r.returncode == 0))
     doc = export(py, prof_path, tmp, "p.json") if r.returncode == 0 else {}
@@ -480,15 +566,20 @@ def main():
     checks += compared
     checks += copy_checks(lprof_lines, markers, STEPS)
     cpu = lprof_lines.get(markers["cpu"], {})
-    checks.append(("the CPU-only line has no GPU time", bool(doc) and not cpu.get("kernel_s") and not cpu.get("copy_s")))
+    checks.append(
+        ("the CPU-only line has no GPU time", bool(doc) and not cpu.get("kernel_s") and not cpu.get("copy_s"))
+    )
     checks += join_checks(stats)
     checks.append(leaf_check(open(folded).read() if os.path.exists(folded) else ""))
     checks += tensor_checks(tensor_lines, markers, STEPS)
-    checks.append(generated_code_check(doc) if doc else ("no line of generated code is charged (no profile)", False))
+    checks.append(
+        generated_code_check(doc) if doc else ("no line of generated code is charged (no profile)", False)
+    )
 
     checks.append(uninitialised_check(py, tmp, "uninitialised", UNINITIALISED, "starting lprof"))
-    checks.append(uninitialised_check(py, tmp, "uninitialised_torch", UNINITIALISED_TORCH,
-                                      "`import torch` under lprof"))
+    checks.append(
+        uninitialised_check(py, tmp, "uninitialised_torch", UNINITIALISED_TORCH, "`import torch` under lprof")
+    )
 
     line_prof = os.path.join(tmp, "l.lprof")
     rl, _ = run([py, "-m", "lprof", "-l", "--gpu", "-o", line_prof, WORKLOAD, str(STEPS)])
@@ -496,23 +587,51 @@ def main():
     checks += line_mode_checks(line_cols, lprof_lines, markers)
 
     inner_prof = os.path.join(tmp, "inner.lprof")
-    ri, _ = run([py, "-m", "lprof", "--gpu", "-o", inner_prof, WORKLOAD, str(STEPS), "--profile-inside",
-                 str(STEPS // 2)])
-    inner_lines = workload_rows(export(py, inner_prof, tmp, "inner.json").get("gpu", {}).get("lines", [])) \
-        if ri.returncode == 0 else {}
+    ri, _ = run(
+        [
+            py,
+            "-m",
+            "lprof",
+            "--gpu",
+            "-o",
+            inner_prof,
+            WORKLOAD,
+            str(STEPS),
+            "--profile-inside",
+            str(STEPS // 2),
+        ]
+    )
+    inner_lines = (
+        workload_rows(export(py, inner_prof, tmp, "inner.json").get("gpu", {}).get("lines", []))
+        if ri.returncode == 0
+        else {}
+    )
     checks += inner_profiler_checks(ri.stdout, ri.stderr)
     per_step = lprof_lines.get(markers["matmul"], {}).get("kernels", 0) / (STEPS + WARMUP)
     got = inner_lines.get(markers["matmul"], {}).get("kernels", 0)
     want = per_step * (STEPS // 2 + WARMUP)
-    checks.append((f"after the hand-over lprof charged no more matmul kernels ({got:.0f}, "
-                   f"{want:.0f} launched before it)", bool(inner_lines) and abs(got - want) <= 0.01 * want))
+    checks.append(
+        (
+            f"after the hand-over lprof charged no more matmul kernels ({got:.0f}, "
+            f"{want:.0f} launched before it)",
+            bool(inner_lines) and abs(got - want) <= 0.01 * want,
+        )
+    )
 
     import datetime
+
     cupti = stats.get("cupti", {})
-    meta = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(0),
-            "driver": driver_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "git": getattr(torch.version, "git_version", "?")[:12], "steps": STEPS,
-            "cupti": cupti.get("version"), "library": cupti.get("library")}
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "device": torch.cuda.get_device_name(0),
+        "driver": driver_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "git": getattr(torch.version, "git_version", "?")[:12],
+        "steps": STEPS,
+        "cupti": cupti.get("version"),
+        "library": cupti.get("library"),
+    }
 
     def write(runs):
         text = report(meta, rows, checks, runs, listing)
@@ -527,9 +646,20 @@ def main():
         if time.perf_counter() - t_start > DEADLINE:
             break
         rp, tp = run([py, WORKLOAD, str(STEPS)])
-        rl, tl = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "o.lprof"), WORKLOAD, str(STEPS)])
-        rt, tt = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), os.path.join(tmp, "t.json"),
-                      os.path.join(ROOT, "tools")])
+        rl, tl = run(
+            [py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "o.lprof"), WORKLOAD, str(STEPS)]
+        )
+        rt, tt = run(
+            [
+                py,
+                "-c",
+                TORCH_PROFILE,
+                WORKLOAD,
+                str(STEPS),
+                os.path.join(tmp, "t.json"),
+                os.path.join(ROOT, "tools"),
+            ]
+        )
         if rp.returncode == rl.returncode == rt.returncode == 0:
             runs["plain"].append(tp)
             runs["lprof --gpu"].append(tl)

@@ -23,6 +23,7 @@ usage: kernprof_conformance.py [--inplace | --installed] [--reader R] [-k EXPR]
   --reader     line_profiler (default): line_profiler's own `python -m
                line_profiler` reads lprof's files; lprof: `lprof view` in
                its place (line_profiler's CLI flags, several files, config)"""
+
 import argparse
 import glob
 import os
@@ -35,8 +36,14 @@ import xml.etree.ElementTree as ET
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "build", "kernprof-conformance")
 VERSION = "5.1.0"
-TEST_FILES = ("test_cli.py", "test_autoprofile.py", "test_kernprof.py",
-              "test_child_procs.py", "test_complex_case.py", "test_explicit_profile.py")
+TEST_FILES = (
+    "test_cli.py",
+    "test_autoprofile.py",
+    "test_kernprof.py",
+    "test_child_procs.py",
+    "test_complex_case.py",
+    "test_explicit_profile.py",
+)
 DIFFERENCES = os.path.join(ROOT, "tests", "kernprof_differences.txt")
 
 KERNPROF_SCRIPT = """\
@@ -45,6 +52,7 @@ KERNPROF_SCRIPT = """\
 if [ -n "$KC_STARTED_LOG" ]; then echo "$PYTEST_CURRENT_TEST" >> "$KC_STARTED_LOG"; fi
 exec {command} "$@"
 """
+
 
 def run(cmd, **kw):
     print("+", " ".join(cmd), flush=True)
@@ -59,12 +67,25 @@ def fetch_tests():
     if not os.path.isdir(os.path.join(src, "tests")):
         dl = os.path.join(WORK, "sdist")
         os.makedirs(dl, exist_ok=True)
-        run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-             "--no-binary", ":all:", "--no-deps", f"line_profiler=={VERSION}", "-d", dl])
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                f"line_profiler=={VERSION}",
+                "-d",
+                dl,
+            ]
+        )
         (tarball,) = glob.glob(os.path.join(dl, f"line_profiler-{VERSION}.tar.gz"))
         with tarfile.open(tarball) as tf:
-            tf.extractall(WORK, filter="data") if hasattr(tarfile, "data_filter") \
-                else tf.extractall(WORK)
+            tf.extractall(WORK, filter="data") if hasattr(tarfile, "data_filter") else tf.extractall(WORK)
     return os.path.join(src, "tests")
 
 
@@ -73,15 +94,29 @@ def make_venv(inplace, reinstall=True):
     py = os.path.join(venv, "bin", "python")
     if not os.path.exists(py):
         run([sys.executable, "-m", "venv", venv])
-        run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-             f"line_profiler=={VERSION}", "pytest", "ubelt", "xdoctest"])
-    site = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-               capture_output=True, text=True).stdout.strip()
+        run(
+            [
+                py,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                f"line_profiler=={VERSION}",
+                "pytest",
+                "ubelt",
+                "xdoctest",
+            ]
+        )
+    site = run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     pth = os.path.join(site, "lprof-checkout.pth")
     if inplace:
         # an installed lprof would come first on sys.path, before the .pth's folder
-        subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "lprof"],
-                       capture_output=True)
+        subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "lprof"], capture_output=True)
         with open(pth, "w") as fh:
             fh.write(os.path.join(ROOT, "python") + "\n")
         lprof = os.path.join(venv, "bin", "lprof-inplace")
@@ -93,8 +128,19 @@ def make_venv(inplace, reinstall=True):
             os.remove(pth)
         lprof = os.path.join(venv, "bin", "lprof")
         if reinstall or not os.path.exists(lprof):
-            run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                 "--force-reinstall", "--no-deps", ROOT])
+            run(
+                [
+                    py,
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "--force-reinstall",
+                    "--no-deps",
+                    ROOT,
+                ]
+            )
     # line_profiler's own kernprof, kept to find the tests that start it
     for path in (os.path.join(site, "kernprof.py"), os.path.join(venv, "bin", "kernprof")):
         if not os.path.exists(path + ".reference"):
@@ -162,20 +208,21 @@ def place(venv, site, lprof):
         with open(script, "w") as fh:
             fh.write(KERNPROF_SCRIPT.format(command=f'"{link}"', who="lprof"))
         with open(module, "w") as fh:
-            fh.write('"""lprof in kernprof\'s place (tools/kernprof_conformance.py)."""\n'
-                     + REFERENCE_NOTE
-                     + "import sys\nfrom lprof.kernprof import *  # noqa: F401,F403\n"
-                       "from lprof.kernprof import ContextualProfile, main  # noqa: F401\n"
-                     + REFERENCE_MAIN
-                     + "\nif __name__ == '__main__':\n    sys.exit(main())\n")
+            fh.write(
+                '"""lprof in kernprof\'s place (tools/kernprof_conformance.py)."""\n'
+                + REFERENCE_NOTE
+                + "import sys\nfrom lprof.kernprof import *  # noqa: F401,F403\n"
+                "from lprof.kernprof import ContextualProfile, main  # noqa: F401\n"
+                + REFERENCE_MAIN
+                + "\nif __name__ == '__main__':\n    sys.exit(main())\n"
+            )
     else:
         shutil.copy(script + ".reference", script)
         with open(module + ".reference") as fh:
             original = fh.read()
         # the note goes after `from __future__` imports, which must come first
         lines = original.splitlines(keepends=True)
-        at = max((i + 1 for i, ln in enumerate(lines) if ln.startswith("from __future__")),
-                 default=0)
+        at = max((i + 1 for i, ln in enumerate(lines) if ln.startswith("from __future__")), default=0)
         with open(module, "w") as fh:
             fh.write("".join(lines[:at]) + REFERENCE_NOTE + "".join(lines[at:]))
         # kernprof.main, as the console script and in-process callers take it
@@ -198,13 +245,22 @@ def run_suite(venv, tests, k=None):
     for f in (started_log, junit):
         if os.path.exists(f):
             os.remove(f)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "LD_PRELOAD", "LINE_PROFILE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD", "LINE_PROFILE")}
     env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
     env["KC_STARTED_LOG"] = started_log
     env["VIRTUAL_ENV"] = venv
-    cmd = [os.path.join(venv, "bin", "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-           f"--junitxml={junit}", "-o", "junit_family=xunit1", *TEST_FILES]
+    cmd = [
+        os.path.join(venv, "bin", "python"),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit1",
+        *TEST_FILES,
+    ]
     if k:
         cmd += ["-k", k]
     print("+", " ".join(cmd), flush=True)
@@ -234,10 +290,10 @@ def read_differences(reader):
                 test, _, reason = line.partition("\t")
                 kind, _, why = reason.partition(":")
                 kind, _, only = kind.strip().partition("@")
-                if kind not in ("difference", "todo") or only not in ("", "lprof",
-                                                                      "line_profiler"):
-                    sys.exit(f"kernprof-conformance: {DIFFERENCES}: '{line}' is neither "
-                             f"a difference nor a todo")
+                if kind not in ("difference", "todo") or only not in ("", "lprof", "line_profiler"):
+                    sys.exit(
+                        f"kernprof-conformance: {DIFFERENCES}: '{line}' is neither a difference nor a todo"
+                    )
                 if only in ("", reader):
                     out[test] = f"{kind}: {why.strip()}"
     return out
@@ -250,7 +306,7 @@ def results(junit):
         # classname is "tests.test_file" or "tests.test_file.Class"
         parts = case.get("classname", "").split(".")
         at = next((i for i, p in enumerate(parts) if p.startswith("test_")), 0)
-        tid = "::".join([parts[at] + ".py"] + parts[at + 1:] + [case.get("name")])
+        tid = "::".join([parts[at] + ".py"] + parts[at + 1 :] + [case.get("name")])
         bad = any(c.tag in ("failure", "error") for c in case)
         skipped = any(c.tag == "skipped" for c in case)
         out[tid] = None if skipped else not bad
@@ -260,13 +316,18 @@ def results(junit):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--inplace", action="store_true")
-    ap.add_argument("--installed", action="store_true",
-                    help="use the lprof the venv holds (a run before installed it)")
+    ap.add_argument(
+        "--installed", action="store_true", help="use the lprof the venv holds (a run before installed it)"
+    )
     ap.add_argument("-k", default=None)
     ap.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--reader", choices=["line_profiler", "lprof"], default="line_profiler",
-                    help="what `python -m line_profiler FILES` runs: line_profiler's own "
-                         "reader of lprof's files (default), or `lprof view FILES`")
+    ap.add_argument(
+        "--reader",
+        choices=["line_profiler", "lprof"],
+        default="line_profiler",
+        help="what `python -m line_profiler FILES` runs: line_profiler's own "
+        "reader of lprof's files (default), or `lprof view FILES`",
+    )
     opts = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
     tests = fetch_tests()
@@ -279,8 +340,7 @@ def main():
         ref_outcome, ref_started = run_suite(venv, tests)
         broken = sorted(t for t, ok in ref_outcome.items() if ok is False)
         if broken:
-            sys.exit("kernprof-conformance: line_profiler's own kernprof fails "
-                     + ", ".join(broken))
+            sys.exit("kernprof-conformance: line_profiler's own kernprof fails " + ", ".join(broken))
         with open(reference_file, "w") as fh:
             fh.write("".join(t + "\n" for t in sorted(ref_started)))
     with open(reference_file) as fh:
@@ -297,19 +357,24 @@ def main():
     failed = sorted(t for t, ok in driving.items() if ok is False)
     differences = read_differences(opts.reader)
     unexpected = [t for t in failed if t not in differences]
-    reader = ("line_profiler's own" if opts.reader == "line_profiler"
-              else "lprof view")
-    print(f"\nkernprof-conformance: {len(passed)} of {len(driving)} tests that start kernprof "
-          f"pass with lprof in its place, {reader} as `python -m line_profiler` "
-          f"({len(outcome)} tests run in all; "
-          f"{len(driving_ids - set(outcome))} of the kernprof tests not run)")
+    reader = "line_profiler's own" if opts.reader == "line_profiler" else "lprof view"
+    print(
+        f"\nkernprof-conformance: {len(passed)} of {len(driving)} tests that start kernprof "
+        f"pass with lprof in its place, {reader} as `python -m line_profiler` "
+        f"({len(outcome)} tests run in all; "
+        f"{len(driving_ids - set(outcome))} of the kernprof tests not run)"
+    )
     kinds = [differences.get(t, "").partition(":")[0] for t in failed]
-    print(f"  failing: {kinds.count('difference')} deliberate differences, "
-          f"{kinds.count('todo')} not done yet, {len(unexpected)} unexpected")
+    print(
+        f"  failing: {kinds.count('difference')} deliberate differences, "
+        f"{kinds.count('todo')} not done yet, {len(unexpected)} unexpected"
+    )
     for t in failed:
         why = differences.get(t)
-        print(f"  {why.partition(':')[0] if why else 'FAILED'}: {t}"
-              + (f" ({why.partition(':')[2].strip()})" if why else ""))
+        print(
+            f"  {why.partition(':')[0] if why else 'FAILED'}: {t}"
+            + (f" ({why.partition(':')[2].strip()})" if why else "")
+        )
     for t in sorted(started - driving_ids):
         print(f"  (started lprof, though it starts no kernprof: {t})")
     for t in (t for t in differences if t in passed):
@@ -318,8 +383,10 @@ def main():
     for t in others:
         print(f"  FAILED (starts no kernprof): {t}")
     if unexpected or others:
-        sys.exit(f"kernprof-conformance: {len(unexpected) + len(others)} failing test(s) not "
-                 f"listed in {os.path.relpath(DIFFERENCES, ROOT)}")
+        sys.exit(
+            f"kernprof-conformance: {len(unexpected) + len(others)} failing test(s) not "
+            f"listed in {os.path.relpath(DIFFERENCES, ROOT)}"
+        )
     return 0
 
 

@@ -13,6 +13,7 @@ glibc malloc is held to one arena (MALLOC_ARENA_MAX=1) in every run: with
 a noise of hundreds of MB between runs of the same program.
 
 usage: longrun.py [--seconds 600] [--report FILE]"""
+
 import argparse
 import json
 import os
@@ -39,6 +40,7 @@ def table_of(path):
     try:
         sys.path.insert(0, os.path.join(ROOT, "python"))
         from lprof.model import profile_file
+
         return profile_file.load(path)["meta"].get("stack_table")
     except Exception:
         return None
@@ -68,12 +70,22 @@ def main():
         if mode == "plain-shim" and not shim:
             continue
         out = os.path.join(scratch, f"{mode}.lprof")
-        cmd = ([sys.executable] if extra is None else
-               [sys.executable, "-m", "lprof", "-q", "-i", str(CHECKPOINT_S), "-o", out, *extra])
+        cmd = (
+            [sys.executable]
+            if extra is None
+            else [sys.executable, "-m", "lprof", "-q", "-i", str(CHECKPOINT_S), "-o", out, *extra]
+        )
         run_env = dict(env, LD_PRELOAD=shim) if mode == "plain-shim" else env
-        procs[mode] = (subprocess.Popen(["nice", "-n", "10"] + cmd + [WORKLOAD, str(opts.seconds)],
-                                        env=run_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True), out)
+        procs[mode] = (
+            subprocess.Popen(
+                ["nice", "-n", "10"] + cmd + [WORKLOAD, str(opts.seconds)],
+                env=run_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            out,
+        )
     began = time.time()
     timeline = {mode: [] for mode in procs}
     tables = {mode: [] for mode in procs}
@@ -97,12 +109,15 @@ def main():
         points = timeline[mode]
         half = [r for t, r in points if t >= opts.seconds / 2]
         first = [r for t, r in points if t < opts.seconds / 2]
-        row = {"exit": pr.returncode, "workload": stdout.strip().splitlines()[-1:] or [""],
-               "peak_rss_mib": max((r for _, r in points), default=None),
-               "rss_first_half_max_mib": max(first, default=None),
-               "rss_second_half_max_mib": max(half, default=None),
-               "rss_every_30s_mib": [r for t, r in points[::15]],
-               "stderr_tail": stderr[-400:]}
+        row = {
+            "exit": pr.returncode,
+            "workload": stdout.strip().splitlines()[-1:] or [""],
+            "peak_rss_mib": max((r for _, r in points), default=None),
+            "rss_first_half_max_mib": max(first, default=None),
+            "rss_second_half_max_mib": max(half, default=None),
+            "rss_every_30s_mib": [r for t, r in points[::15]],
+            "stderr_tail": stderr[-400:],
+        }
         if mode in BASELINE and os.path.exists(out):
             row["profile_bytes"] = os.path.getsize(out)
             row["export_json"] = export_cost(out, env)
@@ -130,25 +145,33 @@ def summarize_tables(points, seconds):
         return None
     mib = [(t, p["resident_bytes"] / 2**20) for t, p in points]
     last = points[-1][1]
-    return {"resident_first_half_max_mib": round(max((m for t, m in mib if t < seconds / 2),
-                                                     default=0), 1),
-            "resident_second_half_max_mib": round(max((m for t, m in mib if t >= seconds / 2),
-                                                      default=0), 1),
-            "reserved_mib": round(last["reserved_bytes"] / 2**20, 1),
-            "nodes": last["nodes"], "node_capacity": last["node_capacity"],
-            "rows": last["rows"], "row_capacity": last["row_capacity"],
-            "overflows": last["overflows"]}
+    return {
+        "resident_first_half_max_mib": round(max((m for t, m in mib if t < seconds / 2), default=0), 1),
+        "resident_second_half_max_mib": round(max((m for t, m in mib if t >= seconds / 2), default=0), 1),
+        "reserved_mib": round(last["reserved_bytes"] / 2**20, 1),
+        "nodes": last["nodes"],
+        "node_capacity": last["node_capacity"],
+        "rows": last["rows"],
+        "row_capacity": last["row_capacity"],
+        "overflows": last["overflows"],
+    }
 
 
 def export_cost(path, env):
-    code = ("import resource, sys, time; from lprof import cli; t = time.time(); "
-            "rc = cli.main(['export', sys.argv[1], '--format', 'json', '-o', sys.argv[1] + '.json']); "
-            "print(rc, round(time.time() - t, 2), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource, sys, time; from lprof import cli; t = time.time(); "
+        "rc = cli.main(['export', sys.argv[1], '--format', 'json', '-o', sys.argv[1] + '.json']); "
+        "print(rc, round(time.time() - t, 2), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     r = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True)
     try:
         rc, seconds, kib = r.stdout.split()
-        return {"exit": int(rc), "seconds": float(seconds), "peak_rss_mib": round(int(kib) / 1024, 1),
-                "json_bytes": os.path.getsize(path + ".json")}
+        return {
+            "exit": int(rc),
+            "seconds": float(seconds),
+            "peak_rss_mib": round(int(kib) / 1024, 1),
+            "json_bytes": os.path.getsize(path + ".json"),
+        }
     except (ValueError, OSError):
         return {"error": r.stderr[-300:]}
 

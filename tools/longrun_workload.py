@@ -5,6 +5,7 @@ threads that start and end all the time, and allocates and frees memory
 in them. Prints one summary line at the end.
 
 usage: longrun_workload.py SECONDS"""
+
 import random
 import sys
 import threading

@@ -23,6 +23,7 @@ at /opt/host-cuda (CUDA_HOME inside), so the GPU stand-in tests build there.
 The chroot's /proc, /dev/shm and /dev/pts are mounted for the run and always
 unmounted after it (`make clean` unmounts too before removing build/): a
 recursive delete must never walk into a mounted host file system."""
+
 import fcntl
 import glob
 import hashlib
@@ -39,8 +40,16 @@ SUITE = "sid"
 # libze-dev: unstable's Level Zero loader (1.32 when added) and headers, so the
 # Level Zero tests run against a loader newer than 1.16 (tracing layer always
 # loaded, switched at run time) beside Debian 12's 1.8 on the host.
-BASE_PACKAGES = ["gcc", "g++", "libc6-dev", "make", "libunwind-dev", "libjemalloc-dev", "binutils",
-                 "libze-dev"]
+BASE_PACKAGES = [
+    "gcc",
+    "g++",
+    "libc6-dev",
+    "make",
+    "libunwind-dev",
+    "libjemalloc-dev",
+    "binutils",
+    "libze-dev",
+]
 VENV_PACKAGES = ["pytest", "setuptools", "wheel", "numpy", "ipython"]
 # Debian unstable's Release files can outlive their Valid-Until on a mirror
 # snapshot; the packages are still signed, only freshness is waived.
@@ -127,17 +136,33 @@ def mount_all():
 
 def in_chroot(command, check=True, **kw):
     """Runs a bash command inside the chroot with a plain environment."""
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-           "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_DEFAULT_TIMEOUT", "CI",
-                "http_proxy", "https_proxy", "no_proxy"):
+    env = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "DEBIAN_FRONTEND": "noninteractive",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    for key in (
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        "PIP_DEFAULT_TIMEOUT",
+        "CI",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+    ):
         if key in os.environ:
             env[key] = os.environ[key]
     if is_mounted(os.path.join(CHROOT, CUDA_INSIDE, "include")):
         env["CUDA_HOME"] = "/" + CUDA_INSIDE
-    r = subprocess.run(["chroot", CHROOT, "bash", "-c", command], env=env,
-                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
+    r = subprocess.run(
+        ["chroot", CHROOT, "bash", "-c", command],
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        **kw,
+    )
     if check and r.returncode != 0:
         raise RuntimeError(f"in chroot ({r.returncode}): {command}")
     return r
@@ -155,8 +180,10 @@ def ensure_chroot(versions):
         shutil.rmtree(CHROOT, ignore_errors=True)
         mirror = host_mirror()
         say(f"sid-matrix: creating the Debian {SUITE} chroot from {mirror} (a few minutes)")
-        r = subprocess.run(["debootstrap", "--variant=minbase", "--include=ca-certificates",
-                            SUITE, CHROOT, mirror], stdout=subprocess.DEVNULL)
+        r = subprocess.run(
+            ["debootstrap", "--variant=minbase", "--include=ca-certificates", SUITE, CHROOT, mirror],
+            stdout=subprocess.DEVNULL,
+        )
         if r.returncode != 0:
             raise RuntimeError("debootstrap failed")
     # pip inside reaches PyPI with the host's CA bundle (and its proxies' roots)
@@ -170,8 +197,10 @@ def ensure_chroot(versions):
     if not (os.path.exists(stamp) and open(stamp).read().strip() == want):
         opts = " ".join(APT_OPTS)
         say(f"sid-matrix: installing {' '.join(pkgs)} in the chroot")
-        in_chroot(f"apt-get {opts} update -qq && apt-get {opts} install -y -qq {' '.join(pkgs)}"
-                  " >/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 1; }")
+        in_chroot(
+            f"apt-get {opts} update -qq && apt-get {opts} install -y -qq {' '.join(pkgs)}"
+            " >/tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; exit 1; }"
+        )
         with open(stamp, "w") as fh:
             fh.write(want + "\n")
 
@@ -180,8 +209,12 @@ def copy_tree():
     """The repository's own files (what a fresh clone plus uncommitted work
     holds) into /lprof; build outputs stay there between runs."""
     dest = os.path.join(CHROOT, "lprof")
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
     for top in ("python", "src", "include", "tests", "tools", "examples", "docs"):
         # a file deleted in the repo must not linger; compiled .so files go too
         shutil.rmtree(os.path.join(dest, top), ignore_errors=True)
@@ -200,26 +233,36 @@ def copy_tree():
 def prepare_venv(version):
     venv = f"/venv-{version}"
     py = f"{venv}/bin/python"
-    if in_chroot(f"{py} -c 'import pytest, numpy, IPython'", check=False,
-                 capture_output=True).returncode != 0:
-        in_chroot(f"rm -rf {venv} && python{version} -m venv {venv} && "
-                  f"{py} -m pip install -q {' '.join(VENV_PACKAGES)}")
+    if (
+        in_chroot(f"{py} -c 'import pytest, numpy, IPython'", check=False, capture_output=True).returncode
+        != 0
+    ):
+        in_chroot(
+            f"rm -rf {venv} && python{version} -m venv {venv} && "
+            f"{py} -m pip install -q {' '.join(VENV_PACKAGES)}"
+        )
     return py
 
 
 # as `make build`: the package's bytecode compiled too, as `pip install`
 # leaves it (start-up then skips compiling: the benchmarks time start-up)
-BUILD = ("rm -rf src/collect/shim/build && {py} setup.py -q build_ext --inplace && "
-         "{py} -m compileall -q python/lprof")
+BUILD = (
+    "rm -rf src/collect/shim/build && {py} setup.py -q build_ext --inplace && "
+    "{py} -m compileall -q python/lprof"
+)
 
 
 def test_version(version):
     py = prepare_venv(version)
-    say(f"== {version}: build and test in the {SUITE} chroot "
-        f"({in_chroot(f'{py} -VV', capture_output=True, text=True).stdout.strip()})")
-    steps = [BUILD.format(py=py),
-             f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider tests/python",
-             f"{py} tools/sdist_check.py"]
+    say(
+        f"== {version}: build and test in the {SUITE} chroot "
+        f"({in_chroot(f'{py} -VV', capture_output=True, text=True).stdout.strip()})"
+    )
+    steps = [
+        BUILD.format(py=py),
+        f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider tests/python",
+        f"{py} tools/sdist_check.py",
+    ]
     for step in steps:
         if in_chroot(f"cd /lprof && {step}", check=False).returncode != 0:
             say(f"== {version}: FAILED: {step}")
@@ -231,16 +274,22 @@ def bench_version(version, outdir, rounds):
     py = prepare_venv(version)
     # kernprof beside lprof -l; where line_profiler cannot be installed for
     # this version, its column says n/a
-    in_chroot(f"{py} -c 'import kernprof' 2>/dev/null || {py} -m pip install -q line_profiler",
-              check=False)
+    in_chroot(f"{py} -c 'import kernprof' 2>/dev/null || {py} -m pip install -q line_profiler", check=False)
     say(f"== {version}: benchmark in the {SUITE} chroot")
     inside = f"/lprof/build/version-bench-{version}.json"
-    if in_chroot(f"cd /lprof && {BUILD.format(py=py)} && nice {py} bench/version_bench.py "
-                 f"--rounds {rounds} --json {inside}", check=False).returncode != 0:
+    if (
+        in_chroot(
+            f"cd /lprof && {BUILD.format(py=py)} && nice {py} bench/version_bench.py "
+            f"--rounds {rounds} --json {inside}",
+            check=False,
+        ).returncode
+        != 0
+    ):
         return False
     os.makedirs(outdir, exist_ok=True)
-    shutil.copy2(os.path.join(CHROOT, inside.lstrip("/")),
-                 os.path.join(outdir, f"version-bench-{version}.json"))
+    shutil.copy2(
+        os.path.join(CHROOT, inside.lstrip("/")), os.path.join(outdir, f"version-bench-{version}.json")
+    )
     return True
 
 
@@ -253,23 +302,26 @@ def main(argv):
     if "--bench" in argv:
         i = argv.index("--bench")
         bench = os.path.abspath(argv[i + 1])
-        del argv[i:i + 2]
+        del argv[i : i + 2]
     if "--rounds" in argv:
         i = argv.index("--rounds")
         rounds = int(argv[i + 1])
-        del argv[i:i + 2]
+        del argv[i : i + 2]
     versions = [a for a in argv if a != "--shell"]
     wrong = [a for a in versions if not re.fullmatch(r"3\.\d+", a)]
     if wrong or not versions:
-        say(f"sid-matrix: {wrong[0] + ': not a CPython version (3.14, 3.15)' if wrong else 'no version given'}"
-            f"; usage: sid_matrix.py [--shell | --bench DIR [--rounds N]] 3.14 3.15")
+        say(
+            f"sid-matrix: {wrong[0] + ': not a CPython version (3.14, 3.15)' if wrong else 'no version given'}"
+            f"; usage: sid_matrix.py [--shell | --bench DIR [--rounds N]] 3.14 3.15"
+        )
         return 2
     ci = os.environ.get("CI") == "true"
     why = None
     if os.geteuid() != 0:
         why = "it needs root (chroot)"
     elif shutil.which("debootstrap") is None and not os.path.exists(
-            os.path.join(CHROOT, "usr", "bin", "apt-get")):
+        os.path.join(CHROOT, "usr", "bin", "apt-get")
+    ):
         why = "debootstrap is not installed (make deps installs it)"
     if why:
         say(f"sid-matrix: CPython {' '.join(versions)} skipped: {why}")
@@ -286,7 +338,7 @@ def main(argv):
         if shell:
             return in_chroot("cd /lprof && exec bash -i", check=False).returncode
         for version in versions:
-            ok = (bench_version(version, bench, rounds or 9) if bench else test_version(version))
+            ok = bench_version(version, bench, rounds or 9) if bench else test_version(version)
             if not ok:
                 failed.append(version)
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:

@@ -2,6 +2,7 @@
 
 `from lprof import profile` gives the `@profile` decorator; it is a no-op
 unless lprof -l (or `profile.enable()`) turns tracing on."""
+
 __version__ = "0.1.0"
 
 import contextlib
@@ -14,6 +15,7 @@ def __getattr__(name):
     # use only: a sampling run (`lprof script.py`) never needs it
     if name in _FROM_DECORATOR:
         from . import decorator
+
         return getattr(decorator, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -21,12 +23,14 @@ def __getattr__(name):
 def start(mode="cpu", rate_hz=None):
     """Starts whole-program sampling of this process (see lprof.collect.sampling)."""
     from .collect import sampling as sampler
+
     return sampler.start(mode=mode, rate_hz=rate_hz)
 
 
 def stop():
     """Stops sampling started by start(); returns the profile dict."""
     from .collect import sampling as sampler
+
     return sampler.stop()
 
 
@@ -34,8 +38,8 @@ def stop():
 def sampling(mode="cpu", rate_hz=None):
     """Samples the enclosed region; the dict it yields gets "profile" at exit.
 
-        with lprof.sampling() as result: work()
-        print(lprof.render_listing(result["profile"]))"""
+    with lprof.sampling() as result: work()
+    print(lprof.render_listing(result["profile"]))"""
     result = {}
     start(mode=mode, rate_hz=rate_hz)
     try:
@@ -47,6 +51,7 @@ def sampling(mode="cpu", rate_hz=None):
 def render_listing(profile, **options):
     """The annotated listing of a sampled profile, as text."""
     from .render.sampled_listing import render
+
     return render(profile, **options)
 
 
@@ -54,7 +59,17 @@ def load_ipython_extension(ip):
     """`%load_ext lprof` in IPython / Jupyter: the %lprun, %lprof and %%lprof
     magics (lprof.magics)."""
     from .magics import load_ipython_extension as load
+
     load(ip)
 
 
-__all__ = ["profile", "LineProfiler", "LineStats", "start", "stop", "sampling", "render_listing", "__version__"]
+__all__ = [
+    "profile",
+    "LineProfiler",
+    "LineStats",
+    "start",
+    "stop",
+    "sampling",
+    "render_listing",
+    "__version__",
+]

@@ -1,4 +1,5 @@
 """`python -m lprof` is the `lprof` command."""
+
 import sys
 
 from lprof.cli import main

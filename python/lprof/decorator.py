@@ -4,6 +4,7 @@ Tracing works per code object, so decorating never wraps: the very same
 function (or descriptor, or class) is returned, and it behaves exactly as
 before (return values, exceptions, signature, `inspect` results). Outside
 `lprof -l` nothing is enabled, so a decorated function costs nothing."""
+
 import atexit
 import functools
 import os
@@ -80,6 +81,7 @@ class LineProfiler:
                 return func(*args, **kwargs)
             finally:
                 self.disable()
+
         return traced
 
     def add(self, obj):
@@ -125,7 +127,8 @@ class LineProfiler:
             self._depth -= 1
             if self._depth == 0:
                 self._sums = _lprof.tracer_counts_add(
-                    self._sums, _lprof.tracer_counts(self._codes), self._base)
+                    self._sums, _lprof.tracer_counts(self._codes), self._base
+                )
                 self._base = ()
         collector.disable()
 
@@ -162,6 +165,7 @@ class LineProfiler:
 
     def run(self, cmd):
         import __main__
+
         namespace = __main__.__dict__
         return self.runctx(cmd, namespace, namespace)
 
@@ -169,6 +173,7 @@ class LineProfiler:
     def snapshot(self):
         """The profile dict of what was traced so far (see docs/formats.md)."""
         from .model import assemble
+
         return assemble.profile(["lines"], [collector if self._everything else _Counted(self)])
 
     def _functions(self):
@@ -177,8 +182,7 @@ class LineProfiler:
         with self._lock:
             counts = self._sums
             if self._depth:
-                counts = _lprof.tracer_counts_add(counts, _lprof.tracer_counts(self._codes),
-                                                  self._base)
+                counts = _lprof.tracer_counts_add(counts, _lprof.tracer_counts(self._codes), self._base)
             codes = list(self._codes)
         unit = _lprof.timer_unit()
         merged = {}  # key -> [total ticks, {line: [hits, ticks, wait ticks]}]
@@ -189,16 +193,20 @@ class LineProfiler:
                 continue
             entry[0] += values[1]  # (values[0]: the tracer_clear count)
             for i in range(2, len(values), 3):
-                row = values[i:i + 3]
+                row = values[i : i + 3]
                 if row[0] or row[1] or row[2]:
                     into = entry[1].setdefault(code.co_firstlineno + (i - 2) // 3, [0, 0, 0])
                     for j in range(3):
                         into[j] += row[j]
         functions = []
         for (path, name, first), (total, lines) in merged.items():
-            fn = {"file": path, "name": name, "first_line": first, "total_s": total * unit,
-                  "lines": [[ln, h, t * unit] for ln, (h, t, _w) in sorted(lines.items())
-                            if h or t]}
+            fn = {
+                "file": path,
+                "name": name,
+                "first_line": first,
+                "total_s": total * unit,
+                "lines": [[ln, h, t * unit] for ln, (h, t, _w) in sorted(lines.items()) if h or t],
+            }
             waits = [[ln, w * unit] for ln, (_h, _t, w) in sorted(lines.items()) if w]
             if waits:
                 fn["wait"] = waits
@@ -210,23 +218,42 @@ class LineProfiler:
         """line_profiler's LineStats of this profiler's functions (times in
         units of lprof's timer)."""
         from . import _lprof
+
         unit = _lprof.timer_unit()
         timings = {}
         for f in self.snapshot()["functions"]:
             timings[(f["file"], f["first_line"], f["name"])] = [
-                (ln, hits, int(round(t / unit))) for ln, hits, t in f["lines"]]
+                (ln, hits, int(round(t / unit))) for ln, hits, t in f["lines"]
+            ]
         return LineStats(timings, unit)
 
-    def print_stats(self, stream=None, output_unit=None, stripzeros=False, details=True,
-                    summarize=False, sort=False, rich=False):
+    def print_stats(
+        self,
+        stream=None,
+        output_unit=None,
+        stripzeros=False,
+        details=True,
+        summarize=False,
+        sort=False,
+        rich=False,
+    ):
         from .render.listing import render_lines
+
         stream = stream or sys.stdout
-        stream.write(render_lines(self.snapshot(), unit=output_unit, skip_zero=stripzeros,
-                                  summarize=summarize, sort="time" if sort else "file"))
+        stream.write(
+            render_lines(
+                self.snapshot(),
+                unit=output_unit,
+                skip_zero=stripzeros,
+                summarize=summarize,
+                sort="time" if sort else "file",
+            )
+        )
 
     def dump_stats(self, path):
         """Writes an lprof profile file (`lprof view` reads it)."""
         from .model import profile_file
+
         profile_file.save(self.snapshot(), path)
 
     def __repr__(self):
@@ -269,6 +296,7 @@ def _maybe_line_profile_env(prof):
 
 def _line_profile_env_report(prof):
     from .render.listing import render_lines
+
     collector.stop()
     snap = prof.snapshot()
     text = render_lines(snap)
@@ -279,11 +307,14 @@ def _line_profile_env_report(prof):
         pass
     try:
         from .model import profile_file
+
         with open("profile_output.txt", "w", encoding="utf-8") as fh:
             fh.write(text)
         profile_file.save(snap, "profile_output.lprof")
-        sys.stderr.write("lprof: wrote profile_output.txt and profile_output.lprof "
-                         "(view it again: lprof view profile_output.lprof)\n")
+        sys.stderr.write(
+            "lprof: wrote profile_output.txt and profile_output.lprof "
+            "(view it again: lprof view profile_output.lprof)\n"
+        )
     except OSError as exc:
         sys.stderr.write(f"lprof: could not write profile_output.*: {exc.strerror or exc}\n")
 

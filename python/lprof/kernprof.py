@@ -6,9 +6,11 @@ profiler) and `execfile` are here too. `python -m lprof.kernprof` is kernprof.
 As kernprof's, main() gives the caller back its process: sys.path,
 sys.argv and sys.modules["__main__"] as they were, and the program's own
 exception raised to the caller (after the profile is saved)."""
+
 import sys
 
 from .cli import main as _cli_main
+
 # kernprof's module has these: its cProfile profiler and execfile
 from .commands.contextual_profile import ContextualProfile  # noqa: F401 (kernprof's API)
 from .commands.kernprof_cprofile import execfile  # noqa: F401 (kernprof's API)
@@ -40,6 +42,7 @@ def main(args=None, *, exit_on_error=True):
 
 if __name__ == "__main__":  # `python -m lprof.kernprof`: lprof as kernprof
     from .common import libdirs
+
     libdirs.note_command_callers()  # runpy's frames
     # the command's own exit: the program's exception printed as python prints it
     sys.exit(_cli_main(as_kernprof=True))

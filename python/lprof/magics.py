@@ -11,6 +11,7 @@
 
 In a notebook, memory is Python objects only: the allocator shim needs the
 `lprof --memory` command to preload it before the interpreter starts."""
+
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.page import page
@@ -29,7 +30,6 @@ def _run_code(shell, code, filename):
 
 @magics_class
 class LprofMagics(Magics):
-
     def _cell_file(self, code):
         """A linecache name for code run by a magic, so listings show its lines."""
         try:
@@ -41,6 +41,7 @@ class LprofMagics(Magics):
     def lprun(self, parameter_s=""):
         """%lprun -f func [-m module] [-u unit] [-s] [-z] [-D file] [-T file] [-r] statement"""
         from .decorator import LineProfiler
+
         opts, statement = self.parse_options(parameter_s, "rszf:m:D:T:u:", list_all=True)
         if not statement.strip():
             raise UsageError("%lprun needs a statement to run (%lprun -f func statement)")
@@ -53,6 +54,7 @@ class LprofMagics(Magics):
                 raise UsageError(f"could not find function {name!r}: {exc!r}") from None
         for name in opts.get("m", []):
             import importlib
+
             try:
                 prof.add(importlib.import_module(name))
             except Exception as exc:
@@ -67,6 +69,7 @@ class LprofMagics(Magics):
         with prof:
             _run_code(self.shell, code, self._cell_file(code))
         import io
+
         out = io.StringIO()
         prof.print_stats(out, output_unit=unit, stripzeros="s" in opts or "z" in opts)
         text = out.getvalue()
@@ -84,8 +87,9 @@ class LprofMagics(Magics):
     def lprof(self, line="", cell=None):
         """%lprof [--wall] [--memory] [--rate HZ] [--all] [-o FILE] [--html FILE] [-r] statement
         %%lprof [options]  (the cell below)"""
-        opts, statement = self.parse_options(line, "ro:", "wall", "memory", "rate=", "html=",
-                                             "all", "per-thread", posix=False)
+        opts, statement = self.parse_options(
+            line, "ro:", "wall", "memory", "rate=", "html=", "all", "per-thread", posix=False
+        )
         code = cell if cell is not None else statement
         if not code.strip():
             raise UsageError("%lprof needs a statement (or use %%lprof on a cell)")
@@ -95,17 +99,25 @@ class LprofMagics(Magics):
                 rate = int(opts["rate"])
             except ValueError:
                 raise UsageError(f"--rate {opts['rate']}: samples a second, an integer") from None
-        profile = sample(self.shell, self.shell.transform_cell(code), self._cell_file,
-                         mode="wall" if "wall" in opts else "cpu", rate_hz=rate,
-                         memory="memory" in opts)
+        profile = sample(
+            self.shell,
+            self.shell.transform_cell(code),
+            self._cell_file,
+            mode="wall" if "wall" in opts else "cpu",
+            rate_hz=rate,
+            memory="memory" in opts,
+        )
         from .render.sampled_listing import render
+
         page(render(profile, reduced="all" not in opts, per_thread="per-thread" in opts))
         if "o" in opts:
             from .model import profile_file
+
             profile_file.save(profile, opts["o"])
             print(f"*** Profile saved to {opts['o']!r} (lprof view {opts['o']}).")
         if "html" in opts:
             from .render import html_report
+
             html_report.write(profile, opts["html"])
             print(f"*** HTML report written to {opts['html']!r}.")
         return profile if "r" in opts else None
@@ -117,10 +129,12 @@ def sample(shell, code, cell_file, mode="cpu", rate_hz=None, memory=False):
     import time
     from .collect import sampling as sampler
     from .model import assemble, stacks
+
     collectors = [sampler.SamplingCollector(mode=mode, rate_hz=rate_hz)]
     modes = [mode]
     if memory:
         from .collect.memory import MemoryCollector
+
         collectors.append(MemoryCollector())
         modes.append("memory")
     stacks.reset()

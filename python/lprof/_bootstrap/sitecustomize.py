@@ -6,6 +6,7 @@ fresh interpreters (multiprocessing's spawn method re-imports the script), so
 processes (LPROF_FOLLOW set), this child starts profiling itself here, before
 its program runs (lprof.process.follow). Then the user's own sitecustomize, if any,
 runs as it would have."""
+
 import os
 import sys
 
@@ -17,6 +18,7 @@ def _install_profile():
         import builtins
 
         from lprof import profile
+
         builtins.profile = profile
     except Exception:  # never break the child program
         pass
@@ -27,6 +29,7 @@ def _follow():
         return
     try:
         from lprof.process import follow
+
         follow.start_from_env()
     except Exception:  # never break the child program (e.g. another Python version)
         pass
@@ -35,6 +38,7 @@ def _follow():
 def _chain_user_sitecustomize():
     import importlib.machinery
     import importlib.util
+
     here = os.path.dirname(os.path.abspath(__file__))
     path = [p for p in sys.path if os.path.abspath(p or ".") != here]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)

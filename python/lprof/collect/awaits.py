@@ -7,6 +7,7 @@ stack at each suspension and add the time to its resume to that stack's
 wait_s column; this module registers them with sys.monitoring (PY_YIELD,
 PY_RESUME, PY_THROW) under a tool id of its own. Before 3.12 there is no
 sys.monitoring: start() says why it did nothing."""
+
 import sys
 
 from .. import _lprof

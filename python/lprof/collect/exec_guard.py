@@ -29,6 +29,7 @@ Two guards:
   nothing is started there (no timers, no threads), and the program it
   execs is followed as any child is.
 """
+
 import functools
 import os
 import sys
@@ -50,6 +51,7 @@ def _guarded(real):
             return real(*args, **kwargs)
         finally:  # reached only when the exec failed
             _lprof.sampler_resume()
+
     exec_guarded._lprof_exec_guard = True
     return exec_guarded
 
@@ -72,6 +74,7 @@ def before_exec(fn):
     def remove():
         if fn in _before:
             _before.remove(fn)
+
     return remove
 
 
@@ -98,6 +101,7 @@ def _exit_guarded(real):
             return real(*args, **kwargs)
         finally:  # reached only when os._exit was called wrongly and raised
             _in_hooks.on = False
+
     exit_guarded._lprof_exit_guard = True
     return exit_guarded
 
@@ -119,6 +123,7 @@ def before_os_exit(fn):
         # its own wrapper over lprof's since (that one keeps calling ours)
         if not _before_exit and getattr(os._exit, "_lprof_exit_guard", False) and _real_exit is not None:
             os._exit = _real_exit
+
     return remove
 
 
@@ -129,5 +134,6 @@ def forked_for_exec():
     f = sys._getframe(1)
     while f is not None and f.f_globals.get("__name__", "").startswith("lprof."):
         f = f.f_back
-    return (f is not None and f.f_code.co_name == "_execute_child"
-            and f.f_globals.get("__name__") == "subprocess")
+    return (
+        f is not None and f.f_code.co_name == "_execute_child" and f.f_globals.get("__name__") == "subprocess"
+    )

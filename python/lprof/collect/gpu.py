@@ -4,6 +4,7 @@ Intel GPUs through Level Zero, both loaded at run time by the C collectors
 launched them (src/aggregate/gpu_join.c) and hung under it as leaf frames
 named after the work; device memory is charged to the line that allocated
 it. Design: docs/design-gpu.md."""
+
 import functools
 import glob
 import os
@@ -36,6 +37,7 @@ def torch_cuda_major():
     would run the program's imports ahead of it). None: no torch, a CPU
     build, or a file lprof cannot read."""
     import importlib.util
+
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -99,7 +101,9 @@ def cupti_sonames():
     """The sonames lprof may load after the candidates (and look for in the
     process first): the torch's CUDA major only, when it is known."""
     major = torch_cuda_major()
-    return [f"libcupti.so.{major}"] if major is not None else ["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
+    return (
+        [f"libcupti.so.{major}"] if major is not None else ["libcupti.so.13", "libcupti.so.12", "libcupti.so"]
+    )
 
 
 def enable_level_zero_tracing():
@@ -151,6 +155,7 @@ class _PatchOnImport:
         if fullname != self.name:
             return None
         from importlib.machinery import PathFinder
+
         spec = PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
@@ -208,13 +213,16 @@ class GPUCollector:
         self.yielded = False
         if "levelzero" in self.backends:
             enable_level_zero_tracing()
-            self.status["levelzero"] = _lprof.gpu_levelzero_start(
-                os.environ.get("LPROF_ZE_LOADER_PATH")) or "active"
+            self.status["levelzero"] = (
+                _lprof.gpu_levelzero_start(os.environ.get("LPROF_ZE_LOADER_PATH")) or "active"
+            )
         if "cuda" in self.backends:
             self.status["cuda"] = _lprof.gpu_cupti_start(cupti_candidates(), cupti_sonames()) or "active"
             major = torch_cuda_major()
             if self.status["cuda"].startswith("libcupti not found") and major is not None:
-                self.status["cuda"] += f"; the installed torch is built for CUDA {major}: lprof loads only its libcupti.so.{major}"
+                self.status["cuda"] += (
+                    f"; the installed torch is built for CUDA {major}: lprof loads only its libcupti.so.{major}"
+                )
             if self.status["cuda"] == "active":
                 self._started = time.time()
                 watch_torch_profiler(self._yield_cupti)
@@ -231,6 +239,7 @@ class GPUCollector:
         """Tensor memory per line: PyTorch's allocator history, read at the
         end; backward work on the forward lines (collect/gpu_backward.py)."""
         from . import gpu_backward
+
         if gpu_backward.enabled():
             why = gpu_backward.install(torch)
             if why:
@@ -238,6 +247,7 @@ class GPUCollector:
             else:
                 self._backward_hooks = True
         from . import torch_memory
+
         wanted = [{"cuda": "cuda", "levelzero": "xpu"}[b] for b in self.active()]
         self._tensor_history = torch_memory.start_recording(wanted)
         self.notes.extend(torch_memory.NOTES)
@@ -251,8 +261,10 @@ class GPUCollector:
         _lprof.gpu_cupti_yield(flush_timeout_ms())
         self.yielded = True
         at = time.time() - getattr(self, "_started", time.time())
-        note = (f"torch.profiler started after {at:.1f} s: lprof handed CUPTI to it; the CUDA "
-                f"columns cover the run until then")
+        note = (
+            f"torch.profiler started after {at:.1f} s: lprof handed CUPTI to it; the CUDA "
+            f"columns cover the run until then"
+        )
         self.notes.append(note)
         if not self.quiet:
             sys.stderr.write(f"lprof: --gpu: {note}\n")
@@ -269,10 +281,12 @@ class GPUCollector:
         self.tensor_memory = None
         if getattr(self, "_tensor_history", False):
             from . import torch_memory
+
             self.tensor_memory = torch_memory.take_snapshot()
             self._tensor_history = False
         if getattr(self, "_backward_hooks", False):
             from . import gpu_backward
+
             gpu_backward.uninstall()
             self._backward_hooks = False
         _lprof.gpu_stop(flush_timeout_ms())
@@ -288,8 +302,12 @@ class GPUCollector:
 
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _stats()
-        out = {"backends": dict(self.status), "notes": list(self.notes), "stats": stats,
-               "lines": line_rows(stacks or {})}
+        out = {
+            "backends": dict(self.status),
+            "notes": list(self.notes),
+            "stats": stats,
+            "lines": line_rows(stacks or {}),
+        }
         if getattr(self, "tensor_memory", None):
             out["tensor_memory"] = self.tensor_memory
         return out
@@ -302,8 +320,11 @@ def _stats():
     tl = _lprof.gpu_timeline_stats()
     clock = {}
     if stats.get("cupti", {}).get("version"):  # CUPTI was loaded
-        clock["cuda"] = ("cuptiGetTimestamp" if tl.pop("cupti_clock_aligned") else
-                         "CUPTI's own clock (no cuptiGetTimestamp: not aligned)")
+        clock["cuda"] = (
+            "cuptiGetTimestamp"
+            if tl.pop("cupti_clock_aligned")
+            else "CUPTI's own clock (no cuptiGetTimestamp: not aligned)"
+        )
     else:
         tl.pop("cupti_clock_aligned")
     lz_clock = tl.pop("levelzero_clock")
@@ -320,35 +341,49 @@ def _warnings(stats):
     out = []
     tl = stats.get("timeline", {})
     if tl.get("dropped"):
-        out.append(f"the GPU timeline kept {tl.get('capacity', 0)} kernels/copies and dropped "
-                   f"{tl['dropped']} (LPROF_GPU_TRACE_MAX raises the limit); the per-line columns "
-                   f"count them all, the Chrome trace and GPU idle time do not")
+        out.append(
+            f"the GPU timeline kept {tl.get('capacity', 0)} kernels/copies and dropped "
+            f"{tl['dropped']} (LPROF_GPU_TRACE_MAX raises the limit); the per-line columns "
+            f"count them all, the Chrome trace and GPU idle time do not"
+        )
     if tl.get("line_spans_dropped"):
-        out.append(f"{tl['line_spans_dropped']} line intervals past the {tl.get('line_spans', 0)} kept "
-                   f"(LPROF_GPU_SPANS_MAX) have no GPU idle time")
+        out.append(
+            f"{tl['line_spans_dropped']} line intervals past the {tl.get('line_spans', 0)} kept "
+            f"(LPROF_GPU_SPANS_MAX) have no GPU idle time"
+        )
     cupti = stats.get("cupti", {})
     if cupti.get("flush_timed_out"):
         out.append("CUPTI's final flush did not return; GPU work still buffered there is missing")
     if cupti.get("unsubscribe_timed_out"):
-        out.append("CUPTI did not let lprof unsubscribe in time: another CUPTI client started later in "
-                   "this process may get no CUDA events")
+        out.append(
+            "CUPTI did not let lprof unsubscribe in time: another CUPTI client started later in "
+            "this process may get no CUDA events"
+        )
     if cupti.get("after_stop"):
-        out.append(f"{cupti['after_stop']} activity records arrived after lprof stopped; they are not "
-                   f"in the profile")
+        out.append(
+            f"{cupti['after_stop']} activity records arrived after lprof stopped; they are not in the profile"
+        )
     join = stats.get("join", {})
     if join.get("aged_out"):
-        out.append(f"{join['aged_out']} launches waited longer than lprof keeps them (their slots were "
-                   f"reused and {LAUNCHES_KEPT} later launches waited too); work that arrived for them "
-                   f"is under '[GPU work without a launch record]'")
+        out.append(
+            f"{join['aged_out']} launches waited longer than lprof keeps them (their slots were "
+            f"reused and {LAUNCHES_KEPT} later launches waited too); work that arrived for them "
+            f"is under '[GPU work without a launch record]'"
+        )
     if cupti.get("dropped"):
         out.append(f"CUPTI dropped {cupti['dropped']} activity records")
     launches = stats.get("join", {}).get("launches", 0)
     if cupti.get("callbacks") and launches and not stats.get("join", {}).get("records"):
-        out.append(f"no device times arrived for {launches} launch records: another CUPTI "
-                   f"client (torch.profiler, Nsight) took the activity records")
+        out.append(
+            f"no device times arrived for {launches} launch records: another CUPTI "
+            f"client (torch.profiler, Nsight) took the activity records"
+        )
     lz = stats.get("levelzero", {})
     if lz.get("lost"):
-        reused = (f" ({lz['reused']} because the program signalled or reset their event again while they "
-                  f"ran)") if lz.get("reused") else ""
+        reused = (
+            (f" ({lz['reused']} because the program signalled or reset their event again while they ran)")
+            if lz.get("reused")
+            else ""
+        )
         out.append(f"{lz['lost']} Level Zero launches could not be timed{reused}")
     return out

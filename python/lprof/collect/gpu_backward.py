@@ -23,6 +23,7 @@ line that made it, and tells the launch callback whose backward is running
 The mode is pushed on the thread that imports torch (torch function modes
 are per thread): forward passes on other threads are not mapped.
 LPROF_GPU_BACKWARD=0 turns this off. Design and overhead: docs/design-gpu.md."""
+
 import functools
 import os
 import types
@@ -44,6 +45,7 @@ def install(torch):
     try:
         from torch.overrides import TorchFunctionMode
         from torch.autograd.function import Function
+
         get_seq = torch._C._autograd._get_sequence_nr
         tensor_type = torch._C.TensorBase
         node = torch.autograd.graph.Node
@@ -98,17 +100,20 @@ def _teach_dynamo(dynamo):
     without this, every op under torch.compile would break the graph."""
     try:
         dynamo.substitute_in_graph(_lprof.gpu_autograd_torch_function, skip_signature_check=True)(
-            _traced_torch_function)
+            _traced_torch_function
+        )
     except Exception as e:  # an older torch: said in the notes
         _STATE["dynamo"] = f"torch.compile may break graphs at each op under --gpu ({e})"
 
 
 def _when_dynamo_imported(fn):
     import sys
+
     if "torch._dynamo" in sys.modules:
         fn(sys.modules["torch._dynamo"])
     else:
         from .gpu import _PatchOnImport
+
         sys.meta_path.insert(0, _PatchOnImport("torch._dynamo", fn))
 
 
@@ -122,6 +127,7 @@ def uninstall():
     if mode is not None:
         try:  # only where it is the innermost mode (on the thread that pushed it)
             import torch
+
             n = torch._C._len_torch_function_stack()
             if n and torch._C._get_function_stack_at(n - 1) is mode:
                 mode.__exit__(None, None, None)

@@ -3,6 +3,7 @@
 The timing itself is C (src/collect/tracer_core.c, src/collect/cpython/tracer.c); this module keeps
 the list of registered functions (so functions that never ran still appear)
 and turns the C results into the profile's "functions" section."""
+
 import os
 import sys
 import threading
@@ -109,8 +110,9 @@ class LineCollector:
         try:
             _lprof.tracer_sweeper_start(SWEEP_PERIOD_S)
         except RuntimeError as exc:  # no thread to be had: tracing goes on without
-            sys.stderr.write(f"lprof: {exc}; native threads are traced only through "
-                             "LineProfiler() wrappers\n")
+            sys.stderr.write(
+                f"lprof: {exc}; native threads are traced only through LineProfiler() wrappers\n"
+            )
             return
         self._sweeping = True
         _install_hooks()
@@ -164,7 +166,9 @@ class LineCollector:
         for key, (total, lines) in merged.items():
             path, name, first = key
             fn = {
-                "file": path, "name": name, "first_line": first,
+                "file": path,
+                "name": name,
+                "first_line": first,
                 "total_s": total * unit,
                 "lines": [[ln, h, t * unit] for ln, (h, t) in sorted(lines.items())],
             }
@@ -193,6 +197,7 @@ def _install_hooks():
         return
     _hooks_installed.append(True)
     import atexit
+
     atexit.register(collector._stop_sweeper)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=collector._after_fork_child)

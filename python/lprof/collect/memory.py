@@ -5,6 +5,7 @@ timeline (docs/design-memory.md).
 Python objects are seen through CPython's allocator hooks; native allocations
 (numpy, torch, C/C++ extensions) only when lprof's allocator shim is preloaded
 (`lprof --memory` re-executes the interpreter with it, see lprof.process.preload)."""
+
 import sys
 
 from .. import _lprof
@@ -34,8 +35,10 @@ class MemoryCollector:
         _lprof.memory_start(self.sample_bytes)
         self._running = True
         if not native_covered() and not self.quiet:
-            sys.stderr.write("lprof: native allocations are not covered (allocator shim not "
-                             "preloaded); memory shows Python objects only\n")
+            sys.stderr.write(
+                "lprof: native allocations are not covered (allocator shim not "
+                "preloaded); memory shows Python objects only\n"
+            )
 
     def stop(self):
         if not self._running:
@@ -56,4 +59,5 @@ class MemoryCollector:
     def snapshot(self):
         """{"memory": ..., "stacks": ...} of this collector alone."""
         from ..model import assemble
+
         return assemble.sections([self])

@@ -4,6 +4,7 @@ command's own process (commands/run.py) and every child it follows
 (lprof.process.follow) record through it; each keeps only what is its own (the
 parent: the fault guard and the HTML report; a child: its marker file and
 its one save)."""
+
 import sys
 import threading
 import time
@@ -40,15 +41,18 @@ class Recording:
     def build(self, exit_code=None):
         """The profile of what the collectors hold now."""
         from ..model import assemble
+
         argv = list(sys.argv) if self.argv is None else self.argv
-        return assemble.profile(self.modes, self.collectors, argv=argv,
-                                started=self.started or time.time(), exit_code=exit_code)
+        return assemble.profile(
+            self.modes, self.collectors, argv=argv, started=self.started or time.time(), exit_code=exit_code
+        )
 
     def start_checkpoints(self, interval, checkpoint):
         """Calls checkpoint() every `interval` seconds on lprof's own thread
         (unseen by the program, never sampled) until stop() or
         stop_checkpoints()."""
         from ..common.own_thread import OwnThread
+
         self._checkpoints = OwnThread(lambda: self._every(interval, checkpoint))
         self._checkpoints.start()
 

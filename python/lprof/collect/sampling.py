@@ -4,6 +4,7 @@ The C sampler (src/collect/sampler.c, handler in sampler_handler.c) takes sample
 into per-thread rings; a background drain thread moves them into the shared
 stack table every 100 ms (and at stop). Design: docs/design-sampler.md.
 """
+
 import contextlib
 import os
 import signal as _signal
@@ -21,6 +22,7 @@ _DRAIN_PERIOD_S = 0.1
 
 def _call_opcodes():
     import opcode
+
     return bytes(sorted(v for k, v in opcode.opmap.items() if "CALL" in k and v < 256))
 
 
@@ -36,7 +38,7 @@ def _parse_signal(spec):
     if not s.startswith("SIG"):
         s = "SIG" + s
     if s.startswith("SIGRTMIN"):
-        rest = s[len("SIGRTMIN"):]
+        rest = s[len("SIGRTMIN") :]
         return _signal.SIGRTMIN + (int(rest) if rest else 0)
     try:
         return int(getattr(_signal, s))
@@ -48,8 +50,13 @@ def _parse_signal(spec):
 # the real-time range. Every other signal means something to the program, the
 # runtime or the terminal (SIGSEGV, SIGINT, SIGTERM, SIGCHLD, SIGPIPE, ...):
 # taking one would break the program (a segfault that hangs, Ctrl-C ignored).
-_SAMPLER_SIGNALS = {int(_signal.SIGPROF), int(_signal.SIGVTALRM), int(_signal.SIGALRM),
-                    int(_signal.SIGUSR1), int(_signal.SIGUSR2)}
+_SAMPLER_SIGNALS = {
+    int(_signal.SIGPROF),
+    int(_signal.SIGVTALRM),
+    int(_signal.SIGALRM),
+    int(_signal.SIGUSR1),
+    int(_signal.SIGUSR2),
+}
 
 
 def check_signal(signo):
@@ -60,8 +67,10 @@ def check_signal(signo):
         name = _signal.Signals(signo).name
     except ValueError:
         raise ValueError(f"signal {signo} does not exist") from None
-    raise ValueError(f"signal {signo} ({name}) belongs to the program or the runtime; use "
-                     f"SIGPROF, SIGVTALRM, SIGALRM, SIGUSR1, SIGUSR2 or SIGRTMIN+N")
+    raise ValueError(
+        f"signal {signo} ({name}) belongs to the program or the runtime; use "
+        f"SIGPROF, SIGVTALRM, SIGALRM, SIGUSR1, SIGUSR2 or SIGRTMIN+N"
+    )
 
 
 def _signal_name(signo):
@@ -170,14 +179,14 @@ class SamplingCollector:
         if _active is not None:
             raise RuntimeError("lprof: sampling is already running in this process")
         from . import exec_guard
+
         exec_guard.install()
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
         _lprof.sampler_set_call_opcodes(_call_opcodes())
         if self.native:
             _stop_perf_trampoline()
-        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native],
-                             _cpu_source())
+        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native], _cpu_source())
         _active = self
         if self.waits:
             self._waits_note = awaits.start()
@@ -188,8 +197,11 @@ class SamplingCollector:
         _install_thread_hook()
         me = threading.current_thread()
         self._register_current(me)
-        others = [(t.ident, getattr(t, "native_id", 0) or 0) for t in threading.enumerate()
-                  if t is not me and t.ident is not None]
+        others = [
+            (t.ident, getattr(t, "native_id", 0) or 0)
+            for t in threading.enumerate()
+            if t is not me and t.ident is not None
+        ]
         for t in threading.enumerate():
             if t is not me and t.ident is not None:
                 self._threads[t.ident] = t.name
@@ -197,6 +209,7 @@ class SamplingCollector:
             _lprof.sampler_register_threads(others)
         self._stop_event.clear()
         from ..common.own_thread import OwnThread
+
         self._drainer = OwnThread(self._drain_loop)
         self._drainer.start()
 
@@ -246,6 +259,7 @@ class SamplingCollector:
         """The "sampling" section; its per-line rows follow the one
         attribution rule (lprof.model.stacks.lines)."""
         from ..model import stacks as model
+
         if self._running:
             _lprof.sampler_drain()
         stats = self._stats if self._stopped and hasattr(self, "_stats") else _lprof.sampler_stats()
@@ -280,8 +294,9 @@ class SamplingCollector:
             "cpu_total_s": cpu_s,
             "wall_total_s": totals["wall_s"],
             **self._waits_section(totals["wait_s"]),
-            "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time())
-                              - self._cpu0) if self._cpu0 is not None else 0.0,
+            "process_cpu_s": ((self._cpu1 if self._cpu1 is not None else time.process_time()) - self._cpu0)
+            if self._cpu0 is not None
+            else 0.0,
             "lprof_cpu_s": _lprof_cpu_s(self.mode, stats),
             "threads": {str(k): v for k, v in self._threads.items()},
             "lines": line_rows(stacks, per_line),
@@ -299,6 +314,7 @@ class SamplingCollector:
     def snapshot(self):
         """{"sampling": ..., "stacks": ...} of this collector alone."""
         from ..model import assemble
+
         return assemble.sections([self])
 
 
@@ -323,8 +339,11 @@ def _threads_without_python(stats):
     cpu_total_s all the same: a stack of that marker alone)."""
     charged = stats.get("others_charged_ns", 0) * 1e-9
     uncharged = (stats.get("others_uncharged_ns", 0) + stats.get("others_lost_ns", 0)) * 1e-9
-    return {"cpu_s": round(charged + uncharged, 9), "charged_s": round(charged, 9),
-            "uncharged_s": round(uncharged, 9)}
+    return {
+        "cpu_s": round(charged + uncharged, 9),
+        "charged_s": round(charged, 9),
+        "uncharged_s": round(uncharged, 9),
+    }
 
 
 def _lprof_cpu_s(mode, stats):
@@ -407,6 +426,7 @@ def stop():
     col.stop()
     _api_collector = None
     from ..model import assemble
+
     return assemble.profile([col.mode], [col])
 
 

@@ -32,6 +32,7 @@ Snapshot format (torch >= 2.1): "segments": [{"device", "blocks": [{"address",
 ("alloc", "free_requested", "free_completed", "segment_alloc", ...), "addr",
 "size", "stream", "time_us", "frames"}]]; frames are {"filename", "line",
 "name"}, innermost first."""
+
 import collections
 import functools
 import os
@@ -51,6 +52,7 @@ LIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free"
 
 def _torch_dir():
     import importlib.util
+
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -87,8 +89,6 @@ def load(path_or_dict):
     return snap
 
 
-
-
 class _Table:
     """Interned frames and stacks (root first), with per-stack bytes."""
 
@@ -107,7 +107,8 @@ class _Table:
         if not kept:
             kept = [f for f in reversed(frames or []) if _given_as_text(f.get("filename", ""))]
         key = tuple((f.get("filename", ""), f.get("name", ""), 0, int(f.get("line", 0))) for f in kept) or (
-            (UNKNOWN if frames else none),)
+            (UNKNOWN if frames else none),
+        )
         ids = []
         for fr in key:
             if fr not in self.frame_ids:
@@ -142,6 +143,7 @@ class _Backward:
         if t_us is None or not self.calls:
             return None
         import bisect
+
         j = bisect.bisect_right(self.starts, t_us) - 1
         for k in range(j, max(j - 64, -1), -1):  # nested or concurrent calls: a few back
             start, end, frames = self.calls[k]
@@ -266,14 +268,25 @@ def read_snapshots(parts, accept=None, backward=None, max_entries=MAX_ENTRIES):
         snap = load(snap)
         segments = snap.get("segments") or []
         traces = list(snap.get("device_traces") or [])
-        used = {int(s.get("device", 0) or 0) for s in segments} | {
-            d for d, t in enumerate(traces) if t}
+        used = {int(s.get("device", 0) or 0) for s in segments} | {d for d, t in enumerate(traces) if t}
         for d in sorted(used):
             trace = list(traces[d] or []) if d < len(traces) else []
             blocks = _live_blocks(segments, d)
-            st = dict.fromkeys(("peak_bytes", "live_bytes", "baseline_bytes", "baseline_attributed_bytes",
-                                "backward_bytes", "frameless_bytes", "unknown_frees"), 0)
-            st.update(device=f"{backend}:{d}", trace_entries=len(trace), window_full=len(trace) >= max_entries)
+            st = dict.fromkeys(
+                (
+                    "peak_bytes",
+                    "live_bytes",
+                    "baseline_bytes",
+                    "baseline_attributed_bytes",
+                    "backward_bytes",
+                    "frameless_bytes",
+                    "unknown_frees",
+                ),
+                0,
+            )
+            st.update(
+                device=f"{backend}:{d}", trace_entries=len(trace), window_full=len(trace) >= max_entries
+            )
             known = None if any(addr is None for addr, _s, _f in blocks) else blocks
             live = _replay(trace, known, table, calls, st)
             for addr, size, frames in blocks:
@@ -292,19 +305,31 @@ def read_snapshots(parts, accept=None, backward=None, max_entries=MAX_ENTRIES):
         row[0] += m["gpu_alloc_bytes"]
         row[1] += m["gpu_peak_bytes"]
         row[2] += m["gpu_live_bytes"]
-    stats = {k: sum(st[k] for st in devices) for k in (
-        "peak_bytes", "live_bytes", "trace_entries", "unknown_frees", "baseline_bytes",
-        "baseline_attributed_bytes", "backward_bytes", "frameless_bytes")}
+    stats = {
+        k: sum(st[k] for st in devices)
+        for k in (
+            "peak_bytes",
+            "live_bytes",
+            "trace_entries",
+            "unknown_frees",
+            "baseline_bytes",
+            "baseline_attributed_bytes",
+            "backward_bytes",
+            "frameless_bytes",
+        )
+    }
     stats["window_full"] = any(st["window_full"] for st in devices)
     stats["devices"] = devices
-    return {"lines": [[f, ln, fn] + vals for (f, ln, fn), vals in sorted(lines.items())],
-            "stacks": {"frames": table.frames,
-                       "stacks": [[list(ids), 0, m] for ids, m in table.stacks.items()]},
-            "stats": stats}
+    return {
+        "lines": [[f, ln, fn] + vals for (f, ln, fn), vals in sorted(lines.items())],
+        "stacks": {"frames": table.frames, "stacks": [[list(ids), 0, m] for ids, m in table.stacks.items()]},
+        "stats": stats,
+    }
 
 
-def read_snapshot(snap, accept=None, backward=None, backend="cuda", allocator_peaks=None,
-                  max_entries=MAX_ENTRIES):
+def read_snapshot(
+    snap, accept=None, backward=None, backend="cuda", allocator_peaks=None, max_entries=MAX_ENTRIES
+):
     """A snapshot (dict, or a pickle file's path) -> {"lines": [[file, line,
     function, alloc, peak, live], ...], "stacks": {"frames": [[file, func,
     0, line]], "stacks": [[ids root first, 0, {gpu_alloc_bytes,
@@ -319,11 +344,11 @@ def read_snapshot(snap, accept=None, backward=None, backend="cuda", allocator_pe
 
 # ---- inside the profiled program (needs torch built for CUDA or XPU) ----
 
-_RECORDING = {}       # backend -> {"reset": allocator peaks reset when recording began}
+_RECORDING = {}  # backend -> {"reset": allocator peaks reset when recording began}
 _BACKWARD = collections.deque(maxlen=1 << 20)  # (start_us, end_us, frames) per backward call
 _BACKWARD_STACKS = {}  # interned frames lists
-_HOOKS = []           # (module, name, original) while profiling
-NOTES = []            # why a backend lprof traces has no tensor memory
+_HOOKS = []  # (module, name, original) while profiling
+NOTES = []  # why a backend lprof traces has no tensor memory
 
 
 def _device_module(torch, backend):
@@ -348,8 +373,9 @@ def _device_module(torch, backend):
     missing = [n for n in ("_record_memory_history", "_snapshot") if not hasattr(memory, n)]
     missing += [n for n in ("is_initialized", "_lazy_call") if not hasattr(mod, n)]
     if missing:
-        NOTES.append(f"no {backend.upper()} tensor memory: this torch's torch.{backend} lacks "
-                     + ", ".join(missing))
+        NOTES.append(
+            f"no {backend.upper()} tensor memory: this torch's torch.{backend} lacks " + ", ".join(missing)
+        )
         return None
     return mod
 
@@ -392,8 +418,9 @@ def history_entries():
 def _record(mod, backend, at_init):
     entries = history_entries()
     try:
-        mod.memory._record_memory_history(enabled="all", context="alloc", stacks="python",
-                                          max_entries=entries)
+        mod.memory._record_memory_history(
+            enabled="all", context="alloc", stacks="python", max_entries=entries
+        )
     except Exception:  # never the program's error: its device start-up runs this
         return
     rec = _RECORDING[backend] = {"reset": False, "max_entries": entries}
@@ -447,8 +474,10 @@ def _wrap(module, name):
     if orig is None or getattr(orig, "_lprof_backward", False):
         return
     from .. import _lprof
+
     backward_call = functools.update_wrapper(
-        functools.partial(_lprof.gpu_call_around, _backward_start, _backward_end, orig), orig)
+        functools.partial(_lprof.gpu_call_around, _backward_start, _backward_end, orig), orig
+    )
     backward_call._lprof_backward = True
     setattr(module, name, backward_call)
     _HOOKS.append((module, name, orig, backward_call))

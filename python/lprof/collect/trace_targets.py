@@ -3,6 +3,7 @@ a function, method, class or module (`@profile`, `-p`, `lprof attach -l`),
 and a `pkg.mod.name` / `pkg.mod:Class.method` target resolved in the modules
 already imported, never importing anything; and the collector that traces
 named code in a process lprof attached to."""
+
 import functools
 import os
 import sys
@@ -93,8 +94,9 @@ class NamedCodeCollector:
         for target in targets:
             obj = find_loaded(target)
             if obj is None:
-                raise LookupError(f"-p {target}: not found in the process (only what it has "
-                                  f"imported can be traced)")
+                raise LookupError(
+                    f"-p {target}: not found in the process (only what it has imported can be traced)"
+                )
             found = list(code_objects(obj))
             if not found:
                 raise LookupError(f"-p {target}: no Python function there")
@@ -114,6 +116,7 @@ class NamedCodeCollector:
 
     def snapshot(self):
         section = collector.snapshot()
-        section["functions"] = [f for f in section["functions"]
-                                if (f["file"], f["name"], f["first_line"]) in self.keys]
+        section["functions"] = [
+            f for f in section["functions"] if (f["file"], f["name"], f["first_line"]) in self.keys
+        ]
         return section

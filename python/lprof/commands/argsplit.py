@@ -6,6 +6,7 @@ after it belongs to the program, even words that look like lprof's options
 argparse alone cannot do this: it would take `-q` after `-m pytest` for
 itself. So the words are walked here with the parser's own table of which
 options take a value, and only lprof's part is handed to argparse."""
+
 import argparse
 
 
@@ -30,7 +31,7 @@ def _option_table(parser):
 
 
 def _takes_value(action):
-    """"yes", "no" or "maybe" (nargs="?": an optional value)."""
+    """ "yes", "no" or "maybe" (nargs="?": an optional value)."""
     if action.nargs == 0:
         return "no"
     if action.nargs == argparse.OPTIONAL:
@@ -74,17 +75,18 @@ def split(parser, argv):
         if word == "--":
             if nxt is None:
                 return own, Target()
-            return own, Target("script", nxt, argv[i + 2:])
+            return own, Target("script", nxt, argv[i + 2 :])
         if word == "-":
-            return own, Target("stdin", "-", argv[i + 1:])
+            return own, Target("stdin", "-", argv[i + 1 :])
         if word.startswith("--"):
             name, eq, _value = word.partition("=")
             action = table.get(name)
             own.append(word)
             if action is not None and not eq:
                 kind = _takes_value(action)
-                if (kind == "yes" and nxt is not None) or (kind == "maybe"
-                                                          and _optional_value_fits(action, nxt)):
+                if (kind == "yes" and nxt is not None) or (
+                    kind == "maybe" and _optional_value_fits(action, nxt)
+                ):
                     own.append(nxt)
                     i += 1
             i += 1
@@ -94,14 +96,14 @@ def split(parser, argv):
             takes_next = False
             j = 1
             while j < len(word):
-                opt, rest = "-" + word[j], word[j + 1:]
+                opt, rest = "-" + word[j], word[j + 1 :]
                 if opt in TARGET_OPTIONS:
                     before = [word[:j]] if j > 1 else []
                     if rest:
-                        return own + before, Target(TARGET_OPTIONS[opt], rest, argv[i + 1:])
+                        return own + before, Target(TARGET_OPTIONS[opt], rest, argv[i + 1 :])
                     if nxt is None:  # argparse reports the missing value
                         return own + [word], Target()
-                    return own + before, Target(TARGET_OPTIONS[opt], nxt, argv[i + 2:])
+                    return own + before, Target(TARGET_OPTIONS[opt], nxt, argv[i + 2 :])
                 action = table.get(opt)
                 if action is None:  # unknown: argparse reports it
                     break
@@ -110,8 +112,9 @@ def split(parser, argv):
                     j += 1
                     continue
                 # the value is the rest of this word, else maybe the next word
-                takes_next = not rest and (kind == "yes" and nxt is not None or kind == "maybe"
-                                           and _optional_value_fits(action, nxt))
+                takes_next = not rest and (
+                    kind == "yes" and nxt is not None or kind == "maybe" and _optional_value_fits(action, nxt)
+                )
                 break
             own.append(word)
             if takes_next:
@@ -119,5 +122,5 @@ def split(parser, argv):
                 i += 1
             i += 1
             continue
-        return own, Target("script", word, argv[i + 1:])
+        return own, Target("script", word, argv[i + 1 :])
     return own, Target()

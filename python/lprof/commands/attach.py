@@ -7,6 +7,7 @@ profile as a run's (merged across processes with --children).
 The protocol with each process is process/attach_session.py's; this module
 drives the sessions: start PID's, let children join as they answer, wait,
 stop them all, gather."""
+
 import os
 import re
 import signal
@@ -77,10 +78,15 @@ class _LiveView:
         if len(self.changed) < len(paths) and waited < 0.8 * self.args.interval:
             return
         from ..render import top
+
         order = [p for p in paths if p in self.latest]
-        frame = top.render([self.shown[p] for p in order if p in self.shown],
-                           [self.latest[p] for p in order], self.args.pid,
-                           limit=self.args.top_lines, cache=self.cache)
+        frame = top.render(
+            [self.shown[p] for p in order if p in self.shown],
+            [self.latest[p] for p in order],
+            self.args.pid,
+            limit=self.args.top_lines,
+            cache=self.cache,
+        )
         self.shown = dict(self.latest)
         self.changed.clear()
         self.drawn_at = time.monotonic()
@@ -89,11 +95,17 @@ class _LiveView:
 
 
 def _options(args):
-    return {"cli_pid": os.getpid(), "targets": args.targets,
-            "mode": "lines" if args.line_by_line else "wall" if args.wall else "cpu",
-            "rate_hz": args.rate, "native": args.native, "memory": args.memory,
-            "memory_sample_bytes": args.memory_sample_bytes, "children": args.children,
-            "live_s": args.interval if args.top else None}
+    return {
+        "cli_pid": os.getpid(),
+        "targets": args.targets,
+        "mode": "lines" if args.line_by_line else "wall" if args.wall else "cpu",
+        "rate_hz": args.rate,
+        "native": args.native,
+        "memory": args.memory,
+        "memory_sample_bytes": args.memory_sample_bytes,
+        "children": args.children,
+        "live_s": args.interval if args.top else None,
+    }
 
 
 _left = {}  # a reason to leave a child out (its pid blanked) -> [first pid, how many more]
@@ -115,8 +127,7 @@ def _left_out(exc):
 def _left_out_summary():
     for first, more in _left.values():
         if more:
-            sys.stderr.write(f"lprof: {more} more child process(es) left out as process "
-                             f"{first} was\n")
+            sys.stderr.write(f"lprof: {more} more child process(es) left out as process {first} was\n")
 
 
 def _start(session, args):
@@ -132,10 +143,13 @@ def _start(session, args):
         st = s.poll_start(deadline, args.start_timeout)
         if st is None and not said and not args.quiet and time.monotonic() - t0 > WAIT_NOTE_S:
             said.append(True)
-            sys.stderr.write(f"lprof: waiting for process {args.pid}'s main thread to run Python "
-                             f"code (blocked in a long call?); up to {args.start_timeout:g} s "
-                             f"(--start-timeout)\n")
+            sys.stderr.write(
+                f"lprof: waiting for process {args.pid}'s main thread to run Python "
+                f"code (blocked in a long call?); up to {args.start_timeout:g} s "
+                f"(--start-timeout)\n"
+            )
         return st
+
     started, _waiting = _poll_all([session], session, poll)
     return started[0][1]
 
@@ -166,7 +180,7 @@ class _Children:
             except OSError:
                 continue
             for name in names:
-                pid = name[len(FORKED_PREFIX):]
+                pid = name[len(FORKED_PREFIX) :]
                 if not (name.startswith(FORKED_PREFIX) and pid.isdigit()) or int(pid) in self.seen:
                     continue
                 self.seen.add(int(pid))
@@ -270,13 +284,17 @@ def _announce(args, st, children):
     until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
     also = ""
     if args.memory:
-        also = (" and allocations" if st.get("native_memory") else
-                " and Python objects' allocations (native ones are not covered: the "
-                "allocator shim is preloaded only at a run's start)")
+        also = (
+            " and allocations"
+            if st.get("native_memory")
+            else " and Python objects' allocations (native ones are not covered: the "
+            "allocator shim is preloaded only at a run's start)"
+        )
     verb = "timing" if args.line_by_line else "sampling"
     more = f" and {children} child process(es)" if args.children else ""
-    sys.stderr.write(f"lprof: attached to process {args.pid}{more} (Python {st['python']}): "
-                     f"{verb} {what}{also} {until}\n")
+    sys.stderr.write(
+        f"lprof: attached to process {args.pid}{more} (Python {st['python']}): {verb} {what}{also} {until}\n"
+    )
 
 
 def _record(recording, children, args, stop_now=False):
@@ -304,14 +322,13 @@ def _record(recording, children, args, stop_now=False):
     # from here on Ctrl-C stops the command; the agents then just stop
     for s in recording:
         s.ask_stop()
-    done, waiting = _poll_all(recording, recording[0], lambda s: s.poll_end(),
-                              until=time.monotonic() + SAVE_TIMEOUT_S)
+    done, waiting = _poll_all(
+        recording, recording[0], lambda s: s.poll_end(), until=time.monotonic() + SAVE_TIMEOUT_S
+    )
     if any(s is recording[0] for s in waiting):
-        raise LprofError(f"attach: process {args.pid} did not save its profile within "
-                         f"{SAVE_TIMEOUT_S} s", 1)
+        raise LprofError(f"attach: process {args.pid} did not save its profile within {SAVE_TIMEOUT_S} s", 1)
     for s in waiting:
-        _left_out(LprofError(f"attach: process {s.pid} did not save its profile within "
-                             f"{SAVE_TIMEOUT_S} s"))
+        _left_out(LprofError(f"attach: process {s.pid} did not save its profile within {SAVE_TIMEOUT_S} s"))
     return done
 
 
@@ -327,6 +344,7 @@ def _gather(done, args):
         files.save_bytes(data, args.outfile)
         return prof
     from ..model.merge import merge_profiles
+
     ended_by = loaded[0][3]["meta"].get("attached")
     prof = merge_profiles((p, f"process {s.pid}") for s, _st, _d, p in loaded)
     prof["meta"]["attached"] = dict(ended_by or {}, processes=len(loaded))
@@ -342,6 +360,7 @@ def _python_version(pid):
     """The target's (major, minor) from outside, or None when not found
     (an embedding program: the remote_exec path says what it finds)."""
     from ..process import remote_target
+
     try:
         return remote_target.find(pid, "attach").version
     except LprofError:
@@ -359,13 +378,25 @@ def _outside(args, why, gave_up=None):
     from ..collect import remote_stacks
     from ..process import remote_target
     from ..render import stack_dump
-    needs_code = [f for f, on in (("-l", args.line_by_line), ("--memory", args.memory),
-                                  ("--children", args.children), ("--top", args.top)) if on]
+
+    needs_code = [
+        f
+        for f, on in (
+            ("-l", args.line_by_line),
+            ("--memory", args.memory),
+            ("--children", args.children),
+            ("--top", args.top),
+        )
+        if on
+    ]
     if needs_code and gave_up is not None:
         raise gave_up
     if needs_code:
-        raise LprofError(f"{why}; {needs_code[0]} needs lprof's code in the process (lprof dump "
-                         f"{args.pid} reads its stacks from outside)", 2)
+        raise LprofError(
+            f"{why}; {needs_code[0]} needs lprof's code in the process (lprof dump "
+            f"{args.pid} reads its stacks from outside)",
+            2,
+        )
     rate = min(args.rate or OUTSIDE_RATE_HZ, OUTSIDE_RATE_HZ)
     try:
         target = remote_target.find(args.pid, "attach")
@@ -374,19 +405,33 @@ def _outside(args, why, gave_up=None):
     except LprofError as exc:
         if gave_up is None:
             raise
-        raise LprofError(f"{gave_up.message} (nor could it be read from outside: "
-                         f"{exc.message.removeprefix('attach: ')})", gave_up.exit_code) from None
+        raise LprofError(
+            f"{gave_up.message} (nor could it be read from outside: {exc.message.removeprefix('attach: ')})",
+            gave_up.exit_code,
+        ) from None
+
     def announce():
         if not args.quiet:
             until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C or its end"
-            sys.stderr.write(f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
-                             f"instead ({rate} Hz wall-clock stacks read with process_vm_readv, "
-                             f"{until}; a listing only, no profile file)\n")
+            sys.stderr.write(
+                f"lprof: {why.removeprefix('attach: ')}: sampling it from outside "
+                f"instead ({rate} Hz wall-clock stacks read with process_vm_readv, "
+                f"{until}; a listing only, no profile file)\n"
+            )
             sys.stderr.flush()
+
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    result = remote_stacks.sample(args.pid, target.runtime, layout, args.duration, rate,
-                                  stop=lambda: bool(stop), verb="attach", on_start=announce)
+    result = remote_stacks.sample(
+        args.pid,
+        target.runtime,
+        layout,
+        args.duration,
+        rate,
+        stop=lambda: bool(stop),
+        verb="attach",
+        on_start=announce,
+    )
     if not args.quiet:
         sys.stdout.write(stack_dump.format_samples(args.pid, result))
     return 0
@@ -397,9 +442,12 @@ def main(args):
     remote.executable_of(args.pid)  # no such process: said before anything is made
     version = _python_version(args.pid)
     if version is not None and version < (3, 14):
-        return _outside(args, f"attach: process {args.pid} runs Python {version[0]}.{version[1]}, "
-                              f"which cannot be asked to run lprof's code (sys.remote_exec is "
-                              f"3.14+)")
+        return _outside(
+            args,
+            f"attach: process {args.pid} runs Python {version[0]}.{version[1]}, "
+            f"which cannot be asked to run lprof's code (sys.remote_exec is "
+            f"3.14+)",
+        )
     _left.clear()
     sessions = []  # every one made, closed at the end
     try:
@@ -425,8 +473,9 @@ def main(args):
         try:
             done = _record(recording, children, args, stop_now)
         except KeyboardInterrupt:  # a second Ctrl-C while the profiles are saved
-            raise LprofError("attach: interrupted; no profile saved (the process goes on, "
-                             "unprofiled)", 130) from None
+            raise LprofError(
+                "attach: interrupted; no profile saved (the process goes on, unprofiled)", 130
+            ) from None
         prof = _gather(done, args)
         _left_out_summary()
     finally:
@@ -438,20 +487,28 @@ def main(args):
 def _show(prof, args):
     if args.html:
         from .. import export as exports
+
         exports.write(prof, "html", args.html, fold_imports=True)
     if not args.quiet and "lines" in prof["meta"]["modes"]:
         from ..render.listing import render_lines
+
         sys.stdout.write(render_lines(prof, skip_zero=args.skip_zero))
     elif not args.quiet:
         from ..render.sampled_listing import render
-        sys.stdout.write(render(prof, reduced=args.reduced,
-                                profile_only=args.profile_only or None,
-                                profile_all=args.profile_all, threshold_pct=args.threshold,
-                                per_thread=args.per_thread))
+
+        sys.stdout.write(
+            render(
+                prof,
+                reduced=args.reduced,
+                profile_only=args.profile_only or None,
+                profile_all=args.profile_all,
+                threshold_pct=args.threshold,
+                per_thread=args.per_thread,
+            )
+        )
     if not args.quiet:
         attached = prof["meta"].get("attached") or {}
         more = attached.get("processes", 1) - 1
         who = f"process {args.pid}" + (f" and {more} child process(es), merged" if more else "")
-        sys.stderr.write(f"lprof: profile of {who} ({attached.get('ended_by')}) written to "
-                         f"{args.outfile}\n")
+        sys.stderr.write(f"lprof: profile of {who} ({attached.get('ended_by')}) written to {args.outfile}\n")
     return 0

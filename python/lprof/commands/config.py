@@ -10,6 +10,7 @@ Command-line options override both. The file is the one named by --config,
 else by $LINE_PROFILER_RC (line_profiler's variable), else the nearest
 line_profiler.toml or pyproject.toml from the current folder up; --no-config
 skips it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
+
 import argparse
 import os
 
@@ -43,11 +44,13 @@ def find_pyproject(start=None):
 def _toml_loader():
     try:
         import tomllib
+
         return tomllib
     except ImportError:
         pass
     try:
         import tomli
+
         return tomli
     except ImportError:
         return None
@@ -74,14 +77,20 @@ def read(path, explicit):
         return {}, None  # most projects' pyproject.toml: no TOML parser loaded at start-up
     loader = _toml_loader()
     if loader is None:
-        return {}, (f"{path}: its [tool.lprof] / [tool.line_profiler] options need "
-                    "Python 3.11+ or the tomli package; ignored")
+        return {}, (
+            f"{path}: its [tool.lprof] / [tool.line_profiler] options need "
+            "Python 3.11+ or the tomli package; ignored"
+        )
     try:
         doc = loader.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise LprofError(f"{path}: not valid TOML ({exc})", 2) from None
-    return {"kernprof": _table(doc, KERNPROF_TABLE), "lprof": _table(doc, LPROF_TABLE),
-            "viewer": _table(doc, VIEWER_TABLE), "widths": _table(doc, WIDTHS_TABLE)}, None
+    return {
+        "kernprof": _table(doc, KERNPROF_TABLE),
+        "lprof": _table(doc, LPROF_TABLE),
+        "viewer": _table(doc, VIEWER_TABLE),
+        "widths": _table(doc, WIDTHS_TABLE),
+    }, None
 
 
 def config_path(named, no_config):
@@ -103,8 +112,7 @@ def column_widths(path, explicit):
     where = f"{path} [{'.'.join(WIDTHS_TABLE)}]"
     for key, value in (tables.get("widths") or {}).items():
         if key not in WIDTH_KEYS:
-            raise LprofError(f"{where}: unknown column '{key}' "
-                             f"(columns: {', '.join(WIDTH_KEYS)})", 2)
+            raise LprofError(f"{where}: unknown column '{key}' (columns: {', '.join(WIDTH_KEYS)})", 2)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 80:
             raise LprofError(f"{where} {key}: must be a whole number from 1 to 80", 2)
         out[key] = value
@@ -126,8 +134,9 @@ def viewer_defaults(path, explicit):
             raise LprofError(f"{where}: unknown option '{key}'", 2)
         if kind is bool and not isinstance(value, bool):
             raise LprofError(f"{where} {key}: must be true or false", 2)
-        if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
-                              or not value > 0):
+        if kind is float and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+        ):
             raise LprofError(f"{where} {key}: must be a positive number", 2)
         if key == "sort":
             out["sort"] = "time" if value else "file"
@@ -151,8 +160,7 @@ def defaults(parser, path, explicit):
                 by_option[opt[2:]] = action
     out = {}
     for table_name, table in (("kernprof", tables["kernprof"]), ("lprof", tables["lprof"])):
-        where = (".".join(KERNPROF_TABLE) if table_name == "kernprof"
-                 else ".".join(LPROF_TABLE))
+        where = ".".join(KERNPROF_TABLE) if table_name == "kernprof" else ".".join(LPROF_TABLE)
         for key, value in table.items():
             if table_name == "kernprof" and key in KERNPROF_IGNORED:
                 continue

@@ -3,6 +3,7 @@
 The profiler of kernprof's cProfile run (kernprof_cprofile.py), usable as a
 decorator and a context manager as kernprof's own is; lprof.kernprof
 offers it under kernprof's name."""
+
 import cProfile
 import functools
 import inspect
@@ -37,6 +38,7 @@ class ContextualProfile(cProfile.Profile):
 
     def __call__(self, func):
         if inspect.isgeneratorfunction(func):
+
             @functools.wraps(func)
             def gen_wrapper(*args, **kwargs):
                 gen = func(*args, **kwargs)
@@ -48,10 +50,12 @@ class ContextualProfile(cProfile.Profile):
                         except StopIteration as stop:
                             return stop.value
                     value = yield item
+
             return gen_wrapper
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with self:
                 return func(*args, **kwargs)
+
         return wrapper

@@ -1,4 +1,5 @@
 """`lprof diff BEFORE AFTER`: lines and functions that got slower or heavier."""
+
 import argparse
 import sys
 
@@ -8,29 +9,40 @@ from ..common.files import write_text
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="lprof diff", allow_abbrev=False,
-                                description="Compare two profiles: the lines and functions of "
-                                            "your code whose time or memory changed most.")
+    p = argparse.ArgumentParser(
+        prog="lprof diff",
+        allow_abbrev=False,
+        description="Compare two profiles: the lines and functions of "
+        "your code whose time or memory changed most.",
+    )
     p.add_argument("before", help="the earlier profile")
     p.add_argument("after", help="the later profile")
-    p.add_argument("--metric", default=None, metavar="COLUMN",
-                   help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
-                        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
-                        "time_s, else alloc_bytes)")
-    p.add_argument("-n", "--top", type=int, default=20, metavar="N",
-                   help="lines and functions listed (default 20)")
+    p.add_argument(
+        "--metric",
+        default=None,
+        metavar="COLUMN",
+        help="column to sort by: cpu_s (CPU total), wall_s, time_s (-l), "
+        "alloc_bytes, peak_bytes, ... (default: cpu_s, else wall_s, else "
+        "time_s, else alloc_bytes)",
+    )
+    p.add_argument(
+        "-n", "--top", type=int, default=20, metavar="N", help="lines and functions listed (default 20)"
+    )
     p.add_argument("--html", metavar="PATH", help="also write the comparison as an HTML page")
-    p.add_argument("--flamegraph", metavar="PATH",
-                   help="also write AFTER's flame graph as an SVG, each frame coloured by its "
-                        "change against BEFORE (red grew, blue shrank)")
-    p.add_argument("--full-imports", action="store_true",
-                   help="--flamegraph: show importlib's frames whole")
+    p.add_argument(
+        "--flamegraph",
+        metavar="PATH",
+        help="also write AFTER's flame graph as an SVG, each frame coloured by its "
+        "change against BEFORE (red grew, blue shrank)",
+    )
+    p.add_argument("--full-imports", action="store_true", help="--flamegraph: show importlib's frames whole")
     return p
 
 
 def main(args):
     from ..model.compare import compare
     from ..render import diff_report
+
     before = profile_file.load(args.before)
     after = profile_file.load(args.after)
     try:
@@ -55,10 +67,17 @@ def _flamegraph(args, before, after, column):
     (the profile's own time metric where no stacks hold it: -l times)."""
     from ..export import diff_svg
     from .export import _stack_metric
+
     metric = diff_svg.STACK_METRIC.get(column) or _stack_metric(after)
     try:
-        diff_svg.write(before, after, args.flamegraph, metric, fold_imports=not args.full_imports,
-                       names=(args.before, args.after))
+        diff_svg.write(
+            before,
+            after,
+            args.flamegraph,
+            metric,
+            fold_imports=not args.full_imports,
+            names=(args.before, args.after),
+        )
     except ValueError as exc:
         raise LprofError(f"--flamegraph: {exc}", 2) from None
     except OSError as exc:

@@ -3,6 +3,7 @@ read from outside (process_vm_readv through lprof's C reader): nothing runs
 in the process, so one sleeping, blocked in a C call or hung is read as it
 is. Python 3.10-3.15 (3.10-3.12: with lprof's extension built for the
 target's version; 3.13+: the target's _Py_DebugOffsets; docs/design-remote.md)."""
+
 import argparse
 import json
 import sys
@@ -15,18 +16,26 @@ from ..render import stack_dump
 
 def parser():
     p = argparse.ArgumentParser(
-        prog="lprof dump", allow_abbrev=False,
+        prog="lprof dump",
+        allow_abbrev=False,
         description="Print every thread's Python stack in a running process, read from outside "
-                    "(no code runs in it: works on a process that sleeps, waits in a C call or "
-                    "hangs). The innermost call is printed last, as in a traceback.")
+        "(no code runs in it: works on a process that sleeps, waits in a C call or "
+        "hangs). The innermost call is printed last, as in a traceback.",
+    )
     p.add_argument("pid", type=int, help="the process to read")
-    p.add_argument("--json", action="store_true",
-                   help="print JSON: {pid, python, threads: [{thread_id, native_id, name, "
-                        "frames: [{file, function, line}] innermost first, complete}]}")
-    p.add_argument("--locals", action="store_true",
-                   help="each frame's bound local variables too, read from outside: None, "
-                        "bools, ints, floats and str excerpts by value, other objects by type "
-                        "(containers with their length)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: {pid, python, threads: [{thread_id, native_id, name, "
+        "frames: [{file, function, line}] innermost first, complete}]}",
+    )
+    p.add_argument(
+        "--locals",
+        action="store_true",
+        help="each frame's bound local variables too, read from outside: None, "
+        "bools, ints, floats and str excerpts by value, other objects by type "
+        "(containers with their length)",
+    )
     return p
 
 
@@ -42,10 +51,11 @@ def main(args):
     layout = remote_target.layout(target, "dump")
     threads = remote_stacks.read(args.pid, target.runtime, layout, "dump", args.locals)
     if args.json:
-        doc = {"pid": args.pid,
-               "python": "%d.%d" % target.version if target.version else None,
-               "threads": [dict(t, frames=[_frame_doc(f) for f in t["frames"]])
-                           for t in threads]}
+        doc = {
+            "pid": args.pid,
+            "python": "%d.%d" % target.version if target.version else None,
+            "threads": [dict(t, frames=[_frame_doc(f) for f in t["frames"]]) for t in threads],
+        }
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     else:
         sys.stdout.write(stack_dump.format_dump(args.pid, target.version, threads))

@@ -1,5 +1,6 @@
 """`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG, HTML,
 Chrome trace, pstats, Firefox Profiler (gecko). The format comes from lprof.export's one registry."""
+
 import argparse
 import sys
 
@@ -10,23 +11,29 @@ from .options import STACK_METRICS
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="lprof export", allow_abbrev=False,
-                                description="Convert a saved profile to another format.")
+    p = argparse.ArgumentParser(
+        prog="lprof export", allow_abbrev=False, description="Convert a saved profile to another format."
+    )
     p.add_argument("file")
-    p.add_argument("--format", "-f", required=True,
-                   choices=list(exports.FORMATS))
-    p.add_argument("--metric", default=None, choices=STACK_METRICS,
-                   help="stack metric for folded/speedscope/svg/chrome/pstats/gecko (default cpu, "
-                        "or wall for wall-mode profiles; chrome, pstats, gecko: cpu or wall)")
-    p.add_argument("--full-imports", action="store_true",
-                   help="svg/html: show importlib's frames whole (by default each import is "
-                        "one 'import module' frame)")
+    p.add_argument("--format", "-f", required=True, choices=list(exports.FORMATS))
+    p.add_argument(
+        "--metric",
+        default=None,
+        choices=STACK_METRICS,
+        help="stack metric for folded/speedscope/svg/chrome/pstats/gecko (default cpu, "
+        "or wall for wall-mode profiles; chrome, pstats, gecko: cpu or wall)",
+    )
+    p.add_argument(
+        "--full-imports",
+        action="store_true",
+        help="svg/html: show importlib's frames whole (by default each import is one 'import module' frame)",
+    )
     p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
     return p
 
 
 def default_output(path, fmt):
-    base = path[:-len(".lprof")] if path.endswith(".lprof") else path
+    base = path[: -len(".lprof")] if path.endswith(".lprof") else path
     return base + exports.FORMATS[fmt].extension
 
 
@@ -37,6 +44,7 @@ def main(args):
     out = args.output or default_output(args.file, args.format)
     if out == "-" and args.format == "json":
         from ..export.json_doc import write_json
+
         write_json(prof, sys.stdout)
         return 0
     if out == "-" and args.format != "folded":

@@ -13,6 +13,7 @@ from a temporary file, as kernprof runs it, so tracebacks show its lines.
 The program runs through lprof's runner (the argv, __main__, exit status
 and exceptions of a python run) and the stats are written on every way out
 the runner sees: the end, sys.exit, an exception, Ctrl-C."""
+
 import builtins
 import marshal
 import os
@@ -38,12 +39,14 @@ def execfile(filename, globals=None, locals=None):
 def run_module(name):
     """`python -m name`'s run (what kernprof's rmod does)."""
     import runpy
+
     runpy._run_module_as_main(name, alter_argv=True)
 
 
 def _run_main_of(_path):
     """A folder or zipapp: its __main__ module, as python runs it."""
     import runpy
+
     runpy._run_module_as_main("__main__", alter_argv=False)
 
 
@@ -134,13 +137,13 @@ def main(args):
 
 
 def _run(args, prof, kind, target, what, debug):
-    program = runner.prepare(
-        lambda: (target, kind, runner.read_script(target) if kind == "script" else None))
+    program = runner.prepare(lambda: (target, kind, runner.read_script(target) if kind == "script" else None))
     if program is None:
         return 1
     code = program[2]
     outfile = args.outfile or _default_outfile(args, what)
     from ..common.procinfo import profile_path
+
     outfile = profile_path(outfile, args.outdir)
     outputs.check([("-o", outfile)], protected=[target] if kind == "script" else [])
     if debug:
@@ -149,6 +152,7 @@ def _run(args, prof, kind, target, what, debug):
     if args.builtin:
         builtins.profile = prof
         from . import line_profiler_bridge  # `from line_profiler import profile`: the same
+
         line_profiler_bridge.install(prof)
 
     # runctx's frames: its file is cProfile.py, profiling/tracing/ on 3.15
@@ -167,8 +171,13 @@ def _run(args, prof, kind, target, what, debug):
             if debug:
                 kernprof_mode.debug(_call_text(call, *call_args))
             return call(*call_args)
-        context = {"run_module": run_module, "run_main_of": _run_main_of, "execfile": execfile,
-                   "target": call_args[0], "namespace": namespace}
+        context = {
+            "run_module": run_module,
+            "run_main_of": _run_main_of,
+            "execfile": execfile,
+            "target": call_args[0],
+            "namespace": namespace,
+        }
         if debug:
             kernprof_mode.debug(_call_text(prof.runctx, command, context, context))
         prof.runctx(command, context, context)
@@ -185,8 +194,7 @@ def _run(args, prof, kind, target, what, debug):
         if args.verbosity <= -3:
             sys.stderr = sink
     try:
-        outcome = runner.run(target, args.args, kind=kind, code=code, setup=args.setup,
-                             execute=execute)
+        outcome = runner.run(target, args.args, kind=kind, code=code, setup=args.setup, execute=execute)
     finally:
         if sink is not None:
             sys.stdout, sys.stderr = saved_streams
@@ -221,4 +229,3 @@ def _say(stream, text):
         stream.flush()
     except (OSError, ValueError):
         pass
-

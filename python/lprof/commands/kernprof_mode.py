@@ -13,6 +13,7 @@ lprof's own command has others:
   temporary file (a -v listing still shows them);
 - LINE_PROFILER_DEBUG (or -vv) logs the calls the cProfile run makes.
 Run as `lprof`, none of these apply."""
+
 import os
 import sys
 import time
@@ -36,14 +37,12 @@ def chosen(as_kernprof):
 
 
 # what only lprof collects: asked for, lprof samples even under kernprof's name
-_LPROF_COLLECTORS = ("wall", "cpu", "memory", "gpu", "native", "sample", "stacks",
-                     "flamegraph", "html")
+_LPROF_COLLECTORS = ("wall", "cpu", "memory", "gpu", "native", "sample", "stacks", "flamegraph", "html")
 
 
 def runs_cprofile(args):
     """kernprof without -l: cProfile, unless one of lprof's own collectors is asked for."""
-    return not args.line_by_line and not any(getattr(args, name, None)
-                                             for name in _LPROF_COLLECTORS)
+    return not args.line_by_line and not any(getattr(args, name, None) for name in _LPROF_COLLECTORS)
 
 
 def debugging(args):

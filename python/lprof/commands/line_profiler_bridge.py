@@ -7,6 +7,7 @@ module `line_profiler.explicit_profiler` is given lprof's `profile` right
 after its code ran, before `line_profiler/__init__.py` copies the name.
 Run as kernprof without -l, that `profile` is the cProfile run's profiler,
 as kernprof makes it (kernprof_cprofile.py)."""
+
 import importlib.abc
 import importlib.machinery
 import sys

@@ -2,6 +2,7 @@
 process). Files are read one at a time and folded into the running total
 (lprof.model.merge), so memory follows the distinct lines and stacks, not
 the number of files."""
+
 import argparse
 import glob
 import os
@@ -13,13 +14,17 @@ from ..model.merge import MergeError, Merger
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="lprof merge", allow_abbrev=False,
-                                description="Merge profiles (one per rank or process) into "
-                                            "one: sums add, peaks take the maximum, and a "
-                                            "per-line imbalance view (lprof view OUT --ranks).")
+    p = argparse.ArgumentParser(
+        prog="lprof merge",
+        allow_abbrev=False,
+        description="Merge profiles (one per rank or process) into "
+        "one: sums add, peaks take the maximum, and a "
+        "per-line imbalance view (lprof view OUT --ranks).",
+    )
     p.add_argument("files", nargs="+", help="profile files (glob patterns are expanded)")
-    p.add_argument("-o", "--output", default="merged.lprof",
-                   help="merged profile to write (default merged.lprof)")
+    p.add_argument(
+        "-o", "--output", default="merged.lprof", help="merged profile to write (default merged.lprof)"
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no message on stderr")
     return p
 
@@ -43,6 +48,7 @@ def main(args):
     paths = _inputs(args.files)
     out = args.output
     from . import output_paths as outputs
+
     outputs.check([("-o", out)])
     merger = Merger()
     for path in paths:
@@ -58,6 +64,8 @@ def main(args):
     except OSError as exc:
         raise LprofError(f"could not write {out}: {exc.strerror or exc}", 2) from None
     if not args.quiet:
-        sys.stderr.write(f"lprof: merged {merger.count} profiles into {out} (per-line "
-                         f"imbalance: lprof view {out} --ranks)\n")
+        sys.stderr.write(
+            f"lprof: merged {merger.count} profiles into {out} (per-line "
+            f"imbalance: lprof view {out} --ranks)\n"
+        )
     return 0

@@ -1,6 +1,7 @@
 """Output paths checked before the program runs: a profile that cannot be
 written must be refused up front, not lost after a long run, and lprof must
 never overwrite the user's own source. Writing them is common/files.py's."""
+
 import os
 import tempfile
 
@@ -20,8 +21,7 @@ def check(paths, protected=()):
         seen[full] = option
         for keep in protected:
             if keep and _same_file(full, keep):
-                raise LprofError(f"{option} {path}: that is the program's own source; "
-                                 f"choose another file", 2)
+                raise LprofError(f"{option} {path}: that is the program's own source; choose another file", 2)
         if os.path.isdir(full):
             raise LprofError(f"{option} {path}: is a directory", 2)
         if os.path.lexists(full) and not os.path.isfile(full):
@@ -44,8 +44,7 @@ def _check_folder_writable(option, path, folder):
     try:
         fd, probe = tempfile.mkstemp(prefix=".lprof-probe-", dir=folder)
     except OSError as exc:
-        raise LprofError(f"{option} {path}: cannot write in '{folder}' "
-                         f"({exc.strerror or exc})", 2) from None
+        raise LprofError(f"{option} {path}: cannot write in '{folder}' ({exc.strerror or exc})", 2) from None
     os.close(fd)
     try:
         os.unlink(probe)

@@ -1,5 +1,6 @@
 """`lprof [options] script.py args`: run a program under the chosen collectors,
 then save and print its profile on every exit path."""
+
 import atexit
 import builtins
 import os
@@ -10,6 +11,7 @@ import threading
 from ..process import faults, follow, runner
 from . import output_paths as outputs
 from ..collect import make as make_collectors, options_of
+
 # imported here, not where it pauses: an import there ran importlib's Python
 # code (_handle_fromlist) while the sampler still ran, a stack of its own
 from ..collect import sampling
@@ -18,8 +20,7 @@ from ..model import profile_file
 from ..common.errors import LprofError
 from ..collect.recording import Recording
 
-BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "_bootstrap")
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_bootstrap")
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -38,14 +39,17 @@ def _code_outfile(target, line_by_line):
     if not line_by_line:
         return default_outfile("lprof-command", False)
     import secrets
+
     what = "stdin" if target == "-" else "command"
     return f"kernprof-{what}-{secrets.token_hex(4)}.lprof"
 
 
 def _inject_builtin_profile():
     from ..decorator import profile  # imported here: sampling runs never need the tracer
+
     builtins.profile = profile
     from . import line_profiler_bridge  # `from line_profiler import profile` too
+
     line_profiler_bridge.install()
     # Children (multiprocessing spawn, subprocesses) get `profile` too.
     os.environ["LPROF_BUILTIN_PROFILE"] = "1"
@@ -78,6 +82,7 @@ class _Run(Recording):
         """Saves the profile; returns its encoded bytes (what a fatal signal writes)."""
         if self.args.as_kernprof:  # -c / - code's functions go with kernprof's temporary file
             from .kernprof_mode import without_code_functions
+
             prof = without_code_functions(prof)
         data = profile_file.encode(prof)
         with self.lock:
@@ -92,8 +97,8 @@ class _Run(Recording):
                 self.guard.checkpoint(data)  # what a fatal signal writes
             if self.args.html:  # the report follows the checkpoints (written atomically)
                 from .. import export as exports
-                exports.write(prof, "html", self.args.html,
-                              fold_imports=not self.args.full_imports)
+
+                exports.write(prof, "html", self.args.html, fold_imports=not self.args.full_imports)
         except Exception as exc:  # a failed checkpoint must not end the program
             sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
 
@@ -102,15 +107,29 @@ def _print_outputs(args, prof):
     out = []
     if "lines" in prof["meta"]["modes"] and args.view and not args.quiet:
         from ..render.listing import render_lines
-        out.append(render_lines(prof, unit=args.unit, skip_zero=args.skip_zero,
-                                summarize=args.summarize,
-                                widths=getattr(args, "column_widths", None)))
+
+        out.append(
+            render_lines(
+                prof,
+                unit=args.unit,
+                skip_zero=args.skip_zero,
+                summarize=args.summarize,
+                widths=getattr(args, "column_widths", None),
+            )
+        )
     if "sampling" in prof and not args.quiet:
         from ..render.sampled_listing import render as render_sampled
-        out.append(render_sampled(
-            prof, reduced=args.reduced, profile_only=args.profile_only or None,
-            profile_all=args.profile_all, threshold_pct=args.threshold,
-            per_thread=args.per_thread))
+
+        out.append(
+            render_sampled(
+                prof,
+                reduced=args.reduced,
+                profile_only=args.profile_only or None,
+                profile_all=args.profile_all,
+                threshold_pct=args.threshold,
+                per_thread=args.per_thread,
+            )
+        )
     if out:
         try:
             sys.stdout.flush()
@@ -123,6 +142,7 @@ def _print_outputs(args, prof):
 def _write_stacks(args, prof):
     """Writes --stacks/--flamegraph/--html; False when one could not be written."""
     from .. import export as exports
+
     ok = True
     if args.html:
         try:
@@ -136,9 +156,15 @@ def _write_stacks(args, prof):
     # --gpu asks for GPU stacks, where a GPU ran; without one the profile is
     # made as usual, its stacks too
     gpu_ran = bool((prof.get("gpu") or {}).get("lines"))
-    metric = args.stacks_metric or ("gpu" if args.gpu and (gpu_ran or not (sampled or args.memory))
-                                    else "alloc" if args.memory else "wall" if args.wall
-                                    else "cpu")
+    metric = args.stacks_metric or (
+        "gpu"
+        if args.gpu and (gpu_ran or not (sampled or args.memory))
+        else "alloc"
+        if args.memory
+        else "wall"
+        if args.wall
+        else "cpu"
+    )
     for path, fmt in ((args.stacks, "folded"), (args.flamegraph, "svg")):
         if path:
             try:
@@ -164,10 +190,13 @@ def _finish_children():
     try:
         left = session.wait()
         if left and not args.quiet:
-            sys.stderr.write(f"lprof: {len(left)} child process(es) still running after "
-                             f"{follow.WAIT_S:g} s; their profiles are not merged\n")
+            sys.stderr.write(
+                f"lprof: {len(left)} child process(es) still running after "
+                f"{follow.WAIT_S:g} s; their profiles are not merged\n"
+            )
         from ..common.errors import ProfileFileError
         from ..model.merge import MergeError, Merger
+
         merger = Merger()
         merger.add(prof)
         children = []
@@ -178,16 +207,18 @@ def _finish_children():
             except (ProfileFileError, MergeError) as exc:
                 sys.stderr.write(f"lprof: a child's profile is not merged: {exc}\n")
             except Exception as exc:  # a child's file that validates but does not merge
-                sys.stderr.write(f"lprof: a child's profile is not merged ({path}: "
-                                 f"{exc.__class__.__name__}: {exc})\n")
+                sys.stderr.write(
+                    f"lprof: a child's profile is not merged ({path}: {exc.__class__.__name__}: {exc})\n"
+                )
         merged = merger.result() if children else prof  # no child wrote: the parent's alone
         try:
             if children:
                 profile_file.save(merged, outfile)
             if not args.quiet and (children or written):
                 what = f", {merger.count} processes merged" if children else ""
-                sys.stderr.write(f"lprof: wrote profile to {outfile}{what} "
-                                 f"(view it again: lprof view {outfile})\n")
+                sys.stderr.write(
+                    f"lprof: wrote profile to {outfile}{what} (view it again: lprof view {outfile})\n"
+                )
         except OSError as exc:
             sys.stderr.write(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         _write_stacks(args, merged)
@@ -196,9 +227,11 @@ def _finish_children():
         else:
             _print_outputs(args, merged)
     except Exception as exc:  # never a traceback at exit; the parent's own file is saved
-        sys.stderr.write(f"lprof: merging the children's profiles failed "
-                         f"({exc.__class__.__name__}: {exc}); {outfile} holds the main "
-                         f"process's profile\n")
+        sys.stderr.write(
+            f"lprof: merging the children's profiles failed "
+            f"({exc.__class__.__name__}: {exc}); {outfile} holds the main "
+            f"process's profile\n"
+        )
         _print_outputs(args, prof)
     finally:
         session.close()
@@ -206,10 +239,12 @@ def _finish_children():
 
 def _print_per_process(args, parent, children):
     """--per-process: the parent's listing, then each child's, one at a time."""
+
     def header(prof, what):
         meta = prof.get("meta", {})
         argv = " ".join(map(str, meta.get("argv", [])))
         return f"\n== process {meta.get('pid')} ({what}): {argv}\n"
+
     if args.quiet:
         return
     _emit(header(parent, "parent"))
@@ -248,8 +283,7 @@ def _say_started(args, modes):
         what.append("memory")
     if "gpu" in modes:
         what.append("GPU")
-    sys.stderr.write(f"lprof: {', '.join(what)}; Ctrl-C stops the program and keeps the "
-                     f"profile\n")
+    sys.stderr.write(f"lprof: {', '.join(what)}; Ctrl-C stops the program and keeps the profile\n")
     sys.stderr.flush()
 
 
@@ -263,6 +297,7 @@ def _target(args):
         else:
             source, name, filename = args.code, "-c", "<string>"
         import linecache  # so the listing can show the code's lines
+
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         return name, "code", compile(source, filename, "exec", dont_inherit=True)
     return args.script, "script", runner.read_script(args.script)
@@ -274,15 +309,26 @@ def main(args):
     if program is None:
         return 1
     target, kind, code = program
-    outfile = args.outfile or (_code_outfile(target, args.line_by_line) if kind == "code"
-                               else default_outfile(target, args.line_by_line))
+    outfile = args.outfile or (
+        _code_outfile(target, args.line_by_line)
+        if kind == "code"
+        else default_outfile(target, args.line_by_line)
+    )
     from ..common.procinfo import profile_path
+
     outfile = profile_path(outfile, args.outdir)
-    outputs.check([("-o", outfile), ("--stacks", args.stacks), ("--flamegraph", args.flamegraph),
-                   ("--html", args.html)],
-                  protected=[args.script] if kind == "script" else [])
+    outputs.check(
+        [
+            ("-o", outfile),
+            ("--stacks", args.stacks),
+            ("--flamegraph", args.flamegraph),
+            ("--html", args.html),
+        ],
+        protected=[args.script] if kind == "script" else [],
+    )
     # before any of lprof's threads starts: none imports while the program forks
     from ..process import fork_safe_imports
+
     fork_safe_imports.import_all(("lprof.export", "lprof.export.html") if args.html else ())
     try:
         collectors, modes = make_collectors(args)
@@ -305,11 +351,19 @@ def main(args):
             # -l -c / -l -: the code's own functions are timed, as kernprof
             # times them (it makes the code a -p target)
             from ..collect.linetrace import collector
+
             collector.add_code_tree(code)
         if args.prof_mod:
             from . import targets
-            targets.register(args.prof_mod, args.script, code, preimport=args.preimports,
-                             run_module=args.module, prof_imports=args.prof_imports)
+
+            targets.register(
+                args.prof_mod,
+                args.script,
+                code,
+                preimport=args.preimports,
+                run_module=args.module,
+                prof_imports=args.prof_imports,
+            )
         try:
             run.start()
         except (ValueError, RuntimeError, OSError) as exc:  # e.g. an unusable --signal
@@ -320,8 +374,13 @@ def main(args):
         # before exec, no listing: an exec that fails leaves the program's stdout as it was
         return _save_and_print(run, args, outfile, exit_code, how, listing=how != "exec")
 
-    run.guard = faults.arm(finish, lambda: profile_file.encode(run.build()), run.outfile,
-                           checkpoints=not args.output_interval, quiet=args.quiet)
+    run.guard = faults.arm(
+        finish,
+        lambda: profile_file.encode(run.build()),
+        run.outfile,
+        checkpoints=not args.output_interval,
+        quiet=args.quiet,
+    )
     # kernprof's -qq (verbosity -2) silences the program's sys.stdout, -qqq
     # its sys.stderr too. Plain code, no context manager: contextlib's
     # __exit__ would be code outside lprof's files run after the program
@@ -332,8 +391,7 @@ def main(args):
         if args.verbosity <= -3:
             sys.stderr = sink
     try:
-        outcome = runner.run(target, args.args, kind=kind, code=code,
-                             setup=args.setup, on_start=on_start)
+        outcome = runner.run(target, args.args, kind=kind, code=code, setup=args.setup, on_start=on_start)
     finally:
         if sink is not None:
             sys.stdout, sys.stderr = saved_streams
@@ -351,9 +409,11 @@ def main(args):
     run.stop()
     if args.prof_mod and not args.quiet:
         from . import targets
+
         for missed, why in targets.untraced():
-            sys.stderr.write(f"lprof: -p {missed}: {why or 'the program never imported it'}; "
-                             f"nothing of it was traced\n")
+            sys.stderr.write(
+                f"lprof: -p {missed}: {why or 'the program never imported it'}; nothing of it was traced\n"
+            )
     if terminated:  # SIGTERM while the program was ending: saved, then die by it
         finish(f"killed by {signal.Signals(terminated).name}", -terminated)
         run.guard.die(terminated)
@@ -396,8 +456,13 @@ def _save_and_print(run, args, outfile, exit_code, how, listing=True):
         if how is None and args.line_by_line:
             _emit(_kernprof_wrote(args, outfile))
         else:
-            why = f"the program was {how}; " if how and how.startswith("killed") else \
-                f"before {how}: " if how else ""
+            why = (
+                f"the program was {how}; "
+                if how and how.startswith("killed")
+                else f"before {how}: "
+                if how
+                else ""
+            )
             _say(f"lprof: {why}wrote profile to {outfile} (view it again: lprof view {outfile})\n")
     written = _write_stacks(args, prof) and written
     if listing:
@@ -412,12 +477,16 @@ def _kernprof_wrote(args, outfile):
     text = f"Wrote profile results to {outfile!r}\n"
     if not args.view:
         import importlib.util
+
         try:
             has_line_profiler = importlib.util.find_spec("line_profiler") is not None
         except (ImportError, ValueError):
             has_line_profiler = False
-        again = (f"{sys.executable} -m line_profiler -rmt {outfile}" if has_line_profiler
-                 else f"lprof view {outfile}")
+        again = (
+            f"{sys.executable} -m line_profiler -rmt {outfile}"
+            if has_line_profiler
+            else f"lprof view {outfile}"
+        )
         text += f"Inspect results with:\n{again}\n"
     return text
 

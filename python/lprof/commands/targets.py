@@ -9,6 +9,7 @@ Named targets are registered when the program imports their module, never
 imported by lprof ahead of the program (that changed programs whose script
 sets state a module reads at import); a module the program already imported
 is registered at once. kernprof's --preimports asks for the eager import."""
+
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -42,8 +43,12 @@ class _FileTracingFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name, path=None, target=None):
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if (spec is not None and spec.origin and os.path.realpath(spec.origin) in self.paths
-                and isinstance(spec.loader, importlib.machinery.SourceFileLoader)):
+        if (
+            spec is not None
+            and spec.origin
+            and os.path.realpath(spec.origin) in self.paths
+            and isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+        ):
             spec.loader = _TracingLoader(spec.loader.name, spec.loader.path)
         return spec
 
@@ -65,6 +70,7 @@ def _preimport(name):
     if not all(part.isidentifier() for part in name.split(".")):
         return importlib.import_module(name)  # no import statement can name it
     import linecache
+
     source = f"import {name}\n"
     linecache.cache[PREIMPORTS_FILE] = (len(source), None, [source], PREIMPORTS_FILE)
     exec(compile(source, PREIMPORTS_FILE, "exec"), {})
@@ -100,9 +106,13 @@ def _failed_import(target, exc):
     """--preimports: the target's module raised while imported: its traceback
     as Python prints it, then one line; the program does not run."""
     from ..process import runner
+
     runner.print_exception(exc)
-    return LprofError(f"-p {target}: importing it failed (see above); "
-                      f"without --preimports it is imported when the program imports it", 1)
+    return LprofError(
+        f"-p {target}: importing it failed (see above); "
+        f"without --preimports it is imported when the program imports it",
+        1,
+    )
 
 
 def _still_importing(target, done=None):
@@ -135,8 +145,12 @@ def add_target(obj, exact=False):
     scope = name.rpartition(".")[0] or name
     for value in list(vars(obj).values()):
         home = getattr(value, "__module__", None)
-        if (isinstance(value, (types.FunctionType, type)) and isinstance(home, str)
-                and home != name and (home == scope or home.startswith(scope + "."))):
+        if (
+            isinstance(value, (types.FunctionType, type))
+            and isinstance(home, str)
+            and home != name
+            and (home == scope or home.startswith(scope + "."))
+        ):
             count += profile.add(value)
     return count
 
@@ -159,8 +173,9 @@ class _NameTargets(importlib.abc.MetaPathFinder):
         self._busy = False
 
     def _wanted(self, name):
-        return (any(t == name or t.startswith((name + ".", name + ":")) for t in self.pending)
-                or any(name.startswith(p + ".") for p in self.packages))
+        return any(t == name or t.startswith((name + ".", name + ":")) for t in self.pending) or any(
+            name.startswith(p + ".") for p in self.packages
+        )
 
     def add_package(self, package):
         """Registers the package's submodules already imported; later ones at their import."""
@@ -183,7 +198,7 @@ class _NameTargets(importlib.abc.MetaPathFinder):
         if not self._wanted(name):
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if (spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader):
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
             spec.loader = _RegisteringLoader(spec.loader.name, spec.loader.path, self)
             return spec
         return None  # other loaders: the normal import; registered by the next import's check
@@ -220,6 +235,7 @@ class _RegisteringLoader(importlib.machinery.SourceFileLoader):
 def _importable(target):
     """Whether the target's top-level module can be found; imports nothing."""
     import importlib.util
+
     top = target.partition(":")[0].split(".")[0]
     try:
         return top in sys.modules or importlib.util.find_spec(top) is not None
@@ -230,6 +246,7 @@ def _importable(target):
 def _main_file_of(module_name):
     """The source file `python -m module_name` runs (a package's __main__)."""
     import importlib.util
+
     try:
         spec = importlib.util.find_spec(module_name)
         if spec is not None and spec.submodule_search_locations is not None:
@@ -244,8 +261,7 @@ def _preimport_package(package):
     """kernprof's eager import of a package target: every submodule (one that
     fails to import is left out, as kernprof leaves it); returns the count."""
     count = 0
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                      onerror=lambda _name: None):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".", onerror=lambda _name: None):
         try:
             count += add_target(importlib.import_module(info.name))
         except Exception:  # a submodule that cannot import on its own
@@ -260,6 +276,7 @@ def imported_names(path, package="", source=None):
     "x.y", relative imports resolved in `package`. kernprof's --prof-imports
     times these, and its --no-preimports only these."""
     import ast
+
     try:
         if source is None:
             with open(path, "rb") as fh:
@@ -279,7 +296,7 @@ def imported_names(path, package="", source=None):
                     parts = package.split(".") if package else []
                     if node.level - 1 > len(parts) or not package:
                         continue  # beyond the top: Python refuses it too
-                    parent = ".".join(parts[:len(parts) - (node.level - 1)])
+                    parent = ".".join(parts[: len(parts) - (node.level - 1)])
                     base = f"{parent}.{base}" if base else parent
                 out.extend(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
                 if any(alias.name == "*" for alias in node.names):
@@ -289,6 +306,7 @@ def imported_names(path, package="", source=None):
                     inner = getattr(node, field, None)
                     if isinstance(inner, list):
                         visit(inner)
+
     visit(tree.body)
     return out
 
@@ -302,11 +320,11 @@ def _run_imports(script_path, script_code, run_module):
         main_file = _main_file_of(run_module)
         if not main_file:
             return []
-        package = run_module if main_file.endswith("__main__.py") \
-            else run_module.rpartition(".")[0]
+        package = run_module if main_file.endswith("__main__.py") else run_module.rpartition(".")[0]
         return imported_names(main_file, package)
     if script_code is not None:
         import linecache
+
         lines = linecache.cache.get(script_code.co_filename)
         if lines:
             return imported_names(script_code.co_filename, source="".join(lines[2]))
@@ -322,10 +340,13 @@ def _through_run_imports(wanted, script_path, script_code, run_module):
     kept, left_out = [], []
     for target in wanted:
         name = target.partition(":")[0]
-        if (target.endswith(".py") or os.sep in target
-                or (script_path and (_same_file(target, script_path) or target == script_path))
-                or (run_module and (run_module == name or run_module.startswith(name + ".")))
-                or ":" in target):
+        if (
+            target.endswith(".py")
+            or os.sep in target
+            or (script_path and (_same_file(target, script_path) or target == script_path))
+            or (run_module and (run_module == name or run_module.startswith(name + ".")))
+            or ":" in target
+        ):
             kept.append(target)
             continue
         if imports is None:
@@ -337,8 +358,7 @@ def _through_run_imports(wanted, script_path, script_code, run_module):
     return kept, left_out
 
 
-def register(targets, script_path, script_code, preimport=None, run_module=None,
-             prof_imports=False):
+def register(targets, script_path, script_code, preimport=None, run_module=None, prof_imports=False):
     """Registers every -p target (named ones when their module is imported,
     or now with preimport); returns how many code objects were added now.
     preimport None: not asked either way (lazy); False: --no-preimports
@@ -358,23 +378,24 @@ def register(targets, script_path, script_code, preimport=None, run_module=None,
             elif run_module and run_module == target:
                 main_file = _main_file_of(run_module)
                 if main_file:
-                    package = run_module if main_file.endswith("__main__.py") \
-                        else run_module.rpartition(".")[0]
+                    package = (
+                        run_module if main_file.endswith("__main__.py") else run_module.rpartition(".")[0]
+                    )
                     wanted += imported_names(main_file, package)
     if preimport is False:
         wanted, left_out = _through_run_imports(wanted, script_path, script_code, run_module)
         _not_imported_by_name.extend(left_out)
     for target in wanted:
         if target.endswith(".__init__") and not target.endswith(".py"):
-            target = target[:-len(".__init__")]
+            target = target[: -len(".__init__")]
             whole_only.add(target)
-        if run_module and (run_module == target or (run_module.startswith(target + ".")
-                                                    and target not in whole_only)):
+        if run_module and (
+            run_module == target or (run_module.startswith(target + ".") and target not in whole_only)
+        ):
             main_file = _main_file_of(run_module)
             if main_file:
                 files.append(main_file)
-            if run_module == target and main_file and \
-                    os.path.basename(main_file) != "__main__.py":
+            if run_module == target and main_file and os.path.basename(main_file) != "__main__.py":
                 continue  # a plain module run as __main__: never imported by name
         if script_path and (_same_file(target, script_path) or target == script_path):
             before = collector.registered_count()
@@ -407,9 +428,11 @@ def register(targets, script_path, script_code, preimport=None, run_module=None,
                 names.append(target)
     if invalid:
         invalid = sorted(set(invalid))
-        sys.stderr.write(f"lprof: warning: {len(invalid)} -p target{'s' if len(invalid) > 1 else ''}"
-                         f" name{'' if len(invalid) > 1 else 's'} no file or module: "
-                         f"{invalid!r}\n")
+        sys.stderr.write(
+            f"lprof: warning: {len(invalid)} -p target{'s' if len(invalid) > 1 else ''}"
+            f" name{'' if len(invalid) > 1 else 's'} no file or module: "
+            f"{invalid!r}\n"
+        )
     if names:
         _waiting.append(_NameTargets(names, exact, whole_only))
         sys.meta_path.insert(0, _waiting[-1])
@@ -435,10 +458,15 @@ def untraced():
     for finder in _waiting:
         finder.module_loaded()
     out = [(t, _why_untraced(t)) for finder in _waiting for t in finder.pending]
-    out += [(t, "with --no-preimports only what the program's own code imports by name is "
-                "traced, and it does not import this") for t in _not_imported_by_name]
-    return out + [(t, "a compiled module: it has no Python code to trace")
-                  for t in _compiled]
+    out += [
+        (
+            t,
+            "with --no-preimports only what the program's own code imports by name is "
+            "traced, and it does not import this",
+        )
+        for t in _not_imported_by_name
+    ]
+    return out + [(t, "a compiled module: it has no Python code to trace") for t in _compiled]
 
 
 def _why_untraced(target):
@@ -456,6 +484,7 @@ def _why_untraced(target):
 
 def _submodule_exists(name):
     import importlib.util
+
     try:
         return importlib.util.find_spec(name) is not None  # its parent is imported already
     except (ImportError, ValueError):

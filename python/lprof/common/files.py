@@ -1,6 +1,7 @@
 """Writing lprof's files whole: every profile, export and report goes to a
 temporary file in its folder, renamed over the path when complete, so that a
 reader (or a checkpoint racing the final write) never sees half a file."""
+
 import contextlib
 import os
 import tempfile

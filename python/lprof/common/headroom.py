@@ -4,6 +4,7 @@ lprof nothing to build and write the profile with. So a recording holds a
 mapping with no access (address space only: no memory, nothing touched) from
 its start, and gives it back when it stops, just before the profile is built.
 A fork inherits it, and gives back its own copy the same way."""
+
 import mmap
 
 SIZE = 16 << 20

@@ -1,6 +1,7 @@
 """Where library code lives: the standard library, site-packages and lprof
 itself. Listings hide these files by default, and memory is charged to the
 innermost frame outside them."""
+
 import functools
 import os
 import sys
@@ -63,8 +64,9 @@ def library_dirs():
 
 
 def _in_library(path, dirs):
-    return ("site-packages" in path or "dist-packages" in path or path.startswith(dirs)
-            or is_generated_file(path))
+    return (
+        "site-packages" in path or "dist-packages" in path or path.startswith(dirs) or is_generated_file(path)
+    )
 
 
 def is_generated_file(path):

@@ -12,6 +12,7 @@ threading.current_thread(), which would register a dummy thread.
 They block every asynchronous signal, so a signal sent to the process
 (os.kill(os.getpid(), ...), Ctrl-C, SIGTERM) is always taken by one of the
 program's threads, as without lprof, never by one of lprof's."""
+
 import _thread
 import functools
 import os
@@ -23,8 +24,15 @@ from .. import _lprof
 
 # synchronous signals (faults) cannot be blocked meaningfully; KILL/STOP cannot be at all
 _ASYNC_SIGNALS = set(signal.valid_signals()) - {
-    signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS,
-    signal.SIGKILL, signal.SIGSTOP}
+    signal.SIGSEGV,
+    signal.SIGBUS,
+    signal.SIGFPE,
+    signal.SIGILL,
+    signal.SIGTRAP,
+    signal.SIGSYS,
+    signal.SIGKILL,
+    signal.SIGSTOP,
+}
 
 
 # ident -> pid of lprof's threads alive now; the pid, because a forked child
@@ -48,6 +56,7 @@ def _hide_from_sys():
                 if owner == pid:
                     got.pop(ident, None)
             return got
+
         functools.update_wrapper(listing, real)
         listing._lprof_hides = True
         setattr(sys, name, listing)

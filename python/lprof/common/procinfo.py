@@ -3,6 +3,7 @@
 Launchers say the rank in the environment they give each process; the first
 variable found wins (torchrun's RANK first: torchrun under Slurm also sees
 SLURM_PROCID, which then names the node's launcher step, not the worker)."""
+
 import os
 
 # (launcher, rank variable, world size variable, local rank variable)
@@ -74,14 +75,14 @@ def profile_path(outfile, outdir=None):
     folder must not overwrite each other's profile. Else `outfile` itself."""
     folder, name = os.path.split(outfile)
     if name.endswith(".lprof"):
-        name = name[:-len(".lprof")]
+        name = name[: -len(".lprof")]
     if outdir:
         try:
             os.makedirs(outdir, exist_ok=True)  # ranks create it concurrently
         except OSError as exc:
             from .errors import LprofError
-            raise LprofError(f"--outdir {outdir}: cannot create it "
-                             f"({exc.strerror or exc})", 2) from None
+
+            raise LprofError(f"--outdir {outdir}: cannot create it ({exc.strerror or exc})", 2) from None
         return os.path.join(outdir, rank_file_name(name))
     if rank_info().get("world_size", 0) <= 1:
         return outfile

@@ -5,6 +5,7 @@ run` (--stacks, --flamegraph, --html) and the command line's choices read.
 Every file goes through the one atomic writer (lprof.common.files):
 a reader never sees half a file; a device or pipe (/dev/stdout) is written
 through. The stack metrics and the columns each sums: metrics.METRICS."""
+
 import importlib
 
 

@@ -25,6 +25,7 @@ slice open there, to ph "f" at the work's start, binding to its event) and
 an instant event ("launch: name") marks the launch call. In the timeline
 layout the launching thread's track is its sample track; in the flame
 layout (no real CPU times) it is a track of its own, "<thread> GPU launches"."""
+
 import json
 import math
 
@@ -34,6 +35,7 @@ from ..model.frames import Frame
 from ..model.frames import table as frame_table
 from ..model import timeline as timeline_model
 from .stack_rows import frame_name, time_columns
+
 PID = 1
 _FIRST_SPARE_PID = 1 << 22  # above Linux's largest pid
 GAP_MIN_US = 10_000  # shorter gaps between samples: timer or scheduling jitter
@@ -56,16 +58,31 @@ def _rows_by_thread(st, cols):
 def _flame_events(stacks, names, frames, tid):
     """X events of one thread: stacks sorted by their names, laid end to end."""
     order = sorted(stacks.items(), key=lambda kv: [names[i] for i in kv[0]])
-    events, open_ = [], []   # open_: [(frame id, start us)]
+    events, open_ = [], []  # open_: [(frame id, start us)]
     x = 0
 
     def close(down_to):
         while len(open_) > down_to:
             fid, start = open_.pop()
             f = Frame.of(frames[fid])
-            events.append((start, start - x, len(open_), {"name": names[fid], "cat": "stack", "ph": "X", "pid": PID,
-                           "tid": tid, "ts": start, "dur": x - start,
-                           "args": {"file": f.file, "line": f.line, "function": f.function}}))
+            events.append(
+                (
+                    start,
+                    start - x,
+                    len(open_),
+                    {
+                        "name": names[fid],
+                        "cat": "stack",
+                        "ph": "X",
+                        "pid": PID,
+                        "tid": tid,
+                        "ts": start,
+                        "dur": x - start,
+                        "args": {"file": f.file, "line": f.line, "function": f.function},
+                    },
+                )
+            )
+
     for ids, us in order:
         common = 0
         while common < len(open_) and common < len(ids) and open_[common][0] == ids[common]:
@@ -81,8 +98,16 @@ def _flame_events(stacks, names, frames, tid):
 
 def _x(names, frames, fid, pid, tid, start, end):
     f = Frame.of(frames[fid])
-    return {"name": names[fid], "cat": "stack", "ph": "X", "pid": pid, "tid": tid, "ts": start,
-            "dur": end - start, "args": {"file": f.file, "line": f.line, "function": f.function}}
+    return {
+        "name": names[fid],
+        "cat": "stack",
+        "ph": "X",
+        "pid": pid,
+        "tid": tid,
+        "ts": start,
+        "dur": end - start,
+        "args": {"file": f.file, "line": f.line, "function": f.function},
+    }
 
 
 def _timeline_events(samples, names, frames, pid, tid, shift):
@@ -90,7 +115,7 @@ def _timeline_events(samples, names, frames, pid, tid, shift):
     spans of the same frame over consecutive samples merge; a gap longer than
     two samples and 10 ms closes every span (shorter ones are a late timer or
     sampler thread, not idleness). Returns (events, busy microseconds)."""
-    events, open_ = [], []   # open_: [(frame id, start us)], root first
+    events, open_ = [], []  # open_: [(frame id, start us)], root first
     last_end = None
     last_cover = 0
     busy = 0
@@ -99,14 +124,15 @@ def _timeline_events(samples, names, frames, pid, tid, shift):
         while len(open_) > down_to:
             fid, start = open_.pop()
             events.append(_x(names, frames, fid, pid, tid, start, at))
+
     for end, cover, ids in samples:
         end += shift
         start = end - cover
         if last_end is not None:
             if start - last_end > max(2 * max(cover, last_cover), GAP_MIN_US):
-                close(0, last_end)      # not sampled meanwhile: idle
+                close(0, last_end)  # not sampled meanwhile: idle
             else:
-                start = last_end        # contiguous: spans butt
+                start = last_end  # contiguous: spans butt
         end = max(end, start)
         common = 0
         while common < len(open_) and common < len(ids) and open_[common][0] == ids[common]:
@@ -166,14 +192,35 @@ def _gpu_events(profile, frames, names, started, shift, thread_track):
             gpid = GPU_PID_BASE + pi * 256 + min(dev, 255)
             if (dev, None) not in tracks:
                 tracks[(dev, None)] = True
-                events.append({"name": "process_name", "ph": "M", "pid": gpid, "tid": 0,
-                               "args": {"name": f"GPU {dev} (pid {pid})"}})
-                events.append({"name": "process_sort_index", "ph": "M", "pid": gpid, "tid": 0,
-                               "args": {"sort_index": 1000 + pi * 256 + dev}})
+                events.append(
+                    {
+                        "name": "process_name",
+                        "ph": "M",
+                        "pid": gpid,
+                        "tid": 0,
+                        "args": {"name": f"GPU {dev} (pid {pid})"},
+                    }
+                )
+                events.append(
+                    {
+                        "name": "process_sort_index",
+                        "ph": "M",
+                        "pid": gpid,
+                        "tid": 0,
+                        "args": {"sort_index": 1000 + pi * 256 + dev},
+                    }
+                )
             if (dev, stream) not in tracks:
                 tracks[(dev, stream)] = len([k for k in tracks if k[0] == dev and k[1] is not None]) + 1
-                events.append({"name": "thread_name", "ph": "M", "pid": gpid, "tid": tracks[(dev, stream)],
-                               "args": {"name": f"{word} {stream}"}})
+                events.append(
+                    {
+                        "name": "thread_name",
+                        "ph": "M",
+                        "pid": gpid,
+                        "tid": tracks[(dev, stream)],
+                        "args": {"name": f"{word} {stream}"},
+                    }
+                )
             tid = tracks[(dev, stream)]
             ts = round(off + r["start_ns"] / 1000.0, 3)
             op = gpu_timeline.OPS[r["op"]] if r["op"] < len(gpu_timeline.OPS) else "gpu"
@@ -189,20 +236,60 @@ def _gpu_events(profile, frames, names, started, shift, thread_track):
                 site = {"file": f.file, "line": f.line, "function": f.function}
                 args["launched_from"] = f"{f.file}:{f.line}"
                 args["launch_stack"] = [names[i] for i in r["stack"]]
-            events.append({"name": r["name"], "cat": f"gpu,{op}", "ph": "X", "pid": gpid, "tid": tid,
-                           "ts": ts, "dur": round(r["dur_ns"] / 1000.0, 3), "args": args})
+            events.append(
+                {
+                    "name": r["name"],
+                    "cat": f"gpu,{op}",
+                    "ph": "X",
+                    "pid": gpid,
+                    "tid": tid,
+                    "ts": ts,
+                    "dur": round(r["dur_ns"] / 1000.0, 3),
+                    "args": args,
+                }
+            )
             if r["launch_ns"] is None or r["thread"] is None:
                 continue
             cpid, ctid = thread_track(pid, r["thread"])
             lts = round(off + r["launch_ns"] / 1000.0, 3)
             flow += 1
             largs = dict(site or {}, correlation=r["corr"])
-            events.append({"name": f"launch: {r['name']}", "cat": "gpu,launch", "ph": "i", "s": "t",
-                           "pid": cpid, "tid": ctid, "ts": lts, "args": largs})
-            events.append({"name": "launch", "cat": "gpu,flow", "ph": "s", "id": flow, "pid": cpid,
-                           "tid": ctid, "ts": lts, "bp": "e"})
-            events.append({"name": "launch", "cat": "gpu,flow", "ph": "f", "id": flow, "pid": gpid,
-                           "tid": tid, "ts": ts, "bp": "e"})
+            events.append(
+                {
+                    "name": f"launch: {r['name']}",
+                    "cat": "gpu,launch",
+                    "ph": "i",
+                    "s": "t",
+                    "pid": cpid,
+                    "tid": ctid,
+                    "ts": lts,
+                    "args": largs,
+                }
+            )
+            events.append(
+                {
+                    "name": "launch",
+                    "cat": "gpu,flow",
+                    "ph": "s",
+                    "id": flow,
+                    "pid": cpid,
+                    "tid": ctid,
+                    "ts": lts,
+                    "bp": "e",
+                }
+            )
+            events.append(
+                {
+                    "name": "launch",
+                    "cat": "gpu,flow",
+                    "ph": "f",
+                    "id": flow,
+                    "pid": gpid,
+                    "tid": tid,
+                    "ts": ts,
+                    "bp": "e",
+                }
+            )
     return events
 
 
@@ -222,10 +309,15 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
     parts = tl.get("parts", [])
     # times from the profile's start; every part shifted alike so none is negative
     offsets = [_offset_us(p.get("start_s", started), started) for p in parts]
-    first = [off + p["t_us"][0] - p["weight_us"][0] * p.get("stride", 1)
-             for off, p in zip(offsets, parts) if p["t_us"]]
+    first = [
+        off + p["t_us"][0] - p["weight_us"][0] * p.get("stride", 1)
+        for off, p in zip(offsets, parts)
+        if p["t_us"]
+    ]
     gfirst = _gpu_first_us(profile, started)
-    shift = max(0, -min(first + [_us(t) for t, _ in mem] + [0] + ([math.floor(gfirst)] if gfirst is not None else [])))
+    shift = max(
+        0, -min(first + [_us(t) for t, _ in mem] + [0] + ([math.floor(gfirst)] if gfirst is not None else []))
+    )
     argv = " ".join(str(a) for a in meta.get("argv", []))
     events, totals, pids = [], {}, []
     tracks = {}  # (process pid, thread key) -> (trace pid, tid)
@@ -241,8 +333,15 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
         for tid, (index, samples) in enumerate(order, 1):
             thread, label = part["threads"][index]
             tracks[(part.get("pid") or PID, thread)] = (pid, tid)
-            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                           "args": {"name": f"{label} ({thread})"}})
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": pid,
+                    "tid": tid,
+                    "args": {"name": f"{label} ({thread})"},
+                }
+            )
             evs, busy = _timeline_events(samples, names, frames, pid, tid, off + shift)
             events.extend(evs)
             totals[f"{pid}:{thread}"] = busy
@@ -254,21 +353,45 @@ def _timeline_trace(profile, tl, frames, names, mem, metric):
             tid = tracks.get(("next", tpid), 1)
             tracks[("next", tpid)] = tid + 1
             tracks[(proc, thread)] = (tpid, tid)
-            events.append({"name": "thread_name", "ph": "M", "pid": tpid, "tid": tid,
-                           "args": {"name": f"thread ({thread})"}})
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": tpid,
+                    "tid": tid,
+                    "args": {"name": f"thread ({thread})"},
+                }
+            )
         return tracks[(proc, thread)]
+
     events.extend(_gpu_events(profile, frames, names, started, shift, thread_track))
     mem_pid = pids[0] if pids else PID
     for t_s, live in mem:
-        events.append({"name": "live memory", "ph": "C", "pid": mem_pid, "tid": 0,
-                       "ts": _us(t_s) + shift, "args": {"bytes": live}})
+        events.append(
+            {
+                "name": "live memory",
+                "ph": "C",
+                "pid": mem_pid,
+                "tid": 0,
+                "ts": _us(t_s) + shift,
+                "args": {"bytes": live},
+            }
+        )
     mode = (profile.get("sampling") or {}).get("mode", metric)
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"exporter": "lprof", "metric": mode,
-                          "layout": f"timeline: per process and thread, {mode} samples at their "
-                                    f"times (a sample covers the time before it; a gap: not "
-                                    f"sampled); the memory counter is a real timeline",
-                          "time_origin_us": -shift, "thread_busy_us": totals, **_gpu_note(profile)}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "exporter": "lprof",
+            "metric": mode,
+            "layout": f"timeline: per process and thread, {mode} samples at their "
+            f"times (a sample covers the time before it; a gap: not "
+            f"sampled); the memory counter is a real timeline",
+            "time_origin_us": -shift,
+            "thread_busy_us": totals,
+            **_gpu_note(profile),
+        },
+    }
 
 
 def trace(profile, metric="cpu"):
@@ -282,45 +405,78 @@ def trace(profile, metric="cpu"):
     if tl and any(p.get("t_us") for p in tl.get("parts", [])):
         return _timeline_trace(profile, tl, frames, names, mem, metric)
     if not by_thread and not mem and not _gpu_parts(profile):
-        raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
-                         f"alone hold none; sample with lprof script.py or -l --sample)")
+        raise ValueError(
+            f"the profile has no stacks with {metric} data (profiles of lprof -l "
+            f"alone hold none; sample with lprof script.py or -l --sample)"
+        )
     meta = profile.get("meta", {})
     thread_names = (profile.get("sampling") or {}).get("threads", {})
     argv = " ".join(str(a) for a in meta.get("argv", []))
-    events = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
-               "args": {"name": f"lprof: {argv}" if argv else "lprof"}}]
+    events = [
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": PID,
+            "tid": 0,
+            "args": {"name": f"lprof: {argv}" if argv else "lprof"},
+        }
+    ]
     totals = {}
     for tid, thread in enumerate(sorted(by_thread, key=str), 1):
         label = thread_names.get(str(thread), "thread")
-        events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid,
-                       "args": {"name": f"{label} ({thread}) {metric} time, stacks end to end"}})
+        events.append(
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": PID,
+                "tid": tid,
+                "args": {"name": f"{label} ({thread}) {metric} time, stacks end to end"},
+            }
+        )
         evs, total = _flame_events(by_thread[thread], names, frames, tid)
         events.extend(evs)
         totals[str(thread)] = total
     for t_s, live in mem:
-        events.append({"name": "live memory", "ph": "C", "pid": PID, "tid": 0,
-                       "ts": _us(t_s), "args": {"bytes": live}})
+        events.append(
+            {"name": "live memory", "ph": "C", "pid": PID, "tid": 0, "ts": _us(t_s), "args": {"bytes": live}}
+        )
     launch_tracks = {}
 
     def thread_track(_proc, thread):  # no real CPU times here: launches get tracks of their own
         if thread not in launch_tracks:
             tid = launch_tracks[thread] = len(by_thread) + len(launch_tracks) + 1
             label = thread_names.get(str(thread), "thread")
-            events.append({"name": "thread_name", "ph": "M", "pid": PID, "tid": tid,
-                           "args": {"name": f"{label} ({thread}) GPU launches"}})
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": PID,
+                    "tid": tid,
+                    "args": {"name": f"{label} ({thread}) GPU launches"},
+                }
+            )
         return PID, launch_tracks[thread]
+
     started = meta.get("started", 0) or 0
     gfirst = _gpu_first_us(profile, started)
     gshift = max(0, -math.floor(gfirst)) if gfirst is not None else 0
     events.extend(_gpu_events(profile, frames, names, started, gshift, thread_track))
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"exporter": "lprof", "metric": metric,
-                          "layout": "per thread, stacks laid end to end (totals, not sample "
-                                    "times: the profile has no sample timeline); the memory "
-                                    "counter is a real timeline",
-                          "thread_totals_us": totals, **_gpu_note(profile)}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "exporter": "lprof",
+            "metric": metric,
+            "layout": "per thread, stacks laid end to end (totals, not sample "
+            "times: the profile has no sample timeline); the memory "
+            "counter is a real timeline",
+            "thread_totals_us": totals,
+            **_gpu_note(profile),
+        },
+    }
 
 
 def write(profile, out_path, metric="cpu"):
     from ..common.files import write_text  # the atomic writer, for a text
+
     write_text(out_path, json.dumps(trace(profile, metric), separators=(",", ":")))

@@ -9,6 +9,7 @@ function, file and line; a thread's root by its name, not its id, which
 differs between runs). Frames only in B are classed "new" (and drawn
 outlined); frames only in A have no width in B: their parent's title says
 how many there were and how much they held."""
+
 import bisect
 import re
 
@@ -22,10 +23,20 @@ SHRANK = (31, 90, 200)
 _THREAD_ID = re.compile(r" \(\d+\)$")
 
 # a diff column -> the stack metric holding it
-STACK_METRIC = {"cpu_s": "cpu", **{c: "cpu" for c in CPU_COLUMNS}, "samples": "cpu", "wall_s": "wall", "wait_s": "wait",
-                "alloc_bytes": "alloc", "peak_bytes": "peak", "live_bytes": "leak",
-                "gpu_kernel_s": "gpu", "gpu_copy_s": "gpu", "gpu_alloc_bytes": "gpu-mem",
-                "gpu_peak_bytes": "gpu-peak"}
+STACK_METRIC = {
+    "cpu_s": "cpu",
+    **{c: "cpu" for c in CPU_COLUMNS},
+    "samples": "cpu",
+    "wall_s": "wall",
+    "wait_s": "wait",
+    "alloc_bytes": "alloc",
+    "peak_bytes": "peak",
+    "live_bytes": "leak",
+    "gpu_kernel_s": "gpu",
+    "gpu_copy_s": "gpu",
+    "gpu_alloc_bytes": "gpu-mem",
+    "gpu_peak_bytes": "gpu-peak",
+}
 
 
 def _folded(profile, metric, min_fraction, fold_imports):
@@ -79,7 +90,7 @@ def write(before, after, path, metric="cpu", fold_imports=True, names=("before",
     try:
         a_names, a_total, a_rects = _folded(before, metric, 0.0, fold_imports)
     except ValueError:
-        a_names, a_total, a_rects = [], 0, []    # nothing before: every frame is new
+        a_names, a_total, a_rects = [], 0, []  # nothing before: every frame is new
     b_names, b_total, b_rects = _folded(after, metric, svg.MIN_FRACTION, fold_imports)
     a_paths, _ = paths(a_names, a_rects)
     old = {}
@@ -92,7 +103,7 @@ def write(before, after, path, metric="cpu", fold_imports=True, names=("before",
     gone = {}
     for p, r in zip(a_paths, a_rects):
         if p in b_set or p[:-1] not in b_set:
-            continue   # still there, or under a frame that is itself gone
+            continue  # still there, or under a frame that is itself gone
         g = gone.setdefault(p[:-1], [0, 0])
         g[0] += 1
         g[1] += r[3]
@@ -122,10 +133,19 @@ def write(before, after, path, metric="cpu", fold_imports=True, names=("before",
             n, held = gone[p]
             note += f"; {n} frame{'s' if n > 1 else ''} below only in {names[0]} ({held} {unit})"
         decor.append((fill, cls, note))
-    legend = (f"colour: change against {names[0]} (red grew, blue shrank, full at "
-              f"{100 * FULL_SHARE:g}% of the whole; outlined: new); widths: {names[1]}")
-    svg.write_svg(b_names, b_rects, b_total, path,
-                  title=f"lprof diff {metric}: {names[1]} against {names[0]}", unit=unit,
-                  decorate=lambda i: decor[i], legend=legend,
-                  extra_style=".f.new rect{stroke:#000;stroke-dasharray:3 2;stroke-width:0.8}")
+    legend = (
+        f"colour: change against {names[0]} (red grew, blue shrank, full at "
+        f"{100 * FULL_SHARE:g}% of the whole; outlined: new); widths: {names[1]}"
+    )
+    svg.write_svg(
+        b_names,
+        b_rects,
+        b_total,
+        path,
+        title=f"lprof diff {metric}: {names[1]} against {names[0]}",
+        unit=unit,
+        decorate=lambda i: decor[i],
+        legend=legend,
+        extra_style=".f.new rect{stroke:#000;stroke-dasharray:3 2;stroke-width:0.8}",
+    )
     return counts

@@ -1,6 +1,7 @@
 """Folded stacks (one line per stack: frames joined by ';', then its value),
 as flamegraph.pl, inferno and speedscope read them. Folding runs in C
 (_lprof.fold_rows / fold_columns), which writes the file."""
+
 from ..common.files import atomic_path
 from . import stack_rows
 

@@ -17,6 +17,7 @@ between runs an "Off CPU" / "Not sampled" marker. Without a timeline (older
 files) a thread's stacks are laid end to end, as the Chrome export does.
 GPU work (lprof --gpu with a GPU timeline) becomes one marker per kernel,
 copy and memset on a thread per device stream."""
+
 import gzip
 import json
 
@@ -41,32 +42,43 @@ CATEGORIES = [
     ("Other", "grey", ["Other"]),
     ("Python", "yellow", ["Other", "user code", "library"]),
     ("Native", "orange", ["Other"]),
-    ("System", "lightblue", ["Other"]),       # lprof's marker frames: [truncated], ...
+    ("System", "lightblue", ["Other"]),  # lprof's marker frames: [truncated], ...
     ("Idle/Wait", "transparent", ["Other"]),  # a thread off CPU / not sampled
     ("GPU", "green", ["Other"]),
 ]
 CAT = {name: i for i, (name, _c, _s) in enumerate(CATEGORIES)}
-_KIND_CATEGORY = {NATIVE: CAT["Native"], GPU: CAT["GPU"], MARKER: CAT["System"],
-                  THREAD: CAT["Other"]}
+_KIND_CATEGORY = {NATIVE: CAT["Native"], GPU: CAT["GPU"], MARKER: CAT["System"], THREAD: CAT["Other"]}
 INSTANT, INTERVAL = 0, 1
 _MAX_SAFE_INT = (1 << 53) - 1
 
 MARKER_SCHEMA = [
-    {"name": "lprofSpan", "display": ["marker-chart", "marker-table", "timeline-overview"],
-     "tooltipLabel": "{marker.name}", "tableLabel": "{marker.data.samples} samples",
-     "chartLabel": "{marker.name}",
-     "description": "A run of consecutive samples of the thread (or a gap between runs).",
-     "fields": [{"key": "samples", "label": "Samples", "format": "integer"},
-                {"key": "covered", "label": "Time covered", "format": "milliseconds"}]},
-    {"name": "lprofGPU", "display": ["marker-chart", "marker-table", "timeline-overview"],
-     "tooltipLabel": "{marker.name}", "tableLabel": "{marker.data.launched_from}",
-     "chartLabel": "{marker.name}",
-     "description": "A kernel, copy or memset on a GPU stream.",
-     "fields": [{"key": "device", "label": "Device", "format": "integer"},
-                {"key": "stream", "label": "Stream", "format": "integer"},
-                {"key": "op", "label": "Operation", "format": "string"},
-                {"key": "bytes", "label": "Bytes", "format": "bytes"},
-                {"key": "launched_from", "label": "Launched from", "format": "string"}]},
+    {
+        "name": "lprofSpan",
+        "display": ["marker-chart", "marker-table", "timeline-overview"],
+        "tooltipLabel": "{marker.name}",
+        "tableLabel": "{marker.data.samples} samples",
+        "chartLabel": "{marker.name}",
+        "description": "A run of consecutive samples of the thread (or a gap between runs).",
+        "fields": [
+            {"key": "samples", "label": "Samples", "format": "integer"},
+            {"key": "covered", "label": "Time covered", "format": "milliseconds"},
+        ],
+    },
+    {
+        "name": "lprofGPU",
+        "display": ["marker-chart", "marker-table", "timeline-overview"],
+        "tooltipLabel": "{marker.name}",
+        "tableLabel": "{marker.data.launched_from}",
+        "chartLabel": "{marker.name}",
+        "description": "A kernel, copy or memset on a GPU stream.",
+        "fields": [
+            {"key": "device", "label": "Device", "format": "integer"},
+            {"key": "stream", "label": "Stream", "format": "integer"},
+            {"key": "op", "label": "Operation", "format": "string"},
+            {"key": "bytes", "label": "Bytes", "format": "bytes"},
+            {"key": "launched_from", "label": "Launched from", "format": "string"},
+        ],
+    },
 ]
 
 
@@ -74,24 +86,45 @@ class _Thread:
     """One Profiler thread's tables being filled."""
 
     def __init__(self, frames, name, pid, tid, main, process_name, start_ms, end_ms):
-        self.frames = frames           # the stacks section's frames, as Frames
+        self.frames = frames  # the stacks section's frames, as Frames
         self.strings, self.string_index = [], {}
         self.frame_of, self.func_of, self.stack_of, self.resource_of = {}, {}, {}, {}
-        self.frame_table = {c: [] for c in ("address", "inlineDepth", "category", "subcategory",
-                                            "func", "nativeSymbol", "innerWindowID", "line",
-                                            "column")}
-        self.func_table = {c: [] for c in ("name", "isJS", "relevantForJS", "resource",
-                                           "fileName", "lineNumber", "columnNumber")}
+        self.frame_table = {
+            c: []
+            for c in (
+                "address",
+                "inlineDepth",
+                "category",
+                "subcategory",
+                "func",
+                "nativeSymbol",
+                "innerWindowID",
+                "line",
+                "column",
+            )
+        }
+        self.func_table = {
+            c: []
+            for c in ("name", "isJS", "relevantForJS", "resource", "fileName", "lineNumber", "columnNumber")
+        }
         self.resource_table = {c: [] for c in ("lib", "name", "host", "type")}
         self.stack_table = {"frame": [], "prefix": []}
         self.samples = {"stack": [], "time": [], "weight": []}
-        self.markers = {c: [] for c in ("data", "name", "startTime", "endTime", "phase",
-                                        "category")}
-        self.head = {"name": name, "pid": pid, "tid": tid, "isMainThread": main,
-                     "processName": process_name, "processType": "default",
-                     "processStartupTime": start_ms, "processShutdownTime": end_ms,
-                     "registerTime": start_ms, "unregisterTime": end_ms, "pausedRanges": [],
-                     "showMarkersInTimeline": True}
+        self.markers = {c: [] for c in ("data", "name", "startTime", "endTime", "phase", "category")}
+        self.head = {
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "isMainThread": main,
+            "processName": process_name,
+            "processType": "default",
+            "processStartupTime": start_ms,
+            "processShutdownTime": end_ms,
+            "registerTime": start_ms,
+            "unregisterTime": end_ms,
+            "pausedRanges": [],
+            "showMarkersInTimeline": True,
+        }
 
     def string(self, s):
         s = str(s)
@@ -183,21 +216,26 @@ class _Thread:
         def table(cols):
             n = len(next(iter(cols.values())))
             return dict(cols, length=n)
+
         samples = table(self.samples)
         samples["weightType"] = "tracing-ms"
-        return dict(self.head, stringArray=self.strings, frameTable=table(self.frame_table),
-                    funcTable=table(self.func_table), resourceTable=table(self.resource_table),
-                    nativeSymbols={"libIndex": [], "address": [], "name": [],
-                                   "functionSize": [], "length": 0},
-                    stackTable=table(self.stack_table), samples=samples,
-                    markers=table(self.markers))
+        return dict(
+            self.head,
+            stringArray=self.strings,
+            frameTable=table(self.frame_table),
+            funcTable=table(self.func_table),
+            resourceTable=table(self.resource_table),
+            nativeSymbols={"libIndex": [], "address": [], "name": [], "functionSize": [], "length": 0},
+            stackTable=table(self.stack_table),
+            samples=samples,
+            markers=table(self.markers),
+        )
 
 
 def _tid(thread_id):
     """A thread id as the Profiler keeps it: a number where JavaScript holds
     it exactly, else its decimal string."""
-    return thread_id if isinstance(thread_id, int) and 0 <= thread_id <= _MAX_SAFE_INT \
-        else str(thread_id)
+    return thread_id if isinstance(thread_id, int) and 0 <= thread_id <= _MAX_SAFE_INT else str(thread_id)
 
 
 def _timeline_threads(profile, parts, frames, origin_s, end_ms, mode):
@@ -207,7 +245,7 @@ def _timeline_threads(profile, parts, frames, origin_s, end_ms, mode):
     for part in parts:
         pid = str(part.get("pid") or 0)
         pids[pid] = pids.get(pid, 0) + 1
-        if pids[pid] > 1:   # two hosts' processes of one pid stay apart
+        if pids[pid] > 1:  # two hosts' processes of one pid stay apart
             pid = f"{pid}.{pids[pid]}"
         off_ms = (part.get("start_s", origin_s) - origin_s) * 1000.0
         by_thread = timeline_model.samples(part)
@@ -218,23 +256,26 @@ def _timeline_threads(profile, parts, frames, origin_s, end_ms, mode):
         main = named[0] if named else order[0][0]
         for index, samples in order:
             thread_id, name = part["threads"][index]
-            th = _Thread(frames, name, pid, _tid(thread_id), index == main, pname, off_ms,
-                         end_ms)
-            last = None        # end of the previous sample, us
+            th = _Thread(frames, name, pid, _tid(thread_id), index == main, pname, off_ms, end_ms)
+            last = None  # end of the previous sample, us
             last_cover = 0
-            run = None         # [start us, samples, covered us]
+            run = None  # [start us, samples, covered us]
             prev_ms = 0.0
             for end, cover, ids in samples:
                 start = end - cover
                 if last is not None:
                     if start - last > max(2 * max(cover, last_cover), GAP_MIN_US):
                         _close_run(th, run, on, off_ms, last)
-                        th.marker(off, off_ms + last / 1000.0, off_ms + start / 1000.0,
-                                  CAT["Idle/Wait"], {"type": "lprofSpan", "samples": 0,
-                                                     "covered": 0})
+                        th.marker(
+                            off,
+                            off_ms + last / 1000.0,
+                            off_ms + start / 1000.0,
+                            CAT["Idle/Wait"],
+                            {"type": "lprofSpan", "samples": 0, "covered": 0},
+                        )
                         run = None
                     else:
-                        start = last        # contiguous: samples butt
+                        start = last  # contiguous: samples butt
                 run = run or [start, 0, 0]
                 run[1] += 1
                 run[2] += cover
@@ -249,9 +290,13 @@ def _timeline_threads(profile, parts, frames, origin_s, end_ms, mode):
 
 def _close_run(th, run, name, off_ms, end_us):
     if run:
-        th.marker(name, off_ms + max(run[0], 0) / 1000.0, off_ms + end_us / 1000.0,
-                  CAT["Python"], {"type": "lprofSpan", "samples": run[1],
-                                  "covered": round(run[2] / 1000.0, 3)})
+        th.marker(
+            name,
+            off_ms + max(run[0], 0) / 1000.0,
+            off_ms + end_us / 1000.0,
+            CAT["Python"],
+            {"type": "lprofSpan", "samples": run[1], "covered": round(run[2] / 1000.0, 3)},
+        )
 
 
 def _flame_threads(profile, st, frames, cols, end_ms):
@@ -266,11 +311,11 @@ def _flame_threads(profile, st, frames, cols, end_ms):
     threads = []
     for n, thread in enumerate(sorted(by_thread, key=str)):
         name = names.get(str(thread), "thread")
-        th = _Thread(frames, f"{name} (totals, stacks end to end)", pid, _tid(thread), n == 0,
-                     "lprof", 0.0, end_ms)
+        th = _Thread(
+            frames, f"{name} (totals, stacks end to end)", pid, _tid(thread), n == 0, "lprof", 0.0, end_ms
+        )
         x = 0.0
-        for ids, ms in sorted(by_thread[thread],
-                              key=lambda r: [frames[i].label for i in r[0]]):
+        for ids, ms in sorted(by_thread[thread], key=lambda r: [frames[i].label for i in r[0]]):
             th.sample(x, ids, ms)
             x += ms
         threads.append(th.done())
@@ -285,14 +330,22 @@ def _gpu_threads(profile, frames, origin_s, end_ms):
         off_ms = (part.get("start_s", origin_s) - origin_s) * 1000.0
         pid = str(part.get("pid") or 0)
         pids[pid] = pids.get(pid, 0) + 1
-        if pids[pid] > 1:   # as the sample threads: two hosts' processes of one pid
+        if pids[pid] > 1:  # as the sample threads: two hosts' processes of one pid
             pid = f"{pid}.{pids[pid]}"
         by_stream = {}
         for r in gpu_timeline.records(part):
             by_stream.setdefault((r["device"], r["stream"]), []).append(r)
         for (dev, stream), recs in sorted(by_stream.items()):
-            th = _Thread(frames, f"GPU {dev} stream {stream}", pid, f"gpu{dev}.{stream}", False,
-                         f"GPU {dev} (pid {part.get('pid')})", off_ms, end_ms)
+            th = _Thread(
+                frames,
+                f"GPU {dev} stream {stream}",
+                pid,
+                f"gpu{dev}.{stream}",
+                False,
+                f"GPU {dev} (pid {part.get('pid')})",
+                off_ms,
+                end_ms,
+            )
             for r in sorted(recs, key=lambda r: r["start_ns"]):
                 site = ""
                 if r["stack"] and all(0 <= i < len(frames) for i in r["stack"]):
@@ -300,9 +353,20 @@ def _gpu_threads(profile, frames, origin_s, end_ms):
                     site = f"{f.file}:{f.line}"
                 op = gpu_timeline.OPS[r["op"]] if 0 <= r["op"] < len(gpu_timeline.OPS) else "gpu"
                 start = off_ms + r["start_ns"] / 1e6
-                th.marker(r["name"], start, start + r["dur_ns"] / 1e6, CAT["GPU"],
-                          {"type": "lprofGPU", "device": dev, "stream": stream, "op": op,
-                           "bytes": r["bytes"], "launched_from": site})
+                th.marker(
+                    r["name"],
+                    start,
+                    start + r["dur_ns"] / 1e6,
+                    CAT["GPU"],
+                    {
+                        "type": "lprofGPU",
+                        "device": dev,
+                        "stream": stream,
+                        "op": op,
+                        "bytes": r["bytes"],
+                        "launched_from": site,
+                    },
+                )
             threads.append(th.done())
     return threads
 
@@ -329,31 +393,53 @@ def profile_doc(profile, metric="cpu"):
         layout = "totals"
     threads += _gpu_threads(profile, frames, origin_s, end_ms)
     if not threads:
-        raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
-                         f"alone hold none; sample with lprof script.py or -l --sample)")
+        raise ValueError(
+            f"the profile has no stacks with {metric} data (profiles of lprof -l "
+            f"alone hold none; sample with lprof script.py or -l --sample)"
+        )
     if threads and not any(t["isMainThread"] for t in threads):
         threads[0]["isMainThread"] = True
     rate = sampling.get("rate_hz_effective") or sampling.get("rate_hz_requested") or 1000
     argv = " ".join(str(a) for a in meta.get("argv", []))
     doc_meta = {
-        "version": GECKO_VERSION, "preprocessedProfileVersion": PROCESSED_VERSION,
-        "product": "lprof", "importedFrom": "lprof", "arguments": argv,
-        "interval": round(1000.0 / rate, 6), "startTime": origin_s * 1000.0,
-        "profilingStartTime": 0, "profilingEndTime": max(end_ms, 0),
-        "processType": 0, "stackwalk": 1 if sampling.get("native") else 0,
-        "symbolicated": True, "usesOnlyOneStackType": not sampling.get("native"),
-        "sourceCodeIsNotOnSearchfox": True, "keepProfileThreadOrder": True,
+        "version": GECKO_VERSION,
+        "preprocessedProfileVersion": PROCESSED_VERSION,
+        "product": "lprof",
+        "importedFrom": "lprof",
+        "arguments": argv,
+        "interval": round(1000.0 / rate, 6),
+        "startTime": origin_s * 1000.0,
+        "profilingStartTime": 0,
+        "profilingEndTime": max(end_ms, 0),
+        "processType": 0,
+        "stackwalk": 1 if sampling.get("native") else 0,
+        "symbolicated": True,
+        "usesOnlyOneStackType": not sampling.get("native"),
+        "sourceCodeIsNotOnSearchfox": True,
+        "keepProfileThreadOrder": True,
         "platform": "Linux",
-        "categories": [{"name": n, "color": c, "subcategories": list(s)}
-                       for n, c, s in CATEGORIES],
+        "categories": [{"name": n, "color": c, "subcategories": list(s)} for n, c, s in CATEGORIES],
         "markerSchema": MARKER_SCHEMA,
-        "extra": [{"label": "lprof", "entries": [
-            {"label": "Metric", "format": "string", "value": mode},
-            {"label": "Layout", "format": "string",
-             "value": "sample timeline" if layout == "timeline"
-             else "totals: each thread's stacks end to end (no sample timeline)"},
-            {"label": "lprof version", "format": "string",
-             "value": str(meta.get("lprof_version", ""))}]}],
+        "extra": [
+            {
+                "label": "lprof",
+                "entries": [
+                    {"label": "Metric", "format": "string", "value": mode},
+                    {
+                        "label": "Layout",
+                        "format": "string",
+                        "value": "sample timeline"
+                        if layout == "timeline"
+                        else "totals: each thread's stacks end to end (no sample timeline)",
+                    },
+                    {
+                        "label": "lprof version",
+                        "format": "string",
+                        "value": str(meta.get("lprof_version", "")),
+                    },
+                ],
+            }
+        ],
     }
     return {"meta": doc_meta, "libs": [], "pages": [], "counters": [], "threads": threads}
 

@@ -2,6 +2,7 @@
 
 Schema "lprof.export" version 2 (docs/formats.md): list rows of the profile
 file become objects with named fields so consumers need no column list."""
+
 import json
 
 from ..common.files import atomic_path
@@ -12,12 +13,35 @@ SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
 
 SAMPLING_LINE_FIELDS = ("file", "line", "function") + SAMPLING_LINE_COLUMNS + ("samples",)
-MEMORY_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "freed_bytes", "net_bytes",
-                      "peak_bytes", "python_share", "count")
+MEMORY_LINE_FIELDS = (
+    "file",
+    "line",
+    "function",
+    "alloc_bytes",
+    "freed_bytes",
+    "net_bytes",
+    "peak_bytes",
+    "python_share",
+    "count",
+)
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
-GPU_LINE_FIELDS = ("file", "line", "function", "kernel_s", "copy_s", "kernels", "launches",
-                   "h2d_bytes", "d2h_bytes", "d2d_bytes", "alloc_bytes", "peak_bytes",
-                   "other_thread_s", "comm_s", "backward_s")
+GPU_LINE_FIELDS = (
+    "file",
+    "line",
+    "function",
+    "kernel_s",
+    "copy_s",
+    "kernels",
+    "launches",
+    "h2d_bytes",
+    "d2h_bytes",
+    "d2d_bytes",
+    "alloc_bytes",
+    "peak_bytes",
+    "other_thread_s",
+    "comm_s",
+    "backward_s",
+)
 COLLECTIVE_CELL_FIELDS = ("member", "comm_s", "wait_s", "transfer_s", "count")
 TENSOR_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "peak_bytes", "live_bytes")
 
@@ -35,8 +59,13 @@ def _function(f):
         if ln in waits:
             row["wait_s"] = waits[ln]
         lines.append(row)
-    return {"file": f["file"], "name": f["name"], "first_line": f["first_line"],
-            "total_s": f.get("total_s", 0.0), "lines": lines}
+    return {
+        "file": f["file"],
+        "name": f["name"],
+        "first_line": f["first_line"],
+        "total_s": f.get("total_s", 0.0),
+        "lines": lines,
+    }
 
 
 def export_dict(prof):
@@ -49,6 +78,7 @@ def export_dict(prof):
         s["lines"] = _rows(s.get("lines", []), SAMPLING_LINE_FIELDS)
         if "stacks" in prof:  # the whole the shares are of, and what no selected line holds
             from ..model import shares
+
             s["whole"] = shares.as_dict(shares.breakdown(prof))
         out["sampling"] = s
     if "memory" in prof:
@@ -67,25 +97,40 @@ def export_dict(prof):
     if "stacks" in prof:
         st = prof["stacks"]
         out["stacks"] = {
-            "frames": [{"file": f.file, "function": f.function, "first_line": f.first_line,
-                        "line": f.line} for f in frame_table(st.get("frames", []))],
-            "stacks": [{"frames": ids, "thread": thread, "metrics": metrics}
-                       for ids, thread, metrics in st.get("stacks", [])]}
+            "frames": [
+                {"file": f.file, "function": f.function, "first_line": f.first_line, "line": f.line}
+                for f in frame_table(st.get("frames", []))
+            ],
+            "stacks": [
+                {"frames": ids, "thread": thread, "metrics": metrics}
+                for ids, thread, metrics in st.get("stacks", [])
+            ],
+        }
     if "ranks" in prof:
         r = prof["ranks"]
 
         def cells(values):
             return {k: {"sum": c[0], "max": c[1], "member": c[2]} for k, c in values.items()}
+
         out["ranks"] = {
             "members": r.get("members", []),
-            "lines": [{"file": f, "line": ln, "function": fn, "values": cells(v)}
-                      for f, ln, fn, v in r.get("lines", [])],
-            "stacks": [{"frames": ids, "values": cells(v)} for ids, v in r.get("stacks", [])]}
+            "lines": [
+                {"file": f, "line": ln, "function": fn, "values": cells(v)}
+                for f, ln, fn, v in r.get("lines", [])
+            ],
+            "stacks": [{"frames": ids, "values": cells(v)} for ids, v in r.get("stacks", [])],
+        }
         if r.get("collectives"):  # GPU collectives per line and rank (model/collectives.py)
             c = dict(r["collectives"])
-            c["lines"] = [{"file": f, "line": ln, "function": fn,
-                           "ranks": [dict(zip(COLLECTIVE_CELL_FIELDS, cell)) for cell in cells_]}
-                          for f, ln, fn, cells_ in c.get("lines", [])]
+            c["lines"] = [
+                {
+                    "file": f,
+                    "line": ln,
+                    "function": fn,
+                    "ranks": [dict(zip(COLLECTIVE_CELL_FIELDS, cell)) for cell in cells_],
+                }
+                for f, ln, fn, cells_ in c.get("lines", [])
+            ]
             out["ranks"]["collectives"] = c
     return out
 

@@ -34,5 +34,6 @@ def columns(metric):
     cols = METRICS[metric][0]
     if cols is None:
         from ..model.stacks import CPU_COLUMNS
+
         return CPU_COLUMNS
     return cols

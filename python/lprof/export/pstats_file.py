@@ -7,6 +7,7 @@ caller -> callee edges get the same. Sampling counts no calls: the call
 columns hold the number of samples a function was on the stack. Functions
 are (file, first line, name); native frames (--native) are (object, 0, name),
 as cProfile names built-ins ('~', 0, name)."""
+
 import marshal
 
 from ..common.files import atomic_path
@@ -26,8 +27,8 @@ def stats(profile, metric="cpu"):
     st = row_form(profile.get("stacks") or {})
     frames = st.get("frames", [])
     funcs = [_func(f) for f in frames]
-    table = {}      # func -> [samples, tt, ct]
-    edges = {}      # (caller, callee) -> [samples, tt, ct]
+    table = {}  # func -> [samples, tt, ct]
+    edges = {}  # (caller, callee) -> [samples, tt, ct]
     for ids, _thread, m in st.get("stacks", []):
         v = sum(m.get(c, 0) for c in cols)
         if v <= 0 or not ids:
@@ -54,8 +55,10 @@ def stats(profile, metric="cpu"):
             if k == len(path) - 1:
                 e[1] += v
     if not table:
-        raise ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
-                         f"alone hold none; sample with lprof script.py or -l --sample)")
+        raise ValueError(
+            f"the profile has no stacks with {metric} data (profiles of lprof -l "
+            f"alone hold none; sample with lprof script.py or -l --sample)"
+        )
     callers = {}
     for (caller, callee), (n, tt, ct) in edges.items():
         if caller != callee:

@@ -1,5 +1,6 @@
 """speedscope's file format (https://www.speedscope.app/file-format-schema.json):
 one sampled profile per thread, weights in the metric's unit."""
+
 import json
 
 from ..common.files import atomic_path
@@ -22,19 +23,33 @@ def write(profile, path, metric="cpu"):
             samples.append(list(ids))
             weights.append(iv)
     thread_names = (profile.get("sampling") or {}).get("threads", {})
-    sframes = [{"name": f.function, "file": f.file, "line": f.line}
-               for f in frame_table(st.get("frames", []))]
+    sframes = [
+        {"name": f.function, "file": f.file, "line": f.line} for f in frame_table(st.get("frames", []))
+    ]
     unit_name = {"us": "microseconds", "bytes": "bytes"}[unit]
     profiles = []
     for t in sorted(by_thread):
         samples, weights = by_thread[t]
         name = thread_names.get(str(t), f"thread {t}")
-        profiles.append({"type": "sampled", "name": f"{name} ({metric})", "unit": unit_name,
-                         "startValue": 0, "endValue": sum(weights),
-                         "samples": samples, "weights": weights})
-    doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
-           "shared": {"frames": sframes}, "profiles": profiles,
-           "name": f"lprof {metric}", "activeProfileIndex": 0, "exporter": "lprof"}
+        profiles.append(
+            {
+                "type": "sampled",
+                "name": f"{name} ({metric})",
+                "unit": unit_name,
+                "startValue": 0,
+                "endValue": sum(weights),
+                "samples": samples,
+                "weights": weights,
+            }
+        )
+    doc = {
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": {"frames": sframes},
+        "profiles": profiles,
+        "name": f"lprof {metric}",
+        "activeProfileIndex": 0,
+        "exporter": "lprof",
+    }
     with atomic_path(path) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(doc, fh)

@@ -1,6 +1,7 @@
 """What the stack formats (folded, speedscope, SVG) and the time formats
 (Chrome trace, pstats) share: frame names, the stacks section as one metric
 sees it, and the fold in C (the table of stack metrics: metrics.py)."""
+
 from ..model.frames import Frame
 from ..model import stacks
 from .metrics import METRICS, TIME_METRICS, columns
@@ -28,8 +29,10 @@ def time_columns(metric, holder):
 
 
 def no_data(metric):
-    return ValueError(f"the profile has no stacks with {metric} data (profiles of lprof -l "
-                      f"alone hold none; sample with lprof script.py or -l --sample)")
+    return ValueError(
+        f"the profile has no stacks with {metric} data (profiles of lprof -l "
+        f"alone hold none; sample with lprof script.py or -l --sample)"
+    )
 
 
 def for_metric(profile, metric):

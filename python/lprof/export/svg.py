@@ -8,6 +8,7 @@ however tall library towers grow below them. Each frame keeps its layout in
 data attributes (depth, start, width in the metric's unit); the script maps
 them to pixels. Without scripts (an <img> tag), frames are placed in percent
 of the width and labelled for a 1200 px wide view."""
+
 from xml.sax.saxutils import escape, quoteattr
 
 from ..common.files import atomic_path
@@ -19,7 +20,7 @@ MIN_PX = 0.1
 # frames narrower than this share of the total would be under MIN_PX wide
 MIN_FRACTION = MIN_PX / FALLBACK_WIDTH
 TOP = 2 * ROW  # title and buttons
-CHAR_PX = 7    # 12 px monospace
+CHAR_PX = 7  # 12 px monospace
 
 _SCRIPT = """
 var svg=document.documentElement,frames=[],zoomed=null,W=0;
@@ -75,11 +76,22 @@ def _fit(name, px):
     chars = int((px - 6) / CHAR_PX)
     if chars < 3:
         return ""
-    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+    return name if len(name) <= chars else name[: chars - 1] + "\u2026"
 
 
-def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=None, whole_name=None,
-              decorate=None, legend=None, extra_style=""):
+def write_svg(
+    names,
+    rects,
+    total,
+    out_path,
+    title="lprof",
+    unit="us",
+    whole=None,
+    whole_name=None,
+    decorate=None,
+    legend=None,
+    extra_style="",
+):
     """rects: (depth, name id, x, width) from _lprof.fold_rows; total: their
     scale. whole (same unit): what each frame's percent is a share of, the
     process's whole CPU or wall time (the flame may hold less of it:
@@ -91,22 +103,28 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=Non
     depth = 1 + max((r[0] for r in rects), default=0)
     height = TOP + depth * ROW + ROW
     scale = (FALLBACK_WIDTH - 20) / total if total else 0
-    out = ['<?xml version="1.0" standalone="no"?>',
-           f'<svg version="1.1" width="100%" height="{height}" data-total="{total}" '
-           f'onload="init()" xmlns="http://www.w3.org/2000/svg">',
-           f'<script type="text/ecmascript"><![CDATA[var CHAR={CHAR_PX};{_SCRIPT}]]></script>',
-           '<style>text{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}'
-           '.f{cursor:pointer}.f:hover rect{stroke:#000;stroke-width:0.7}'
-           '.f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}' + extra_style + '</style>',
-           f'<rect x="0" y="0" width="100%" height="{height}" fill="#f8f8f8"/>',
-           f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}'
-           + (f', {100.0 * total / whole:.1f}% of {escape(whole_name)} ({whole} {escape(unit)})'
-              if whole_name and whole != total else '')
-           + '; percents are shares of '
-           + (escape(whole_name) if whole_name else 'the total') + '; click a frame to zoom)</text>',
-           f'<text id="search" class="b" x="10" y="{ROW + 12}">Search</text>',
-           f'<text id="reset" class="b" x="70" y="{ROW + 12}" style="display:none">Reset zoom</text>',
-           f'<text id="matched" x="170" y="{ROW + 12}"></text>']
+    out = [
+        '<?xml version="1.0" standalone="no"?>',
+        f'<svg version="1.1" width="100%" height="{height}" data-total="{total}" '
+        f'onload="init()" xmlns="http://www.w3.org/2000/svg">',
+        f'<script type="text/ecmascript"><![CDATA[var CHAR={CHAR_PX};{_SCRIPT}]]></script>',
+        '<style>text{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px}'
+        ".f{cursor:pointer}.f:hover rect{stroke:#000;stroke-width:0.7}"
+        ".f.anc rect{fill:#ddd}.b{cursor:pointer;fill:#04c}" + extra_style + "</style>",
+        f'<rect x="0" y="0" width="100%" height="{height}" fill="#f8f8f8"/>',
+        f'<text x="10" y="14">{escape(title)} (total {total} {escape(unit)}'
+        + (
+            f", {100.0 * total / whole:.1f}% of {escape(whole_name)} ({whole} {escape(unit)})"
+            if whole_name and whole != total
+            else ""
+        )
+        + "; percents are shares of "
+        + (escape(whole_name) if whole_name else "the total")
+        + "; click a frame to zoom)</text>",
+        f'<text id="search" class="b" x="10" y="{ROW + 12}">Search</text>',
+        f'<text id="reset" class="b" x="70" y="{ROW + 12}" style="display:none">Reset zoom</text>',
+        f'<text id="matched" x="170" y="{ROW + 12}"></text>',
+    ]
     if legend:
         out.append(f'<text x="320" y="{ROW + 12}">{escape(legend)}</text>')
     for i, (d, name_id, x, w) in enumerate(rects):
@@ -117,13 +135,15 @@ def write_svg(names, rects, total, out_path, title="lprof", unit="us", whole=Non
         share = 100.0 * w / whole if whole else 0
         color, classes, note = decorate(i) if decorate else (_color(name), "", "")
         short = short_name(name)
-        out.append(f'<g class="f{" " + classes if classes else ""}" data-d="{d}" data-x="{x}" '
-                   f'data-w="{w}" data-n={quoteattr(short)}>'
-                   f'<title>{escape(name)} ({w} {escape(unit)}, {share:.2f}%{escape(note)})</title>'
-                   f'<rect x="{100.0 * x / total if total else 0:.4f}%" y="{y}" '
-                   f'width="{pct:.4f}%" height="{ROW - 1}" fill="{color}" data-c="{color}" rx="2"/>'
-                   f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'
-                   f'{escape(_fit(short, pw))}</text></g>')
+        out.append(
+            f'<g class="f{" " + classes if classes else ""}" data-d="{d}" data-x="{x}" '
+            f'data-w="{w}" data-n={quoteattr(short)}>'
+            f"<title>{escape(name)} ({w} {escape(unit)}, {share:.2f}%{escape(note)})</title>"
+            f'<rect x="{100.0 * x / total if total else 0:.4f}%" y="{y}" '
+            f'width="{pct:.4f}%" height="{ROW - 1}" fill="{color}" data-c="{color}" rx="2"/>'
+            f'<text x="{100.0 * x / total if total else 0:.4f}%" dx="3" y="{y + 12}">'
+            f"{escape(_fit(short, pw))}</text></g>"
+        )
     out.append("</svg>")
     with atomic_path(out_path) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -141,8 +161,9 @@ def write(profile, path, metric="cpu", fold_imports=True):
     st = stack_rows.thread_roots(profile, st)
     names, (_lines, total, rects) = stack_rows.fold(st, metric, None, MIN_FRACTION)
     whole, whole_name = _time_whole(profile, metric, unit)
-    write_svg(names, rects, total, path, title=f"lprof {metric}", unit=unit, whole=whole,
-              whole_name=whole_name)
+    write_svg(
+        names, rects, total, path, title=f"lprof {metric}", unit=unit, whole=whole, whole_name=whole_name
+    )
 
 
 def _time_whole(profile, metric, unit):
@@ -152,8 +173,8 @@ def _time_whole(profile, metric, unit):
     if metric not in ("cpu", "wall") or unit != "us" or not profile.get("sampling"):
         return None, None
     from ..model import shares
+
     parts = shares.breakdown(profile)
     seconds = parts["cpu_whole_s"] if metric == "cpu" else parts["wall_whole_s"]
-    name = ("the process's CPU time" if metric == "cpu"
-            else "the wall time summed over threads")
+    name = "the process's CPU time" if metric == "cpu" else "the wall time summed over threads"
     return (int(round(seconds * 1e6)) if seconds else None), name

@@ -1,4 +1,5 @@
 """Assembling a profile dict from the collectors that ran (see docs/contracts.md)."""
+
 import os
 import sys
 import time
@@ -45,6 +46,7 @@ def _implementation():
 
 def _version():
     from .. import __version__
+
     return __version__
 
 
@@ -60,8 +62,11 @@ def sections(collectors, started=None):
         if hasattr(c, "before_stacks"):
             c.before_stacks()
     out = {}
-    st = (stacks_model.snapshot(start_s=STARTED if started is None else started)
-          if any(hasattr(c, "section") for c in collectors) else None)
+    st = (
+        stacks_model.snapshot(start_s=STARTED if started is None else started)
+        if any(hasattr(c, "section") for c in collectors)
+        else None
+    )
     part = st.pop("timeline", None) if st is not None else None
     gpu_part = st.pop("gpu_timeline", None) if st is not None else None
     for c in collectors:
@@ -78,6 +83,7 @@ def sections(collectors, started=None):
             timeline_model.name_threads(tl, out["sampling"].get("threads", {}))
         if gpu_part and "gpu" in out:
             from . import gpu_timeline
+
             gpu_part["clock"] = (out["gpu"].get("stats") or {}).get("clock", {})
             out["gpu_timeline"] = gpu_timeline.section(gpu_part)
             if part and "sampling" in out:  # sampled runs: a sample with no GPU work is idle

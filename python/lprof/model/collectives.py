@@ -34,6 +34,7 @@ Section (the "collectives" key of the "ranks" section):
               count], ...]], ...]}   (wait_s / transfer_s None where not
    comparable; count: collective kernels the line launched on that rank)
 """
+
 from .frames import Frame, table as frame_table
 from . import stacks as stacks_model
 
@@ -46,8 +47,11 @@ def _abs_ns(part):
 
 
 def _not_aligned(part):
-    return [b for b, how in (part.get("clock") or {}).items()
-            if "not aligned" in str(how) or str(how).startswith("none")]
+    return [
+        b
+        for b, how in (part.get("clock") or {}).items()
+        if "not aligned" in str(how) or str(how).startswith("none")
+    ]
 
 
 def analyse(parts, members, frames, is_comm=None):
@@ -55,12 +59,14 @@ def analyse(parts, members, frames, is_comm=None):
     members and merged frames; None where no collective kernel ran."""
     if is_comm is None:
         from .. import _lprof
+
         is_comm = _lprof.gpu_is_comm
     from .gpu_timeline import records
+
     ftable = frame_table(frames)
     comm_cache = {}
     line_cache = {}
-    seqs = {}       # (member, pid) -> {name: [(start, end, line key)]}
+    seqs = {}  # (member, pid) -> {name: [(start, end, line key)]}
     base_exact = True
     hosts, unaligned = [], []
     for member, part in parts:
@@ -97,12 +103,16 @@ def analyse(parts, members, frames, is_comm=None):
             hosts.append(host)
     why = None
     if len(hosts) > 1:
-        why = (f"the ranks ran on {len(hosts)} hosts ({', '.join(map(str, hosts))}): their device "
-               f"times are on each host's own clock, not comparable, so the wait for peers is not "
-               f"computed")
+        why = (
+            f"the ranks ran on {len(hosts)} hosts ({', '.join(map(str, hosts))}): their device "
+            f"times are on each host's own clock, not comparable, so the wait for peers is not "
+            f"computed"
+        )
     elif unaligned:
-        why = (f"{', '.join(unaligned)}: device times not aligned to the host's clock, so the wait "
-               f"for peers is not computed")
+        why = (
+            f"{', '.join(unaligned)}: device times not aligned to the host's clock, so the wait "
+            f"for peers is not computed"
+        )
     comparable = why is None
     # (line key, member) -> [comm ns, wait ns, transfer ns, count]
     acc = {}
@@ -136,14 +146,21 @@ def analyse(parts, members, frames, is_comm=None):
     lines = {}
     for (where, m), (comm, wait, transfer, count) in acc.items():
         lines.setdefault(where, []).append(
-            [m, comm / 1e9, wait / 1e9 if comparable else None,
-             transfer / 1e9 if comparable else None, count])
-    out = {"comparable": comparable, "hosts": hosts, "matched": matched, "unmatched": unmatched,
-           "inconsistent": inconsistent,
-           "lines": [[path, line, func, sorted(cells)] for (path, line, func), cells in sorted(lines.items())]}
+            [m, comm / 1e9, wait / 1e9 if comparable else None, transfer / 1e9 if comparable else None, count]
+        )
+    out = {
+        "comparable": comparable,
+        "hosts": hosts,
+        "matched": matched,
+        "unmatched": unmatched,
+        "inconsistent": inconsistent,
+        "lines": [[path, line, func, sorted(cells)] for (path, line, func), cells in sorted(lines.items())],
+    }
     if why:
         out["why"] = why
     if comparable and not base_exact:
-        out["clock_note"] = ("a profile without the timeline's origin_ns: its times placed through "
-                             "its unix start time (to about a microsecond)")
+        out["clock_note"] = (
+            "a profile without the timeline's origin_ns: its times placed through "
+            "its unix start time (to about a microsecond)"
+        )
     return out

@@ -6,6 +6,7 @@ hits and waits (`lprof -l`). Lines match by (file, line), functions by (file,
 qualified name); only the program's own files count (as in the listing)
 unless `accept` says otherwise. Entries are sorted by the size of their
 change in the chosen metric."""
+
 from .stacks import CPU_COLUMNS, INTERNAL_COLUMNS, is_user_file, lines as stack_lines, row_form
 
 CPU_TOTAL = "cpu_s"
@@ -89,19 +90,23 @@ def compare(before, after, metric=None, accept=is_user_file):
     def entries(b, a, label):
         out = []
         for key in set(b) | set(a):
-            out.append({"key": key, "name": label(key), "before": b.get(key, {}),
-                        "after": a.get(key, {})})
-        out.sort(key=lambda e: (-abs(e["after"].get(metric, 0) - e["before"].get(metric, 0)),
-                                str(e["key"])))
+            out.append({"key": key, "name": label(key), "before": b.get(key, {}), "after": a.get(key, {})})
+        out.sort(key=lambda e: (-abs(e["after"].get(metric, 0) - e["before"].get(metric, 0)), str(e["key"])))
         return out
 
     totals = {}
     for col, _u in columns:
-        totals[col] = (sum(r.get(col, 0) for r in b_lines.values()),
-                       sum(r.get(col, 0) for r in a_lines.values()))
-    return {"metric": metric, "columns": columns, "totals": totals,
-            "lines": entries(b_lines, a_lines, lambda k: a_names.get(k) or b_names.get(k)),
-            "functions": entries(b_funcs, a_funcs, lambda k: k[1])}
+        totals[col] = (
+            sum(r.get(col, 0) for r in b_lines.values()),
+            sum(r.get(col, 0) for r in a_lines.values()),
+        )
+    return {
+        "metric": metric,
+        "columns": columns,
+        "totals": totals,
+        "lines": entries(b_lines, a_lines, lambda k: a_names.get(k) or b_names.get(k)),
+        "functions": entries(b_funcs, a_funcs, lambda k: k[1]),
+    }
 
 
 def _ordered(used, *profiles):

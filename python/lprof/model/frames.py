@@ -10,6 +10,7 @@ frames as Frame objects (table()). Kinds:
   ...); file "<lprof>"
 - THREAD: a thread's root in a picture (never stored in a profile); file "<thread>"
 """
+
 import collections
 import os
 
@@ -25,6 +26,7 @@ _SPECIAL_FILES = {GPU_FILE: GPU, MARKER_FILE: MARKER, THREAD_FILE: THREAD}
 class Frame(collections.namedtuple("Frame", "file function first_line line")):
     """One frame, with its kind. A tuple (file, function, first_line, line),
     so it indexes as the stored list does."""
+
     __slots__ = ()
 
     @classmethod

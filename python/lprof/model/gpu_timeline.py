@@ -27,6 +27,7 @@ Section: {"parts": [part, ...]}, one part per process:
    "stack" (index into stacks, -1: no launch record), "thread" (index into
    threads, -1: unknown)}
 """
+
 import os
 from array import array
 from bisect import bisect_right
@@ -49,8 +50,24 @@ def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None, origin_ns
     trie (None: no record stored, none dropped)."""
     if raw is None:
         return None
-    (start, end, launch, device, stream, op, dir_, attr, nbytes, corr, node, name, thread,
-     raw_names, capacity, dropped) = raw
+    (
+        start,
+        end,
+        launch,
+        device,
+        stream,
+        op,
+        dir_,
+        attr,
+        nbytes,
+        corr,
+        node,
+        name,
+        thread,
+        raw_names,
+        capacity,
+        dropped,
+    ) = raw
     parent, frame = _ints(parent_b, "i"), _ints(frame_b, "i")
     start, end, launch = _ints(start, "q"), _ints(end, "q"), _ints(launch, "q")
     node, name_ix, keys = _ints(node, "i"), _ints(name, "i"), _ints(thread, "Q")
@@ -83,14 +100,28 @@ def from_snapshot(raw, parent_b, frame_b, frames, start_s, clock=None, origin_ns
         out_name.append(intern(names, name_index, label))
         out_stack.append(intern(stacks, stack_index, path) if attr[i] and path else -1)
         out_thread.append(intern(threads, thread_index, keys[i]) if keys[i] else -1)
-    out = {"pid": os.getpid(), "start_s": start_s, "clock": dict(clock or {}),
-           "capacity": int(capacity), "dropped": int(dropped),
-           "names": names, "stacks": stacks, "threads": threads,
-           "start_ns": start, "dur_ns": [max(0, e - s) for s, e in zip(start, end)],
-           "launch_ns": [None if t == _INT64_MIN else t for t in launch],
-           "device": _ints(device, "I"), "stream": _ints(stream, "I"), "op": _ints(op, "B"),
-           "dir": _ints(dir_, "B"), "bytes": _ints(nbytes, "Q"), "corr": _ints(corr, "I"),
-           "name": out_name, "stack": out_stack, "thread": out_thread}
+    out = {
+        "pid": os.getpid(),
+        "start_s": start_s,
+        "clock": dict(clock or {}),
+        "capacity": int(capacity),
+        "dropped": int(dropped),
+        "names": names,
+        "stacks": stacks,
+        "threads": threads,
+        "start_ns": start,
+        "dur_ns": [max(0, e - s) for s, e in zip(start, end)],
+        "launch_ns": [None if t == _INT64_MIN else t for t in launch],
+        "device": _ints(device, "I"),
+        "stream": _ints(stream, "I"),
+        "op": _ints(op, "B"),
+        "dir": _ints(dir_, "B"),
+        "bytes": _ints(nbytes, "Q"),
+        "corr": _ints(corr, "I"),
+        "name": out_name,
+        "stack": out_stack,
+        "thread": out_thread,
+    }
     if origin_ns is not None:
         out["origin_ns"] = int(origin_ns)
     return out
@@ -110,8 +141,20 @@ def remap_frames(part, remap):
 def records(part):
     """The part's records as dicts, in store order."""
     names, stacks, threads = part.get("names", []), part.get("stacks", []), part.get("threads", [])
-    cols = ("start_ns", "dur_ns", "launch_ns", "device", "stream", "op", "dir", "bytes", "corr",
-            "name", "stack", "thread")
+    cols = (
+        "start_ns",
+        "dur_ns",
+        "launch_ns",
+        "device",
+        "stream",
+        "op",
+        "dir",
+        "bytes",
+        "corr",
+        "name",
+        "stack",
+        "thread",
+    )
     for row in zip(*(part.get(c, []) for c in cols)):
         r = dict(zip(cols, row))
         r["name"] = names[r["name"]] if 0 <= r["name"] < len(names) else "[GPU work]"
@@ -156,6 +199,7 @@ def sampled_idle(tl_part, gpu_part, frames_raw):
     from . import stacks as stacks_model
     from . import timeline as timeline_model
     from .frames import GPU, MARKER, table
+
     starts, ends = busy_intervals(gpu_part)
     frames = table(frames_raw)
     paths = timeline_model.stacks_of(tl_part)

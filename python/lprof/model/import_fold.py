@@ -12,6 +12,7 @@ bootstrap frames and the module frame it leads to become one frame,
 Works on a trie of frame ids (the file's columnar form stores one), so a
 large profile is folded without building a Python list per stack; the
 stacks section's owner, lprof.model.stacks.fold_imports, hands it one."""
+
 import os
 
 from .frames import Frame, table as frame_table
@@ -30,11 +31,11 @@ def module_name(path):
             break
     else:
         stdlib = os.path.dirname(os.__file__).replace(os.sep, "/") + "/"
-        p = p[len(stdlib):] if p.startswith(stdlib) else p.rsplit("/", 1)[-1]
+        p = p[len(stdlib) :] if p.startswith(stdlib) else p.rsplit("/", 1)[-1]
     if p.endswith(".py"):
         p = p[:-3]
     if p.endswith("/__init__"):
-        p = p[:-len("/__init__")]
+        p = p[: -len("/__init__")]
     return p.strip("/").replace("/", ".") or path
 
 
@@ -56,7 +57,7 @@ def fold_trie(frames, parent, frame, folded):
     table = frame_table(frames)  # the frames the trie's nodes name (fold appends after them)
     node_of = folded.node_of
     finding = None
-    image = [0] * len(parent)     # node -> folded node (stacks ending there)
+    image = [0] * len(parent)  # node -> folded node (stacks ending there)
     anchor = [None] * len(parent)  # inside a run: the folded node above it
     for n, (p, fid) in enumerate(zip(parent, frame)):
         f = table[fid]

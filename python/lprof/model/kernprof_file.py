@@ -7,13 +7,13 @@ Unpickling runs code named by the file, so the reader admits one class
 (LineStats, under any of the module names line_profiler has used) and the
 plain containers; anything else is refused as not a line_profiler file.
 line_profiler need not be installed."""
+
 import io
 import pickle
 
 from ..common.errors import ProfileFileError
 
-_LINESTATS_MODULES = ("line_profiler.line_profiler", "line_profiler._line_profiler",
-                      "line_profiler")
+_LINESTATS_MODULES = ("line_profiler.line_profiler", "line_profiler._line_profiler", "line_profiler")
 # a real profile is small; refuse absurd sizes before unpickling
 _MAX_BYTES = 256 << 20
 
@@ -50,6 +50,7 @@ def _opcodes_bounded(data):
     it and went to 19 GB for 323 bytes; the Python one refuses it).
     pickletools walks the opcodes, reading each argument, building nothing."""
     import pickletools
+
     ops = pickletools.genops(io.BytesIO(bytes(data)))
     frame_end = 0
     try:
@@ -76,6 +77,7 @@ def pickle_end(data):
     if not _opcodes_bounded(data):
         return None
     import pickletools
+
     try:
         for op, _arg, pos in pickletools.genops(io.BytesIO(bytes(data))):
             if op.name == "STOP":
@@ -101,13 +103,11 @@ def encode(profile):
             continue  # -c / - code: no file line_profiler could show (kernprof leaves it out too)
         key = (fn["file"], int(fn["first_line"]), fn["name"])
         rows = timings.setdefault(key, [])
-        rows.extend((int(ln), int(hits), int(round(t / WRITE_UNIT_S)))
-                    for ln, hits, t in fn["lines"])
+        rows.extend((int(ln), int(hits), int(round(t / WRITE_UNIT_S))) for ln, hits, t in fn["lines"])
     state = pickle.dumps({"timings": timings, "unit": WRITE_UNIT_S}, protocol=2)
     # state: PROTO 2 ... STOP; its memo numbering starts at 0, and the
     # opcodes before it memoize nothing
-    return (b"\x80\x02" + b"cline_profiler.line_profiler\nLineStats\n" + b")\x81"
-            + state[2:-1] + b"b.")
+    return b"\x80\x02" + b"cline_profiler.line_profiler\nLineStats\n" + b")\x81" + state[2:-1] + b"b."
 
 
 def decode(data, name):
@@ -121,8 +121,12 @@ def decode(data, name):
         raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file") from None
     timings = getattr(stats, "timings", None)
     unit = getattr(stats, "unit", None)
-    if not isinstance(stats, _LineStats) or not isinstance(timings, dict) \
-            or not isinstance(unit, (int, float)) or not unit > 0:
+    if (
+        not isinstance(stats, _LineStats)
+        or not isinstance(timings, dict)
+        or not isinstance(unit, (int, float))
+        or not unit > 0
+    ):
         raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file")
     functions = []
     for key, rows in timings.items():
@@ -133,10 +137,25 @@ def decode(data, name):
             raise ProfileFileError(f"{name}: malformed line_profiler profile") from None
         if not isinstance(path, str) or not isinstance(func, str) or not isinstance(first, int):
             raise ProfileFileError(f"{name}: malformed line_profiler profile")
-        functions.append({"file": path, "name": func, "first_line": first,
-                          "total_s": sum(r[2] for r in lines), "lines": sorted(lines)})
+        functions.append(
+            {
+                "file": path,
+                "name": func,
+                "first_line": first,
+                "total_s": sum(r[2] for r in lines),
+                "lines": sorted(lines),
+            }
+        )
     functions.sort(key=lambda f: (f["file"], f["first_line"], f["name"]))
-    return {"format": "lprof", "version": 2,
-            "meta": {"argv": [], "modes": ["lines"], "timer_unit_s": unit,
-                     "source": "line_profiler", "exit_code": None},
-            "functions": functions}
+    return {
+        "format": "lprof",
+        "version": 2,
+        "meta": {
+            "argv": [],
+            "modes": ["lines"],
+            "timer_unit_s": unit,
+            "source": "line_profiler",
+            "exit_code": None,
+        },
+        "functions": functions,
+    }

@@ -29,14 +29,36 @@ What merges how:
   and rank, comm time, the wait for peers and the transfer
   (model/collectives.py).
 """
+
 from . import stacks as stacks_model
 from . import timeline as timeline_model
 
-_MEMBER_KEYS = ("pid", "ppid", "hostname", "rank", "local_rank", "world_size", "launcher",
-                "duration_s", "exit_code")
-_SAMPLING_SUMS = ("samples", "signals", "dropped", "in_profiler", "truncated",
-                  "stack_overflows", "native_mismatch", "threads_unsampled", "cpu_total_s", "wall_total_s",
-                  "process_cpu_s", "lprof_cpu_s", "wait_total_s")
+_MEMBER_KEYS = (
+    "pid",
+    "ppid",
+    "hostname",
+    "rank",
+    "local_rank",
+    "world_size",
+    "launcher",
+    "duration_s",
+    "exit_code",
+)
+_SAMPLING_SUMS = (
+    "samples",
+    "signals",
+    "dropped",
+    "in_profiler",
+    "truncated",
+    "stack_overflows",
+    "native_mismatch",
+    "threads_unsampled",
+    "cpu_total_s",
+    "wall_total_s",
+    "process_cpu_s",
+    "lprof_cpu_s",
+    "wait_total_s",
+)
 _WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling section's "waits"
 # the sampling section's "threads_without_python": CPU of threads that run no Python
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
@@ -91,26 +113,27 @@ class Merger:
         self._lines = {}
         self._stack_acc = {}
         self._thread_ids = {}  # thread name -> the thread id the merge uses for it
-        self._timeline = []    # each process's timeline part
+        self._timeline = []  # each process's timeline part
         self._gpu_timeline = []  # each process's GPU timeline part
         self._gpu_timeline_members = []  # the member each part came from
-        self._gpu_idle = {}    # (file, name, first line) -> {line: GPU idle seconds}
+        self._gpu_idle = {}  # (file, name, first line) -> {line: GPU idle seconds}
         self._gpu_idle_lines = {}  # (file, line, function) -> [idle s, sampled s] (sampled runs)
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
         samp = prof.get("sampling")
         if samp and self._sampling and samp.get("mode") != self._sampling.get("mode"):
-            raise MergeError(f"{source or 'a profile'}: {samp.get('mode')} sampling cannot be "
-                             f"merged with {self._sampling.get('mode')} sampling")
+            raise MergeError(
+                f"{source or 'a profile'}: {samp.get('mode')} sampling cannot be "
+                f"merged with {self._sampling.get('mode')} sampling"
+            )
         member = self.count
         self.count += 1
         self.members.append(member_of(prof, source))
         if self._meta is None:
             self._meta = dict(meta)
         else:
-            self._meta["duration_s"] = max(self._meta.get("duration_s") or 0,
-                                           meta.get("duration_s") or 0)
+            self._meta["duration_s"] = max(self._meta.get("duration_s") or 0, meta.get("duration_s") or 0)
         for m in meta.get("modes", []):
             if m not in self._modes:
                 self._modes.append(m)
@@ -165,6 +188,7 @@ class Merger:
         if not tl:
             return
         from . import gpu_timeline
+
         index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
         remap = [index[tuple(f)] for f in st.get("frames", [])]
         for part in tl.get("parts", []):
@@ -222,12 +246,17 @@ class Merger:
     def _add_memory(self, mem, meta):
         peak = mem.get("peak_bytes", 0)
         if self._memory is None:
-            self._memory = {"sample_bytes": mem.get("sample_bytes", 0),
-                            "native_covered": bool(mem.get("native_covered")),
-                            "peak_bytes": peak, "peak_time_s": mem.get("peak_time_s", 0.0),
-                            "peak_bytes_sum": 0, "live_bytes": 0,
-                            "timeline": mem.get("timeline", []), "stats": {},
-                            "duration_s": meta.get("duration_s", 0.0)}
+            self._memory = {
+                "sample_bytes": mem.get("sample_bytes", 0),
+                "native_covered": bool(mem.get("native_covered")),
+                "peak_bytes": peak,
+                "peak_time_s": mem.get("peak_time_s", 0.0),
+                "peak_bytes_sum": 0,
+                "live_bytes": 0,
+                "timeline": mem.get("timeline", []),
+                "stats": {},
+                "duration_s": meta.get("duration_s", 0.0),
+            }
         into = self._memory
         into["native_covered"] = into["native_covered"] and bool(mem.get("native_covered"))
         if peak > into["peak_bytes"]:
@@ -285,8 +314,7 @@ class Merger:
             key = tuple(tuple(frames[i]) for i in ids)
             have = mine.setdefault(key, {})
             for name, v in m.items():
-                have[name] = (max(have.get(name, v), v) if kinds.get(name) == "max"
-                              else have.get(name, 0) + v)
+                have[name] = max(have.get(name, v), v) if kinds.get(name) == "max" else have.get(name, 0) + v
         for key, values in mine.items():
             _fold(self._stack_acc, key, values, member)
 
@@ -303,18 +331,23 @@ class Merger:
         st = self._stacks
         if self._sampling is not None:
             from .sections import sampling_line_rows as line_rows
+
             threads = {str(th): name for name, th in self._thread_ids.items()}
             prof["sampling"] = dict(self._sampling, threads=threads, lines=line_rows(st))
         if self._memory is not None:
             from .sections import memory_section as build_section
+
             raw = dict(self._memory)
             extra = {"peak_bytes_sum": raw.pop("peak_bytes_sum")}
             prof["memory"] = dict(build_section(raw, st), **extra)
         if self._gpu is not None:
             from .sections import gpu_line_rows
+
             prof["gpu"] = dict(self._gpu, lines=gpu_line_rows(st))
             if self._gpu_idle_lines:
-                prof["gpu"]["idle_lines"] = [[p, ln, fn, i, t] for (p, ln, fn), (i, t) in self._gpu_idle_lines.items()]
+                prof["gpu"]["idle_lines"] = [
+                    [p, ln, fn, i, t] for (p, ln, fn), (i, t) in self._gpu_idle_lines.items()
+                ]
         if st["stacks"]:
             prof["stacks"] = st
             if self._timeline:
@@ -328,8 +361,13 @@ class Merger:
         out = []
         for key, (total, lines) in self._functions.items():
             path, name, first = key
-            fn = {"file": path, "name": name, "first_line": first, "total_s": total,
-                  "lines": [[ln, h, t] for ln, (h, t) in sorted(lines.items())]}
+            fn = {
+                "file": path,
+                "name": name,
+                "first_line": first,
+                "total_s": total,
+                "lines": [[ln, h, t] for ln, (h, t) in sorted(lines.items())],
+            }
             if key in self._waits:
                 fn["wait"] = [[ln, w] for ln, w in sorted(self._waits[key].items())]
             if key in self._gpu_idle:
@@ -342,16 +380,20 @@ class Merger:
         index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
         section = {
             "members": self.members,
-            "lines": [[path, line, func, values]
-                      for (path, line, func), values in sorted(self._lines.items())],
+            "lines": [
+                [path, line, func, values] for (path, line, func), values in sorted(self._lines.items())
+            ],
         }
         if self._stack_acc:  # members started by a launcher (ranks) only
-            section["stacks"] = [[[index[f] for f in key], values]
-                                 for key, values in self._stack_acc.items()]
+            section["stacks"] = [[[index[f] for f in key], values] for key, values in self._stack_acc.items()]
         if self._gpu_timeline:
             from .collectives import analyse
-            coll = analyse(list(zip(self._gpu_timeline_members, self._gpu_timeline)), self.members,
-                           self._stacks["frames"])
+
+            coll = analyse(
+                list(zip(self._gpu_timeline_members, self._gpu_timeline)),
+                self.members,
+                self._stacks["frames"],
+            )
             if coll:
                 section["collectives"] = coll
         return section

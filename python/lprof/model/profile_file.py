@@ -18,6 +18,7 @@ both forms and converts between them. Version 1 files still open; newer versions
 Files are written to a temporary name and renamed, so a reader never sees a
 half-written profile, also when it is rewritten periodically (-i).
 """
+
 import json
 import struct
 import zlib
@@ -51,6 +52,7 @@ def encode(profile):
     prefix = b""
     if "lines" in profile.get("meta", {}).get("modes", ()):
         from . import kernprof_file
+
         prefix = kernprof_file.encode(profile)
     return prefix + _encode_container(profile)
 
@@ -60,8 +62,9 @@ def container_of(data):
     line_profiler's pickle in a file of traced lines."""
     if data[:1] == b"\x80":
         from . import kernprof_file
+
         end = kernprof_file.pickle_end(data)
-        if end is not None and data[end:end + len(MAGIC)] == MAGIC:
+        if end is not None and data[end : end + len(MAGIC)] == MAGIC:
             return data[end:]
     return data
 
@@ -86,11 +89,14 @@ def decode(data, name="<bytes>", rows=True):
     fastest); rows=True gives the row form every other reader uses."""
     if data[:1] == b"\x80":  # a pickle: line_profiler's file (kernprof -l)
         from . import kernprof_file  # pickle only when needed: start-up cost
+
         end = kernprof_file.pickle_end(data)
         if end is not None and end < len(data):
-            if data[end:end + len(MAGIC)] != MAGIC:
-                raise ProfileFileError(f"{name}: not an lprof or line_profiler profile file "
-                                       f"(unknown data after line_profiler's pickle)")
+            if data[end : end + len(MAGIC)] != MAGIC:
+                raise ProfileFileError(
+                    f"{name}: not an lprof or line_profiler profile file "
+                    f"(unknown data after line_profiler's pickle)"
+                )
             return decode(data[end:], name, rows=rows)  # lprof -l: the container follows
         profile = kernprof_file.decode(data, name)
         validate(profile, name)
@@ -105,11 +111,13 @@ def decode(data, name="<bytes>", rows=True):
     if version not in READABLE_VERSIONS:
         raise ProfileFileError(
             f"{name}: profile format version {version} is not supported "
-            f"(this lprof reads versions {', '.join(map(str, READABLE_VERSIONS))})")
-    payload = data[_HEADER.size:]
+            f"(this lprof reads versions {', '.join(map(str, READABLE_VERSIONS))})"
+        )
+    payload = data[_HEADER.size :]
     if len(payload) != length:
-        raise ProfileFileError(f"{name}: truncated or padded profile "
-                               f"(payload {len(payload)} bytes, header says {length})")
+        raise ProfileFileError(
+            f"{name}: truncated or padded profile (payload {len(payload)} bytes, header says {length})"
+        )
     if zlib.crc32(payload) != crc:
         raise ProfileFileError(f"{name}: corrupt profile (checksum mismatch)")
     try:
@@ -117,9 +125,11 @@ def decode(data, name="<bytes>", rows=True):
         limit = _payload_limit(len(payload))
         raw = d.decompress(payload, limit)
         if d.unconsumed_tail:
-            raise ProfileFileError(f"{name}: profile payload expands beyond {limit >> 20} MiB "
-                                   f"(a real profile expands 2-5 times; refused as a "
-                                   f"decompression bomb)")
+            raise ProfileFileError(
+                f"{name}: profile payload expands beyond {limit >> 20} MiB "
+                f"(a real profile expands 2-5 times; refused as a "
+                f"decompression bomb)"
+            )
         profile = json.loads(raw.decode("utf-8"))
     except RecursionError:
         raise ProfileFileError(f"{name}: corrupt profile (nested too deeply)") from None
@@ -150,4 +160,5 @@ def validate(profile, name="<profile>"):
     """Checks every value the renderers read (lprof.model.validate);
     raises ProfileFileError."""
     from . import validate as shape
+
     shape.check(profile, name)

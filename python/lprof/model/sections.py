@@ -3,6 +3,7 @@ derived from its stacks section by the one attribution rule
 (lprof.model.stacks): what a collector gives at the end of a run, and what a
 merge of several profiles rebuilds. Pure functions of profile data: no
 collector, no C state read (the column lists and the leak rule are C's)."""
+
 from .. import _lprof
 from .frames import GPU, MARKER, table as frame_table
 from . import stacks as stacks_model
@@ -27,9 +28,14 @@ def sampling_line_rows(stacks, per_line=None):
     one attribution rule (also what a merge of several profiles rebuilds)."""
     if per_line is None:
         per_line = stacks_model.lines(stacks, names=SAMPLING_METRICS)
-    return sorted([[f, ln, func] + [round(row.get(n, 0.0), 9) for n in SAMPLING_LINE_COLUMNS]
-                   + [int(row.get("samples", 0))]
-                   for (f, ln, func), row in per_line.items()])
+    return sorted(
+        [
+            [f, ln, func]
+            + [round(row.get(n, 0.0), 9) for n in SAMPLING_LINE_COLUMNS]
+            + [int(row.get("samples", 0))]
+            for (f, ln, func), row in per_line.items()
+        ]
+    )
 
 
 def memory_section(raw, stacks):
@@ -43,14 +49,30 @@ def memory_section(raw, stacks):
         if not alloc and not freed:
             continue
         net = alloc - freed
-        out_lines.append([path, line, func, round(alloc), round(freed), round(net),
-                          round(c.get("peak_bytes", 0)),
-                          (c.get("python_bytes", 0) / alloc) if alloc else 0.0,
-                          round(c.get("alloc_count", 0))])
+        out_lines.append(
+            [
+                path,
+                line,
+                func,
+                round(alloc),
+                round(freed),
+                round(net),
+                round(c.get("peak_bytes", 0)),
+                (c.get("python_bytes", 0) / alloc) if alloc else 0.0,
+                round(c.get("alloc_count", 0)),
+            ]
+        )
         is_leak, slope, _span, score = _lprof.leak_judge(
-            c.get("alloc_samples", 0), c.get("free_samples", 0), c.get("survivors", 0),
-            c.get("survivor_bytes", 0), c.get("survivor_t_ms", 0), c.get("survivor_t2_ms2", 0),
-            net, peak, duration)
+            c.get("alloc_samples", 0),
+            c.get("free_samples", 0),
+            c.get("survivors", 0),
+            c.get("survivor_bytes", 0),
+            c.get("survivor_t_ms", 0),
+            c.get("survivor_t2_ms2", 0),
+            net,
+            peak,
+            duration,
+        )
         if is_leak:
             leaks.append((net, [path, line, func, slope, score]))
     out_lines.sort(key=lambda r: -r[3])
@@ -78,10 +100,15 @@ def memory_line_columns(profile):
     for path, line, _func, alloc, freed, net, at_peak, py_share, count in mem.get("lines", []):
         e = out.get((path, line))
         if e is None:
-            out[(path, line)] = {"alloc_bytes": alloc, "freed_bytes": freed, "net_bytes": net,
-                                 "peak_bytes": at_peak,
-                                 "peak_share": (at_peak / peak) if peak else 0.0,
-                                 "python_share": py_share, "count": count}
+            out[(path, line)] = {
+                "alloc_bytes": alloc,
+                "freed_bytes": freed,
+                "net_bytes": net,
+                "peak_bytes": at_peak,
+                "peak_share": (at_peak / peak) if peak else 0.0,
+                "python_share": py_share,
+                "count": count,
+            }
         else:  # the same line under two function names (rare): sum
             py = e["python_share"] * e["alloc_bytes"] + py_share * alloc
             e["alloc_bytes"] += alloc
@@ -113,8 +140,11 @@ def gpu_line_rows(section, accept_frame=None):
     for ids, _thread, m in section.get("stacks", []):
         if not ids or not any(m.get(c) for c in GPU_COLUMNS):
             continue
-        f = (stacks_model.charge(frames, ids) if accept_frame is None
-             else stacks_model.charge_frame(frames, ids, accept_frame))
+        f = (
+            stacks_model.charge(frames, ids)
+            if accept_frame is None
+            else stacks_model.charge_frame(frames, ids, accept_frame)
+        )
         if f is None or f.kind in (GPU, MARKER):
             continue
         row = rows.setdefault((f.file, f.line, f.function), [0.0] * len(GPU_ROW_COLUMNS))
@@ -143,8 +173,20 @@ def gpu_line_columns(profile, functions=None):
         e = out.setdefault((path, line), [0.0] * len(vals))
         for i, v in enumerate(vals):
             e[i] += v
-    keys = ("kernel_s", "copy_s", "kernels", "launches", "h2d_bytes", "d2h_bytes", "d2d_bytes",
-            "alloc_bytes", "peak_bytes", "other_thread_s", "comm_s", "backward_s")
+    keys = (
+        "kernel_s",
+        "copy_s",
+        "kernels",
+        "launches",
+        "h2d_bytes",
+        "d2h_bytes",
+        "d2d_bytes",
+        "alloc_bytes",
+        "peak_bytes",
+        "other_thread_s",
+        "comm_s",
+        "backward_s",
+    )
     result = {}
     for k, vals in out.items():
         d = dict(zip(keys, vals))

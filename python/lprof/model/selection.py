@@ -19,6 +19,7 @@ Every file belongs to a group: ("user", path), ("site", top package),
 ("stdlib", top module), ("lprof",), ("text", name) for code given as text,
 ("other", path) for anything else (generated code, markers).
 """
+
 import os
 
 from ..common import libdirs
@@ -26,13 +27,26 @@ from .frames import table as frame_table
 from .stacks import CPU_COLUMNS, is_user_file
 
 # the runners' own code: never what a run exercises
-HARNESS = frozenset({
-    ("stdlib", "runpy"), ("stdlib", "importlib"), ("stdlib", "threading"),
-    ("stdlib", "unittest"), ("stdlib", "doctest"), ("stdlib", "site"), ("stdlib", "test"),
-    ("stdlib", "contextlib"), ("stdlib", "functools"),
-    ("site", "pytest"), ("site", "_pytest"), ("site", "pluggy"), ("site", "py"),
-    ("site", "nose2"), ("site", "xdist"), ("site", "pytest_timeout"),
-})
+HARNESS = frozenset(
+    {
+        ("stdlib", "runpy"),
+        ("stdlib", "importlib"),
+        ("stdlib", "threading"),
+        ("stdlib", "unittest"),
+        ("stdlib", "doctest"),
+        ("stdlib", "site"),
+        ("stdlib", "test"),
+        ("stdlib", "contextlib"),
+        ("stdlib", "functools"),
+        ("site", "pytest"),
+        ("site", "_pytest"),
+        ("site", "pluggy"),
+        ("site", "py"),
+        ("site", "nose2"),
+        ("site", "xdist"),
+        ("site", "pytest_timeout"),
+    }
+)
 # a package is selected when it holds this share of the time the run's tests
 # (or the library program) spent in the code they called
 FOCUS_SHARE = 0.10
@@ -48,7 +62,7 @@ def _top(rest):
     head = rest.split(os.sep, 1)[0]
     for ext in (".py", ".pyc"):
         if head.endswith(ext):
-            return head[:-len(ext)]
+            return head[: -len(ext)]
     return head.split(".", 1)[0] if head.endswith(".so") else head
 
 
@@ -58,7 +72,7 @@ def file_group(path):
         return ("other", "")
     if path.startswith("<"):
         if path.startswith("<frozen "):
-            return ("stdlib", path[len("<frozen "):-1].split(".", 1)[0])
+            return ("stdlib", path[len("<frozen ") : -1].split(".", 1)[0])
         return ("text", path) if is_user_file(path) else ("other", path)
     if path.startswith(libdirs.LPROF_DIR):
         return ("lprof",)
@@ -67,12 +81,12 @@ def file_group(path):
     for marker in (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep):
         i = path.rfind(marker)
         if i >= 0:
-            return ("site", _top(path[i + len(marker):]))
+            return ("site", _top(path[i + len(marker) :]))
     for base in (_STDLIB, _STDLIB_REAL):
         if path.startswith(base):
-            rest = path[len(base):]
+            rest = path[len(base) :]
             if rest.startswith("lib-dynload" + os.sep):
-                rest = rest[len("lib-dynload" + os.sep):]
+                rest = rest[len("lib-dynload" + os.sep) :]
             return ("stdlib", _top(rest))
     real = os.path.realpath(path)
     if real != path:
@@ -87,8 +101,11 @@ def is_test_file(path):
     if not path or path.startswith("<"):
         return False
     name = os.path.basename(path)
-    if name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name in (
-            "conftest.py", "tests.py", "test.py"):
+    if (
+        name.startswith("test_")
+        or name.endswith(("_test.py", "_tests.py"))
+        or name in ("conftest.py", "tests.py", "test.py")
+    ):
         return True
     group = file_group(path)
     if group == ("stdlib", "test"):
@@ -97,11 +114,11 @@ def is_test_file(path):
     if group[0] == "site":  # only the folders inside the package count
         for marker in ("site-packages", "dist-packages"):
             if marker in parts:
-                parts = parts[len(parts) - parts[::-1].index(marker):]
+                parts = parts[len(parts) - parts[::-1].index(marker) :]
                 break
     elif group[0] == "user":  # a user's checkout: the folders below the current one
         cwd = os.getcwd() + os.sep
-        parts = path[len(cwd):].split(os.sep)[:-1] if path.startswith(cwd) else parts[-2:]
+        parts = path[len(cwd) :].split(os.sep)[:-1] if path.startswith(cwd) else parts[-2:]
     return any(p in _TEST_DIRS for p in parts)
 
 
@@ -117,8 +134,11 @@ def _python_frames(frames, ids):
 def _is_runner(group):
     """The runners' code (HARNESS, and pytest's plugins: pytest_cov,
     _hypothesis_pytestplugin, ...), lprof's, code given as text."""
-    return (group in HARNESS or group[0] in ("lprof", "text", "other")
-            or (group[0] == "site" and "pytest" in group[1]))
+    return (
+        group in HARNESS
+        or group[0] in ("lprof", "text", "other")
+        or (group[0] == "site" and "pytest" in group[1])
+    )
 
 
 def focus_groups(section):
@@ -191,8 +211,11 @@ def _focus_groups(section):
     if program_lib <= program_user:
         return frozenset()
     total = sum(called.values())
-    return frozenset(g for g, w in called.items()
-                     if g[0] != "user" and g not in hosts and total and w >= FOCUS_SHARE * total)
+    return frozenset(
+        g
+        for g, w in called.items()
+        if g[0] != "user" and g not in hosts and total and w >= FOCUS_SHARE * total
+    )
 
 
 def default_accept(section):
@@ -208,6 +231,7 @@ def default_accept(section):
         if hit is None:
             hit = cache[path] = bool(is_user_file(path) or file_group(path) in focus)
         return hit
+
     accept.focus = focus
     return accept
 

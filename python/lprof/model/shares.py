@@ -18,6 +18,7 @@ threads that lived 1 s each make 2 s). The parts:
 - unsampled: the rest of the CPU time on no sampled stack (each thread's
   last partial tick, threads outside the sampler's table)
 """
+
 from .frames import table as frame_table
 from .selection import default_accept, file_group
 from .stacks import CPU_COLUMNS, charge, row_form
@@ -100,20 +101,36 @@ def breakdown(profile, accept=None, thread=None):
         basis = "the process's CPU time"
     unsampled = max(0.0, whole - sampled_all) if thread is None else 0.0
     own = min(unsampled, samp.get("lprof_cpu_s") or 0.0) if mode == "cpu" else 0.0
-    return {"mode": mode, "whole_s": whole, "cpu_whole_s": cpu_whole, "wall_whole_s": wall_all,
-            "sampled_s": sampled, "selected_s": selected,
-            "hidden": hidden, "no_python_s": no_python,
-            "lprof_s": own, "unsampled_s": unsampled - own,
-            "in_profiler_samples": samp.get("in_profiler", 0) if thread is None else 0,
-            "threads": len(threads), "run_s": samp.get("duration_s", 0.0), "basis": basis}
+    return {
+        "mode": mode,
+        "whole_s": whole,
+        "cpu_whole_s": cpu_whole,
+        "wall_whole_s": wall_all,
+        "sampled_s": sampled,
+        "selected_s": selected,
+        "hidden": hidden,
+        "no_python_s": no_python,
+        "lprof_s": own,
+        "unsampled_s": unsampled - own,
+        "in_profiler_samples": samp.get("in_profiler", 0) if thread is None else 0,
+        "threads": len(threads),
+        "run_s": samp.get("duration_s", 0.0),
+        "basis": basis,
+    }
 
 
 def hidden_by_kind(parts):
     """[(label, seconds, [(name, seconds), ...]), ...] of the hidden parts,
     largest first: other files of yours (below the threshold) are the
     caller's; here the standard library, site-packages, lprof, other code."""
-    kinds = {"site": "site-packages", "stdlib": "the standard library", "lprof": "lprof's own code",
-             "user": "other files", "text": "code given as text", "other": "other code"}
+    kinds = {
+        "site": "site-packages",
+        "stdlib": "the standard library",
+        "lprof": "lprof's own code",
+        "user": "other files",
+        "text": "code given as text",
+        "other": "other code",
+    }
     out = {}
     for g, s in parts["hidden"].items():
         label = kinds.get(g[0], "other code")
@@ -122,16 +139,25 @@ def hidden_by_kind(parts):
         name = g[1] if len(g) > 1 and g[0] in ("site", "stdlib") else None
         if name:
             e[1][name] = e[1].get(name, 0.0) + s
-    return sorted(((label, s, sorted(names.items(), key=lambda kv: -kv[1]))
-                   for label, (s, names) in out.items()), key=lambda r: -r[1])
+    return sorted(
+        ((label, s, sorted(names.items(), key=lambda kv: -kv[1])) for label, (s, names) in out.items()),
+        key=lambda r: -r[1],
+    )
 
 
 def as_dict(parts):
     """The breakdown as JSON-ready data (the export and the HTML report)."""
-    return {"mode": parts["mode"], "basis": parts["basis"], "whole_s": parts["whole_s"],
-            "selected_s": parts["selected_s"], "no_python_s": parts["no_python_s"],
-            "lprof_s": parts["lprof_s"], "unsampled_s": parts["unsampled_s"],
-            "in_profiler_samples": parts["in_profiler_samples"],
-            "hidden": [{"where": label, "seconds": s,
-                        "top": [{"name": n, "seconds": v} for n, v in names[:5]]}
-                       for label, s, names in hidden_by_kind(parts)]}
+    return {
+        "mode": parts["mode"],
+        "basis": parts["basis"],
+        "whole_s": parts["whole_s"],
+        "selected_s": parts["selected_s"],
+        "no_python_s": parts["no_python_s"],
+        "lprof_s": parts["lprof_s"],
+        "unsampled_s": parts["unsampled_s"],
+        "in_profiler_samples": parts["in_profiler_samples"],
+        "hidden": [
+            {"where": label, "seconds": s, "top": [{"name": n, "seconds": v} for n, v in names[:5]]}
+            for label, s, names in hidden_by_kind(parts)
+        ],
+    }

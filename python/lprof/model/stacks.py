@@ -16,6 +16,7 @@ only where no such file is on the stack), else to its innermost Python frame; na
 frames (lprof --native) and GPU work frames (lprof --gpu) are skipped. The listing, the
 .lprof file's per-line sections and the JSON export all use lines() below.
 """
+
 import math
 
 from .. import _lprof
@@ -44,21 +45,30 @@ def snapshot(start_s=None):
     times from start_s, under those keys (assemble moves them to their own
     sections)."""
     from . import timeline as timeline_model
+
     origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
     _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snap_cut.c)
     _lprof.set_launcher_roles(libdirs.COMMAND_CALLERS, libdirs.PROGRAM_ENTRIES)
     frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw, gpu_raw = _lprof.stacks_snapshot(origin)
     cols = columns()
-    rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b,
-                              [name for name, _u, _m in cols],
-                              [_SCALE.get(unit) for _n, unit, _m in cols])
+    rows = _lprof.stacks_rows(
+        parent_b,
+        frame_b,
+        node_b,
+        thread_b,
+        values_b,
+        [name for name, _u, _m in cols],
+        [_SCALE.get(unit) for _n, unit, _m in cols],
+    )
     out = {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
     if start_s is not None:
         out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
         if gpu_raw is not None:
             from . import gpu_timeline
-            out["gpu_timeline"] = gpu_timeline.from_snapshot(gpu_raw, parent_b, frame_b, out["frames"], start_s,
-                                                             origin_ns=origin)
+
+            out["gpu_timeline"] = gpu_timeline.from_snapshot(
+                gpu_raw, parent_b, frame_b, out["frames"], start_s, origin_ns=origin
+            )
     return out
 
 
@@ -122,6 +132,7 @@ def lines(section, accept=None, names=None, thread=None):
     program's own files, and the package a library program exercised)."""
     if accept is None:
         from .selection import default_accept
+
         accept = default_accept(section)
     frames = frame_table(section.get("frames", []))
     out = {}
@@ -193,9 +204,11 @@ def merge(into, more):
 # Only the code below reads the columnar fields: every exporter and renderer
 # asks this module (tests/python/test_python_layout.py checks it).
 
+
 class Trie:
     """Stacks as a trie of frame ids: node n is frame[n] under parent[n] (-1:
     a root). The columnar form stores one; import folding builds one."""
+
     __slots__ = ("parent", "frame", "_index")
 
     def __init__(self):
@@ -244,33 +257,41 @@ def to_columns(section):
         row_thread.append(thread)
         for name in names:
             values[name].append(m.get(name, 0))
-    return {"frames": section.get("frames", []), "columns": section.get("columns", []),
-            "nodes": {"parent": trie.parent, "frame": trie.frame},
-            "rows": {"node": row_node, "thread": row_thread, "values": values}}
+    return {
+        "frames": section.get("frames", []),
+        "columns": section.get("columns", []),
+        "nodes": {"parent": trie.parent, "frame": trie.frame},
+        "rows": {"node": row_node, "thread": row_thread, "values": values},
+    }
 
 
 def from_columns(col, name="<profile>"):
     """The columnar form -> row form; ProfileFileError when malformed."""
+
     def bad(what):
         raise ProfileFileError(f"{name}: malformed profile (stacks {what})")
+
     try:
         frames, nodes, rows = col["frames"], col["nodes"], col["rows"]
         parent, frame = nodes["parent"], nodes["frame"]
         row_node, row_thread, values = rows["node"], rows["thread"], rows["values"]
     except (KeyError, TypeError):
         bad("section")
-    if not (isinstance(frames, list) and isinstance(values, dict)
-            and all(isinstance(a, list) for a in (parent, frame, row_node, row_thread))
-            and len(parent) == len(frame) and len(row_node) == len(row_thread)
-            and all(isinstance(v, list) and len(v) == len(row_node) for v in values.values())):
+    if not (
+        isinstance(frames, list)
+        and isinstance(values, dict)
+        and all(isinstance(a, list) for a in (parent, frame, row_node, row_thread))
+        and len(parent) == len(frame)
+        and len(row_node) == len(row_thread)
+        and all(isinstance(v, list) and len(v) == len(row_node) for v in values.values())
+    ):
         bad("arrays")
     for column in values.values():  # numbers only: the exporters pack them into C arrays
         if not all(type(v) in (int, float) for v in column) or not all(map(math.isfinite, column)):
             bad("values")
     paths = []
     for p, f in zip(parent, frame):
-        if not (isinstance(p, int) and isinstance(f, int) and -1 <= p < len(paths)
-                and 0 <= f < len(frames)):
+        if not (isinstance(p, int) and isinstance(f, int) and -1 <= p < len(paths) and 0 <= f < len(frames)):
             bad("node")
         paths.append((paths[p] if p >= 0 else ()) + (f,))
     names = list(values)
@@ -319,6 +340,7 @@ def fold_imports(section):
     frame ids keep their frames (folding only appends frames). A row-form
     section is put in a trie once and read back folded."""
     from . import import_fold
+
     if not import_fold.has_imports(section.get("frames", [])):
         return section
     new_frames = [list(f) for f in section["frames"]]
@@ -327,17 +349,23 @@ def fold_imports(section):
         nodes, rows_ = section["nodes"], section["rows"]
         image = import_fold.fold_trie(new_frames, nodes["parent"], nodes["frame"], folded)
         rows_ = dict(rows_, node=[image[n] for n in rows_["node"]])
-        return dict(section, frames=new_frames, nodes={"parent": folded.parent, "frame": folded.frame},
-                    rows=rows_)
+        return dict(
+            section, frames=new_frames, nodes={"parent": folded.parent, "frame": folded.frame}, rows=rows_
+        )
     trie = Trie()
     stacks = section.get("stacks", [])
     ends = [trie.node_of(ids) for ids, _t, _m in stacks]
     image = import_fold.fold_trie(new_frames, trie.parent, trie.frame, folded)
     paths = folded.paths()
     names = _names(section)
-    return {"frames": new_frames, "columns": section.get("columns", []),
-            "stacks": [[list(paths[image[n]]) if n >= 0 else [], th, {k: m[k] for k in names if m.get(k)}]
-                       for n, (_ids, th, m) in zip(ends, stacks)]}
+    return {
+        "frames": new_frames,
+        "columns": section.get("columns", []),
+        "stacks": [
+            [list(paths[image[n]]) if n >= 0 else [], th, {k: m[k] for k in names if m.get(k)}]
+            for n, (_ids, th, m) in zip(ends, stacks)
+        ],
+    }
 
 
 def thread_roots(section, names):
@@ -360,8 +388,9 @@ def thread_roots(section, names):
 
     if is_columnar(section):
         root_of = {th: root(th) for th in sorted(distinct, key=str)}
-        return dict(section, frames=new_frames,
-                    rows=dict(section["rows"], root=[root_of[t] for t in threads]))
+        return dict(
+            section, frames=new_frames, rows=dict(section["rows"], root=[root_of[t] for t in threads])
+        )
     root_of = {}
     out = []
     for ids, th, m in section.get("stacks", []):
@@ -383,6 +412,7 @@ def fold(section, cols, scale, out_path, min_fraction):
     any of cols. The columnar section is folded straight from its value
     arrays (_lprof.fold_columns: no Python object per row)."""
     from array import array
+
     if is_columnar(section):
         values = section["rows"]["values"]
         present = [values[c] for c in cols if c in values and any(values[c])]
@@ -390,8 +420,14 @@ def fold(section, cols, scale, out_path, min_fraction):
             return None
         labels = [f.label for f in frames(section)]
         nodes, rows_ = section["nodes"], section["rows"]
-        args = (labels, array("i", nodes["parent"]), array("i", nodes["frame"]),
-                array("i", rows_["node"]), [array("d", v) for v in present], scale)
+        args = (
+            labels,
+            array("i", nodes["parent"]),
+            array("i", nodes["frame"]),
+            array("i", rows_["node"]),
+            [array("d", v) for v in present],
+            scale,
+        )
         roots = rows_.get("root")  # the picture's thread frames (thread_roots)
         roots = array("i", roots) if roots is not None else None
         return labels, _lprof.fold_columns(*args, out_path, min_fraction, roots)

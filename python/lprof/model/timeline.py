@@ -15,6 +15,7 @@ Section: {"parts": [part, ...]}, one part per process:
    "t_us": [delta-encoded microseconds from start_s], "node": [...],
    "thread": [index into threads], "weight_us": [the sample's time, us]}
 """
+
 import os
 import time
 from array import array
@@ -41,11 +42,17 @@ def from_snapshot(raw, start_s):
     t_us = _ints(dt, "q")
     if not t_us:
         return None
-    return {"pid": os.getpid(), "start_s": start_s, "stride": int(stride),
-            "threads": [[k, "thread"] for k in _ints(keys, "Q")],
-            "nodes": {"parent": _ints(parent, "i"), "frame": _ints(frame, "i")},
-            "t_us": t_us, "node": _ints(node, "i"), "thread": _ints(thread, "i"),
-            "weight_us": _ints(weight, "I")}
+    return {
+        "pid": os.getpid(),
+        "start_s": start_s,
+        "stride": int(stride),
+        "threads": [[k, "thread"] for k in _ints(keys, "Q")],
+        "nodes": {"parent": _ints(parent, "i"), "frame": _ints(frame, "i")},
+        "t_us": t_us,
+        "node": _ints(node, "i"),
+        "thread": _ints(thread, "i"),
+        "weight_us": _ints(weight, "I"),
+    }
 
 
 def section(part):
@@ -61,8 +68,10 @@ def name_threads(section, names):
 def remap_frames(part, remap):
     """A copy of a part whose frame ids are remap[old id] (a merge)."""
     out = dict(part)
-    out["nodes"] = {"parent": list(part["nodes"]["parent"]),
-                    "frame": [remap[f] for f in part["nodes"]["frame"]]}
+    out["nodes"] = {
+        "parent": list(part["nodes"]["parent"]),
+        "frame": [remap[f] for f in part["nodes"]["frame"]],
+    }
     return out
 
 
@@ -70,7 +79,7 @@ def stacks_of(part):
     """Frame ids root first, per node of the part's trie."""
     parent, frame = part["nodes"]["parent"], part["nodes"]["frame"]
     paths = []
-    for i, f in enumerate(frame):   # a parent comes before its children
+    for i, f in enumerate(frame):  # a parent comes before its children
         up = parent[i]
         paths.append((paths[up] if up >= 0 else ()) + (f,))
     return paths

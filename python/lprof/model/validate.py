@@ -3,6 +3,7 @@ renderer or exporter meets a malformed value (a traceback), a line number of
 a billion (a listing of a billion rows) or a frame id out of range (a frame
 silently named after another). Every value the renderers read is checked
 here; unknown keys are left alone (later versions may add some)."""
+
 import math
 
 from ..common.errors import ProfileFileError
@@ -119,10 +120,29 @@ def _sampling(s):
         _fail("sampling mode")
     if s.get("cpu_source") is not None and s["cpu_source"] not in ("perf", "thread", "timers"):
         _fail("sampling cpu_source")  # what made CPU-mode signals (collect/sampler.h)
-    _optional_nums(s, ("rate_hz_requested", "rate_hz_effective", "samples", "signals",
-                       "dropped", "in_profiler", "truncated", "stack_overflows",
-                       "native_mismatch", "threads_unsampled", "duration_s", "cpu_total_s", "wall_total_s",
-                       "process_cpu_s", "lprof_cpu_s", "wait_total_s", "perf_stalled"), "sampling")
+    _optional_nums(
+        s,
+        (
+            "rate_hz_requested",
+            "rate_hz_effective",
+            "samples",
+            "signals",
+            "dropped",
+            "in_profiler",
+            "truncated",
+            "stack_overflows",
+            "native_mismatch",
+            "threads_unsampled",
+            "duration_s",
+            "cpu_total_s",
+            "wall_total_s",
+            "process_cpu_s",
+            "lprof_cpu_s",
+            "wait_total_s",
+            "perf_stalled",
+        ),
+        "sampling",
+    )
     if "waits" in s:  # --wall's await waits: counts, and why there are none
         waits = _dict(s["waits"], "sampling waits")
         _optional_nums(waits, ("suspensions", "resumes", "evicted", "charged_s"), "sampling waits")
@@ -130,8 +150,7 @@ def _sampling(s):
             _str(waits["note"], "sampling waits note")
     if "threads_without_python" in s:  # CPU of threads that run no Python
         others = _dict(s["threads_without_python"], "sampling threads_without_python")
-        _optional_nums(others, ("cpu_s", "charged_s", "uncharged_s"),
-                       "sampling threads_without_python")
+        _optional_nums(others, ("cpu_s", "charged_s", "uncharged_s"), "sampling threads_without_python")
     if "threads" in s:
         for k, v in _dict(s["threads"], "sampling threads").items():
             _str(v, "sampling thread name")
@@ -208,7 +227,7 @@ def _int_column(v, what, low, high):
 
 
 # a timeline's times: microseconds within +-100 years; weights: a uint32 of ns
-_MAX_US = 100 * 366 * 86400 * 10 ** 6
+_MAX_US = 100 * 366 * 86400 * 10**6
 
 
 def _timeline(tl, frames):
@@ -221,12 +240,17 @@ def _timeline(tl, frames):
         if abs(part["start_s"]) > 1e11:  # unix seconds: within the next 3000 years
             _fail("timeline start_s")
         stride = part.get("stride")
-        if not (isinstance(stride, int) and not isinstance(stride, bool) and 1 <= stride <= 2 ** 32):
+        if not (isinstance(stride, int) and not isinstance(stride, bool) and 1 <= stride <= 2**32):
             _fail("timeline stride")
         threads = _list(part.get("threads"), "timeline threads")
         for th in threads:
-            if not (isinstance(th, list) and len(th) == 2 and isinstance(th[0], (int, str))
-                    and not isinstance(th[0], bool) and isinstance(th[1], str)):
+            if not (
+                isinstance(th, list)
+                and len(th) == 2
+                and isinstance(th[0], (int, str))
+                and not isinstance(th[0], bool)
+                and isinstance(th[1], str)
+            ):
                 _fail("timeline thread")
         nodes = _dict(part.get("nodes"), "timeline nodes")
         parent = _int_column(nodes.get("parent"), "timeline node parent", -1, MAX_LINE)
@@ -237,8 +261,7 @@ def _timeline(tl, frames):
         if len(t_us) > 1 and min(t_us[1:]) < 0:
             _fail("timeline t_us")  # sorted by time: deltas after the first are >= 0
         n = len(t_us)
-        for key, high in (("node", len(parent) - 1), ("thread", len(threads) - 1),
-                          ("weight_us", 2 ** 32)):
+        for key, high in (("node", len(parent) - 1), ("thread", len(threads) - 1), ("weight_us", 2**32)):
             if len(_int_column(part.get(key), f"timeline {key}", 0, high)) != n:
                 _fail(f"timeline {key}")
 
@@ -269,13 +292,23 @@ def _gpu_timeline(tl, frames):
             _fail("gpu_timeline thread")
         n = len(_int_column(part.get("start_ns"), "gpu_timeline start_ns", -_MAX_NS, _MAX_NS))
         launch = _list(part.get("launch_ns"), "gpu_timeline launch_ns")
-        if len(launch) != n or any(t is not None and (not isinstance(t, int) or isinstance(t, bool)
-                                                      or abs(t) > _MAX_NS) for t in launch):
+        if len(launch) != n or any(
+            t is not None and (not isinstance(t, int) or isinstance(t, bool) or abs(t) > _MAX_NS)
+            for t in launch
+        ):
             _fail("gpu_timeline launch_ns")
-        for key, low, high in (("dur_ns", 0, _MAX_NS), ("device", 0, 2 ** 32), ("stream", 0, 2 ** 32),
-                               ("op", 0, 2), ("dir", 0, 3), ("bytes", 0, 2 ** 64), ("corr", 0, 2 ** 32),
-                               ("name", 0, len(names) - 1), ("stack", -1, len(stacks) - 1),
-                               ("thread", -1, len(threads) - 1)):
+        for key, low, high in (
+            ("dur_ns", 0, _MAX_NS),
+            ("device", 0, 2**32),
+            ("stream", 0, 2**32),
+            ("op", 0, 2),
+            ("dir", 0, 3),
+            ("bytes", 0, 2**64),
+            ("corr", 0, 2**32),
+            ("name", 0, len(names) - 1),
+            ("stack", -1, len(stacks) - 1),
+            ("thread", -1, len(threads) - 1),
+        ):
             if len(_int_column(part.get(key), f"gpu_timeline {key}", low, high)) != n:
                 _fail(f"gpu_timeline {key}")
 
@@ -292,8 +325,7 @@ def _cells(values, members, where):
             _fail(where)
         _num(cell[0], where)
         _num(cell[1], where)
-        if not (isinstance(cell[2], int) and not isinstance(cell[2], bool)
-                and 0 <= cell[2] < members):
+        if not (isinstance(cell[2], int) and not isinstance(cell[2], bool) and 0 <= cell[2] < members):
             _fail(f"{where} member")
 
 

@@ -21,6 +21,7 @@ replaced whole: {"state": "started" | "saved" | "error", ...}.
 
 Nothing here may raise into the program: every failure becomes an "error"
 status, and the program runs on unprofiled."""
+
 import _thread
 import atexit
 import json
@@ -47,8 +48,9 @@ _fork_hook = [False]
 def write_status(control, state, **fields):
     """The status file, replaced whole by the one atomic writer (the command
     never reads half of one)."""
-    save_bytes(json.dumps(dict(fields, state=state, pid=os.getpid())).encode(),
-               os.path.join(control, "status"))
+    save_bytes(
+        json.dumps(dict(fields, state=state, pid=os.getpid())).encode(), os.path.join(control, "status")
+    )
 
 
 class _Attached:
@@ -63,19 +65,24 @@ class _Attached:
             why = options.get("native") and _lprof.native_unwind_check()
             if why:
                 raise RuntimeError(f"--native: {why}")
-            self.collectors = [sampling.SamplingCollector(
-                mode=self.mode, rate_hz=options.get("rate_hz"), native=options.get("native"))]
+            self.collectors = [
+                sampling.SamplingCollector(
+                    mode=self.mode, rate_hz=options.get("rate_hz"), native=options.get("native")
+                )
+            ]
             self.functions = None
         if options.get("memory"):
             # Python objects only: the allocator shim is preloaded at a run's start
-            self.collectors.append(memory.MemoryCollector(
-                sample_bytes=options.get("memory_sample_bytes") or 16384, quiet=True))
+            self.collectors.append(
+                memory.MemoryCollector(sample_bytes=options.get("memory_sample_bytes") or 16384, quiet=True)
+            )
         self.live_s = options.get("live_s")
         self.options = options
         # the memory hooks and the line tracer come into a forked child
         # installed: only sampling starts afresh there
-        self.follow_forks = (bool(options.get("children")) and self.mode != "lines"
-                             and not options.get("memory"))
+        self.follow_forks = (
+            bool(options.get("children")) and self.mode != "lines" and not options.get("memory")
+        )
         self.pid = os.getpid()
         self.started = None
         self.done = False
@@ -232,8 +239,15 @@ def begin(control, options):
         if not _fork_hook[0]:
             os.register_at_fork(after_in_child=_forget_in_child)
             _fork_hook[0] = True
-        write_status(control, "started", python="%d.%d.%d" % sys.version_info[:3],
-                     native_memory=memory.native_covered(), functions=rec.functions)
+        write_status(
+            control,
+            "started",
+            python="%d.%d.%d" % sys.version_info[:3],
+            native_memory=memory.native_covered(),
+            functions=rec.functions,
+        )
     except BaseException as exc:
-        _report(control, str(exc) if isinstance(exc, (RuntimeError, LookupError))
-                else f"{type(exc).__name__}: {exc}")
+        _report(
+            control,
+            str(exc) if isinstance(exc, (RuntimeError, LookupError)) else f"{type(exc).__name__}: {exc}",
+        )

@@ -9,6 +9,7 @@ the command gave up on it (whoever creates "claimed" first wins), the agent
 stops if the command is gone, and the command reports a process that ended
 without saving. A Session is one process's folder and what is known of it;
 commands/attach.py drives one per process."""
+
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
 
 # Run by the process, in a namespace of its own (sys.remote_exec): it must
 # leave the program's sys.path as it was and never raise into it.
-_SCRIPT = r'''
+_SCRIPT = r"""
 def _lprof_attach(control, parent, options):
     import json, os, sys
     try:
@@ -60,7 +61,7 @@ def _lprof_attach(control, parent, options):
         if added and parent in sys.path:
             sys.path.remove(parent)
     attach_agent.begin(control, options)
-'''
+"""
 
 
 class GaveUp(LprofError):
@@ -91,8 +92,7 @@ class Session:
         self.requested = False
         self.script = os.path.join(self.control, "attach.py")
         with open(self.script, "w") as fh:
-            fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, "
-                               f"{options!r})\n")
+            fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, {options!r})\n")
         os.chmod(self.script, 0o644)
         self.live_path = os.path.join(self.control, attach_agent.LIVE_NAME)
 
@@ -127,8 +127,7 @@ class Session:
         """Takes the script's place: True when it had not started (it will
         now do nothing)."""
         try:
-            os.close(os.open(os.path.join(self.control, "claimed"),
-                             os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(os.path.join(self.control, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             return True
         except FileExistsError:
             return False
@@ -148,10 +147,15 @@ class Session:
             raise GaveUp(
                 f"attach: process {self.pid} ran no Python code on its main thread within "
                 f"{timeout_s:g} s (blocked in a long call: a sleep, a lock, I/O?); "
-                f"nothing was started (--start-timeout S waits longer)", 1)
+                f"nothing was started (--start-timeout S waits longer)",
+                1,
+            )
         if now > deadline + SAVE_TIMEOUT_S:  # the script began but never answered
-            raise LprofError(f"attach: process {self.pid} began attaching but did not start "
-                             f"sampling within {SAVE_TIMEOUT_S} s", 1)
+            raise LprofError(
+                f"attach: process {self.pid} began attaching but did not start "
+                f"sampling within {SAVE_TIMEOUT_S} s",
+                1,
+            )
         return None
 
     def give_up_start(self):
@@ -180,8 +184,9 @@ class Session:
             st = self.ended()  # saved just before it ended
             if st is not None:
                 return st
-            raise LprofError(f"attach: process {self.pid} ended before its profile was saved "
-                             f"(killed, or os._exit)", 1)
+            raise LprofError(
+                f"attach: process {self.pid} ended before its profile was saved (killed, or os._exit)", 1
+            )
         return None
 
     def close(self):

@@ -17,6 +17,7 @@
 
 `arm()` is called once, before the program starts; `Guard.end()` at the end
 of the run, around the normal save."""
+
 import _thread
 import os
 import signal
@@ -35,8 +36,7 @@ CHECKPOINT_COST_FACTOR = 50
 
 
 class Guard:
-    def __init__(self, finish, encode, path, checkpoints, wrap_os=True, quiet=False, term=True,
-                 note=None):
+    def __init__(self, finish, encode, path, checkpoints, wrap_os=True, quiet=False, term=True, note=None):
         """finish(how, exit_code): saves and prints the profile (the runner's
         end of run); encode(): the current profile, encoded; checkpoints:
         False where -i's writer hands its own (see checkpoint()); wrap_os:
@@ -54,10 +54,10 @@ class Guard:
         tmp = os.path.join(os.path.dirname(path), f".lprof-{os.getpid()}-dying.tmp")
         _lprof.emergency_note(note)
         _lprof.emergency_arm(term, quiet, path, tmp, 0o666 & ~_umask())
-        self._exit_hook = (exec_guard.before_os_exit(lambda _status: self.before_leaving("os._exit"))
-                           if wrap_os else None)
-        self._exec_hook = (exec_guard.before_exec(lambda: self.before_leaving("exec"))
-                           if wrap_os else None)
+        self._exit_hook = (
+            exec_guard.before_os_exit(lambda _status: self.before_leaving("os._exit")) if wrap_os else None
+        )
+        self._exec_hook = exec_guard.before_exec(lambda: self.before_leaving("exec")) if wrap_os else None
         self._thread = OwnThread(self._watch)
         self._thread.start()
 
@@ -149,5 +149,5 @@ def _flush():
 
 def _umask():
     from ..common.files import umask as read
-    return read()
 
+    return read()

@@ -26,6 +26,7 @@ SIGTERM landing just before its sem_wait left it hanging). A fatal signal
 so, how, and what of it was lost (Session.losses), never losing its own.
 While a child runs, `<folder>/<pid>.running` exists; the parent waits for
 those markers whose process is alive, a few seconds at most."""
+
 import atexit
 import json
 import os
@@ -41,8 +42,8 @@ from . import procfs
 ENV = "LPROF_FOLLOW"
 WAIT_S = 5.0  # longest wait for children still writing at the parent's end
 
-_config = None   # {"dir", "options"} while following in this process
-_child = None    # this process's _Child, when it is a followed child
+_config = None  # {"dir", "options"} while following in this process
+_child = None  # this process's _Child, when it is a followed child
 _hooks_done = False
 
 
@@ -85,7 +86,7 @@ class Session:
         for n in self._names():
             if n.endswith(".running"):
                 try:
-                    pid = int(n[:-len(".running")])
+                    pid = int(n[: -len(".running")])
                 except ValueError:
                     continue
                 if procfs.alive(pid):
@@ -106,7 +107,7 @@ class Session:
         stderr, which children died without saving their profile (once)."""
         if not self._told:
             self._told = True
-            for line in ([] if self.quiet else self.losses()):
+            for line in [] if self.quiet else self.losses():
                 sys.stderr.write(line + "\n")
         paths = [os.path.join(self.dir, n) for n in self._names() if n.endswith(".lprof")]
 
@@ -115,6 +116,7 @@ class Session:
                 return os.stat(p).st_mtime
             except OSError:
                 return 0.0
+
         return sorted(paths, key=lambda p: (mtime(p), p))
 
     def losses(self):
@@ -129,7 +131,7 @@ class Session:
             if not n.endswith(".running"):
                 continue
             try:
-                pid = int(n[:-len(".running")])
+                pid = int(n[: -len(".running")])
             except ValueError:
                 continue
             if procfs.alive(pid):
@@ -142,13 +144,18 @@ class Session:
                 how = f"was killed by {_signal_name(note[0])}"
             if note is not None and note[1] is not None and kept:
                 self._mark_killed(pid, note[0])
-                what = (f"its profile as of lprof's last checkpoint, {note[1]:.1f} s before, is merged; "
-                        f"what it ran after that is lost")
+                what = (
+                    f"its profile as of lprof's last checkpoint, {note[1]:.1f} s before, is merged; "
+                    f"what it ran after that is lost"
+                )
             elif kept:
                 what = "its last -i checkpoint is merged; what it ran after that is lost"
             else:
-                what = ("it died before lprof's first checkpoint: its profile is lost"
-                        if note is not None else "its profile is lost")
+                what = (
+                    "it died before lprof's first checkpoint: its profile is lost"
+                    if note is not None
+                    else "its profile is lost"
+                )
             out.append(f"lprof: child process {pid} {how}; {what}")
         return out
 
@@ -156,6 +163,7 @@ class Session:
         """The child's file as the fatal signal left it (a checkpoint, whose
         exit_code is null), rewritten with the signal as its exit code."""
         from ..model import profile_file
+
         for n in self._names():
             if n.endswith(f".{pid}.lprof"):
                 path = os.path.join(self.dir, n)
@@ -169,6 +177,7 @@ class Session:
     def close(self):
         global _config
         import shutil
+
         shutil.rmtree(self.dir, ignore_errors=True)
         if os.environ.get(ENV) and self.is_parent():
             os.environ.pop(ENV, None)
@@ -179,10 +188,10 @@ def _folder_name():
     """A private folder's name in the temporary directory; the first child
     makes it (so a run without children leaves nothing behind, even one
     that ends by os._exit)."""
-    base = next((b for b in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP"))
-                 if b and os.path.isdir(b)), "/tmp")
-    return os.path.join(os.path.abspath(base),
-                        f"lprof-children-{os.getpid()}-{os.urandom(6).hex()}")
+    base = next(
+        (b for b in (os.environ.get(k) for k in ("TMPDIR", "TEMP", "TMP")) if b and os.path.isdir(b)), "/tmp"
+    )
+    return os.path.join(os.path.abspath(base), f"lprof-children-{os.getpid()}-{os.urandom(6).hex()}")
 
 
 def _own_folder(path):
@@ -196,6 +205,7 @@ def _own_folder(path):
     except OSError:
         return False
     import stat
+
     try:
         st = os.lstat(path)
     except OSError:
@@ -234,10 +244,11 @@ class _Child(Recording):
         self.saved = False
         self._guard = None
         import _thread
+
         self._save_lock = _thread.allocate_lock()
         from ..common import procinfo
-        self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}."
-                                           f"{self.pid}.lprof")
+
+        self.path = os.path.join(self.dir, f"{procinfo.short_host(os.uname().nodename)}.{self.pid}.lprof")
         self.marker = os.path.join(self.dir, f"{self.pid}.running")
         self.note = os.path.join(self.dir, f"{self.pid}.died")  # written at a fatal signal (C)
         self.interval = float(config["options"].get("output_interval") or 0)
@@ -254,6 +265,7 @@ class _Child(Recording):
         self._arm_guard()
         if self.interval > 0:  # -i: checkpoints, so a killed child keeps what it wrote
             import threading
+
             self._lock = threading.Lock()
             self.start_checkpoints(self.interval, self._checkpoint)
         return True
@@ -269,13 +281,20 @@ class _Child(Recording):
         from .. import _lprof
         from ..model import profile_file
         from . import faults
+
         try:
             term = signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # else the program's own
             _lprof.emergency_disarm()  # a fork's copy of the parent's guard
-            self._guard = faults.arm(self._saved_by_sigterm,
-                                     lambda: profile_file.encode(self.build()), self.path,
-                                     checkpoints=self.interval <= 0, wrap_os=False, quiet=True,
-                                     term=term, note=self.note)
+            self._guard = faults.arm(
+                self._saved_by_sigterm,
+                lambda: profile_file.encode(self.build()),
+                self.path,
+                checkpoints=self.interval <= 0,
+                wrap_os=False,
+                quiet=True,
+                term=term,
+                note=self.note,
+            )
         except (OSError, ValueError):
             self._guard = None
 
@@ -285,6 +304,7 @@ class _Child(Recording):
 
     def _write(self, exit_code=None):
         from ..model import profile_file
+
         profile_file.save(self.build(exit_code), self.path)
 
     def _checkpoint(self):
@@ -323,6 +343,7 @@ class _Child(Recording):
             except Exception:  # never break the child program; its part is lost
                 if os.environ.get("LPROF_DEBUG_FOLLOW"):
                     import traceback
+
                     traceback.print_exc()
             finally:
                 try:
@@ -380,6 +401,7 @@ def _start_child_collectors(config, forked):
 
     from .. import _lprof
     from ..collect import make
+
     _config = config
     if forked:  # forget the parent's numbers: this process profiles its own part
         if _lprof.memory_running():

@@ -11,19 +11,36 @@ CPU hogs, 1 run in ~20, tests/python/test_thread_start_handshake.py). A
 module already imported takes no lock, so importing them all here, on the
 main thread and before any of lprof's threads starts, leaves none to be
 held at a fork."""
+
 import importlib
 
 # what the checkpoints, the drain, the fault watcher and a child's save
 # import inside functions (start-up cost stays off the plain command line:
 # this runs only for a run that profiles)
 MODULES = (
-    "lprof.model.assemble", "lprof.model.sections", "lprof.model.stacks",
-    "lprof.model.timeline", "lprof.model.selection", "lprof.model.shares",
-    "lprof.model.profile_file", "lprof.model.kernprof_file", "lprof.model.validate",
-    "lprof.model.frames", "lprof.model.merge", "lprof.common.own_thread",
-    "lprof.common.files", "lprof.common.procinfo", "lprof.collect.exec_guard",
-    "lprof.process.faults", "lprof.process.follow",
-    "pickletools", "shutil", "stat", "traceback", "opcode", "importlib.util",
+    "lprof.model.assemble",
+    "lprof.model.sections",
+    "lprof.model.stacks",
+    "lprof.model.timeline",
+    "lprof.model.selection",
+    "lprof.model.shares",
+    "lprof.model.profile_file",
+    "lprof.model.kernprof_file",
+    "lprof.model.validate",
+    "lprof.model.frames",
+    "lprof.model.merge",
+    "lprof.common.own_thread",
+    "lprof.common.files",
+    "lprof.common.procinfo",
+    "lprof.collect.exec_guard",
+    "lprof.process.faults",
+    "lprof.process.follow",
+    "pickletools",
+    "shutil",
+    "stat",
+    "traceback",
+    "opcode",
+    "importlib.util",
 )
 
 

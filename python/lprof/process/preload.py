@@ -8,6 +8,7 @@ with the interpreter's options and the same arguments) with LD_PRELOAD
 prepended and a marker variable. Children of the profiled program inherit
 LD_PRELOAD (their native allocations go through the shim too; they are
 attributed only if they run lprof themselves)."""
+
 import os
 import sys
 
@@ -21,9 +22,11 @@ def shim_path():
     """Path of liblprof_shim.so: $LPROF_SHIM, the installed package, or the
     source tree's build folder; None when not found."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # lprof/
-    candidates = [os.environ.get("LPROF_SHIM"),
-                  os.path.join(package, SHIM_NAME),
-                  os.path.join(package, "..", "..", "src", "collect", "shim", "build", SHIM_NAME)]
+    candidates = [
+        os.environ.get("LPROF_SHIM"),
+        os.path.join(package, SHIM_NAME),
+        os.path.join(package, "..", "..", "src", "collect", "shim", "build", SHIM_NAME),
+    ]
     for c in candidates:
         if c and os.path.isfile(c):
             return os.path.realpath(c)
@@ -56,13 +59,16 @@ def maybe_reexec(argv, extra_env=None):
     if shim_loaded():
         return
     if os.environ.get(MARKER):
-        sys.stderr.write("lprof: the allocator shim did not load (LD_PRELOAD ignored?); "
-                         "native allocations are not covered\n")
+        sys.stderr.write(
+            "lprof: the allocator shim did not load (LD_PRELOAD ignored?); "
+            "native allocations are not covered\n"
+        )
         return
     path = shim_path()
     if path is None:
-        sys.stderr.write(f"lprof: {SHIM_NAME} not found (run `make build`); native "
-                         "allocations are not covered\n")
+        sys.stderr.write(
+            f"lprof: {SHIM_NAME} not found (run `make build`); native allocations are not covered\n"
+        )
         return
     try:
         sys.stdout.flush()
@@ -88,8 +94,7 @@ def reexec_args(argv, orig_argv=None, process_argv=None):
     argv = list(argv)
     tail = process[1:]
     start = len(orig) - len(tail)  # where the process's arguments begin in orig
-    if (process and tail == argv and start >= 2 and orig[start:] == tail
-            and orig[start - 1] != "-"):
+    if process and tail == argv and start >= 2 and orig[start:] == tail and orig[start - 1] != "-":
         return [sys.executable] + orig[1:start] + argv
     return [sys.executable] + _interpreter_flags() + ["-m", "lprof"] + argv
 
@@ -98,6 +103,7 @@ def _interpreter_flags():
     """The interpreter's options (-X, -W, -E, ...) as sys.flags says them."""
     try:
         import subprocess
+
         return subprocess._args_from_interpreter_flags()
     except (ImportError, AttributeError):
         return []

@@ -2,6 +2,7 @@
 the processes below it, and multiprocessing's helper processes. The one
 reader of /proc/PID/stat and /proc/PID/cmdline for the runner (followed
 children), the attach command and the agent inside the attached process."""
+
 import os
 
 
@@ -98,6 +99,7 @@ def pythons_below(pid):
             continue
         helper = multiprocessing_helper(child)
         if exe.startswith("python") and (
-                helper is None or multiprocessing_helper(parent_of(child)) == helper):
+            helper is None or multiprocessing_helper(parent_of(child)) == helper
+        ):
             out.append(child)
     return out

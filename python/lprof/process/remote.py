@@ -8,6 +8,7 @@ without site: it needs nothing but sys), whatever Python runs lprof; a target
 whose executable is no Python (an embedding application) is asked by this
 interpreter, which must then be its version. Every failure is an LprofError
 with one line that says what to do."""
+
 import os
 import subprocess
 import sys
@@ -38,10 +39,14 @@ def executable_of(pid):
         raise LprofError(f"attach: no process {pid}", 2) from None
     except PermissionError:
         if os.geteuid() == 0:
-            raise LprofError(f"attach: cannot inspect process {pid} (permission denied even to "
-                             f"root: another namespace or a restricted /proc)", 2) from None
-        raise LprofError(f"attach: process {pid} belongs to another user (run lprof as that "
-                         f"user, or as root)", 2) from None
+            raise LprofError(
+                f"attach: cannot inspect process {pid} (permission denied even to "
+                f"root: another namespace or a restricted /proc)",
+                2,
+            ) from None
+        raise LprofError(
+            f"attach: process {pid} belongs to another user (run lprof as that user, or as root)", 2
+        ) from None
     except OSError as exc:
         raise LprofError(f"attach: cannot inspect process {pid}: {exc.strerror}", 2) from None
 
@@ -56,8 +61,12 @@ def run_file(pid, path, timeout=30):
     exe = executable_of(pid)
     if _looks_like_python(exe):
         try:
-            r = subprocess.run([exe, "-I", "-S", "-c", _CALLER, str(pid), path],
-                               capture_output=True, text=True, timeout=timeout)
+            r = subprocess.run(
+                [exe, "-I", "-S", "-c", _CALLER, str(pid), path],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LprofError(f"attach: could not run {exe}: {exc}", 1) from None
         said = (r.stdout.strip() or r.stderr.strip()).splitlines()
@@ -65,20 +74,30 @@ def run_file(pid, path, timeout=30):
         if r.returncode == 0:
             return
         if r.returncode == 3:
-            raise LprofError(f"attach: process {pid} runs Python {said}; attaching needs "
-                             f"Python 3.14 or later in the process (sys.remote_exec)", 2)
+            raise LprofError(
+                f"attach: process {pid} runs Python {said}; attaching needs "
+                f"Python 3.14 or later in the process (sys.remote_exec)",
+                2,
+            )
         if r.returncode == 4:
-            raise LprofError(f"attach: not permitted to attach to process {pid} ({said}); "
-                             f"run lprof as root, or as its user with "
-                             f"/proc/sys/kernel/yama/ptrace_scope at 0", 1)
+            raise LprofError(
+                f"attach: not permitted to attach to process {pid} ({said}); "
+                f"run lprof as root, or as its user with "
+                f"/proc/sys/kernel/yama/ptrace_scope at 0",
+                1,
+            )
         if "find the main thread" in said:
-            said += (" (it was forked from a thread other than its main one, as a "
-                     "multiprocessing pool with the fork method starts its replacement "
-                     "workers: sys.remote_exec cannot reach such a process)")
+            said += (
+                " (it was forked from a thread other than its main one, as a "
+                "multiprocessing pool with the fork method starts its replacement "
+                "workers: sys.remote_exec cannot reach such a process)"
+            )
         raise LprofError(f"attach: process {pid} refused: {said}", 1)
     # an embedding program: only this interpreter's own version can reach it
-    embedded = (f"attach: process {pid} runs {exe}, no Python executable (for a Python 3.14+ "
-                f"embedded in it, run lprof under that Python version)")
+    embedded = (
+        f"attach: process {pid} runs {exe}, no Python executable (for a Python 3.14+ "
+        f"embedded in it, run lprof under that Python version)"
+    )
     if not hasattr(sys, "remote_exec"):
         raise LprofError(embedded, 2)
     try:

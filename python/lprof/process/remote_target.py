@@ -12,6 +12,7 @@ next to this one (_lprof.cpython-3X-*.so), loaded by an interpreter of that
 version (python3.X on PATH, else the target's executable; a new process) to
 print its numbers.
 docs/design-remote.md says more."""
+
 import glob
 import json
 import os
@@ -41,8 +42,11 @@ def _maps(pid, verb):
     except FileNotFoundError:
         raise LprofError(f"{verb}: no process {pid}", 2) from None
     except PermissionError:
-        raise LprofError(f"{verb}: not permitted to read process {pid} (run lprof as its user "
-                         f"or as root; see /proc/sys/kernel/yama/ptrace_scope)", 1) from None
+        raise LprofError(
+            f"{verb}: not permitted to read process {pid} (run lprof as its user "
+            f"or as root; see /proc/sys/kernel/yama/ptrace_scope)",
+            1,
+        ) from None
     except OSError as exc:
         raise LprofError(f"{verb}: cannot read process {pid}: {exc.strerror}", 2) from None
     maps = []
@@ -74,8 +78,9 @@ def _elf_symbol(path, name):
             p_type, _flags, _off, p_vaddr = struct.unpack_from("<IIQQ", data, e_phoff + i * e_phentsize)
             if p_type == 1 and (low is None or p_vaddr < low):  # PT_LOAD
                 low = p_vaddr
-        sections = [struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize)
-                    for i in range(e_shnum)]
+        sections = [
+            struct.unpack_from("<IIQQQQIIQQ", data, e_shoff + i * e_shentsize) for i in range(e_shnum)
+        ]
         want = name.encode()
         for sh_type in (11, 2):  # SHT_DYNSYM, SHT_SYMTAB
             for sec in sections:
@@ -87,7 +92,7 @@ def _elf_symbol(path, name):
                 for k in range(off, off + size - entsize + 1, entsize):
                     st_name = struct.unpack_from("<I", data, k)[0]
                     s = str_off + st_name
-                    if st_name >= str_size or data[s:s + len(want) + 1] != want + b"\0":
+                    if st_name >= str_size or data[s : s + len(want) + 1] != want + b"\0":
                         continue
                     st_value = struct.unpack_from("<Q", data, k + 8)[0]
                     if st_value:
@@ -125,9 +130,12 @@ def find(pid, verb="dump"):
             m = _VERSION_IN_NAME.search(path) or (exe and _VERSION_IN_NAME.search(exe))
             version = (int(m.group(1)), int(m.group(2))) if m else None
         return Target(pid, version, runtime, exe)
-    raise LprofError(f"{verb}: process {pid} ({os.path.basename(exe or '?')}) is not a CPython "
-                     f"process lprof can read (no _PyRuntime symbol in its executable or "
-                     f"libpython)", 2)
+    raise LprofError(
+        f"{verb}: process {pid} ({os.path.basename(exe or '?')}) is not a CPython "
+        f"process lprof can read (no _PyRuntime symbol in its executable or "
+        f"libpython)",
+        2,
+    )
 
 
 def _address(maps, path, sym):
@@ -145,6 +153,7 @@ def _version_word(pid, addr):
     if addr is None:
         return None
     from .. import _lprof
+
     status, data = _lprof.remote_read(pid, addr, 8)
     if status != _lprof.REMOTE_OK:
         return None  # the reads after say why, in one line
@@ -174,8 +183,12 @@ def _interpreters_for(target, version):
     is that Python (as attach runs it for sys.remote_exec)."""
     name = "python%d.%d" % version
     found = [p for p in (shutil.which(name),) if p]
-    if target.exe and os.path.basename(target.exe).startswith(name) \
-            and os.access(target.exe, os.X_OK) and target.exe not in found:
+    if (
+        target.exe
+        and os.path.basename(target.exe).startswith(name)
+        and os.access(target.exe, os.X_OK)
+        and target.exe not in found
+    ):
         found.append(target.exe)
     return found
 
@@ -184,12 +197,15 @@ def layout(target, verb="dump"):
     """The layout dict for the C reader, or None: read the target's debug
     offsets (3.13+). LprofError when lprof has no layout for its version."""
     from .. import _lprof
+
     version = target.version
     if version is None or version >= (3, 13):
         return None  # the C reader checks the cookie and says what it finds
     if version < (3, 10):
-        raise LprofError(f"{verb}: process {target.pid} runs Python {version[0]}.{version[1]}; "
-                         f"lprof reads 3.10 and later", 2)
+        raise LprofError(
+            f"{verb}: process {target.pid} runs Python {version[0]}.{version[1]}; lprof reads 3.10 and later",
+            2,
+        )
     if version == sys.version_info[:2]:
         return _lprof.remote_layout()
     here = os.path.dirname(os.path.abspath(_lprof.__file__))
@@ -202,16 +218,22 @@ def layout(target, verb="dump"):
         why = f"no python{version[0]}.{version[1]} to load lprof's extension for it"
     for python in pythons if built else ():
         try:
-            r = subprocess.run([python, "-I", "-S", "-c", _PRINT_LAYOUT, built[0]],
-                               capture_output=True, text=True, timeout=60)
+            r = subprocess.run(
+                [python, "-I", "-S", "-c", _PRINT_LAYOUT, built[0]],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             got = json.loads(r.stdout) if r.returncode == 0 else None
-            if isinstance(got, dict) and got.get("version_hex", 0) >> 16 == \
-                    (version[0] << 8 | version[1]):
+            if isinstance(got, dict) and got.get("version_hex", 0) >> 16 == (version[0] << 8 | version[1]):
                 return got
             why = (r.stderr.strip().splitlines() or [f"{python}: exit status {r.returncode}"])[-1]
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             why = str(exc)
-    raise LprofError(f"{verb}: process {target.pid} runs Python {version[0]}.{version[1]}, whose "
-                     f"frame layout lprof takes from its extension built for that version "
-                     f"({why}); build it with python{version[0]}.{version[1]} setup.py build_ext, "
-                     f"or run lprof under that Python", 2)
+    raise LprofError(
+        f"{verb}: process {target.pid} runs Python {version[0]}.{version[1]}, whose "
+        f"frame layout lprof takes from its extension built for that version "
+        f"({why}); build it with python{version[0]}.{version[1]} setup.py build_ext, "
+        f"or run lprof under that Python",
+        2,
+    )

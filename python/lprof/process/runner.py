@@ -5,6 +5,7 @@ status and exceptions; the script's classes live in a real `__main__` module
 so they pickle as `__main__.X` and multiprocessing's spawn method finds them.
 The outcome is returned, not acted on, so the caller can save the profile on
 every exit path first and then end the process the way the script would."""
+
 import os
 import runpy
 import sys
@@ -50,6 +51,7 @@ def is_runnable_dir_or_zip(path):
     if not os.path.isfile(path) or not _has_zip_end_record(path):
         return False  # a plain script: zipfile (2-3 ms to import) is not loaded for it
     import zipfile
+
     return zipfile.is_zipfile(path)
 
 
@@ -84,6 +86,7 @@ def _check_encoding(path, source):
     """Python's own message for a non-UTF-8 script without a coding cookie
     (compile() of the bytes words it differently)."""
     import re
+
     head = source.split(b"\n", 2)[:2]
     if any(re.match(rb"^[ \t\f]*#.*?coding[:=]", line) for line in head):
         return
@@ -95,11 +98,16 @@ def _check_encoding(path, source):
     line = source.count(b"\n", 0, bad) + 1
     if sys.version_info[:2] == (3, 10):
         line += 1  # what 3.10's tokenizer reports
-    url = ("https://peps.python.org/pep-0263/" if sys.version_info >= (3, 11)
-           else "https://python.org/dev/peps/pep-0263/")
+    url = (
+        "https://peps.python.org/pep-0263/"
+        if sys.version_info >= (3, 11)
+        else "https://python.org/dev/peps/pep-0263/"
+    )
     where = os.path.abspath(path)
-    message = (f"Non-UTF-8 code starting with '\\x{source[bad]:02x}' in file {where} on line "
-               f"{line}, but no encoding declared; see {url} for details")
+    message = (
+        f"Non-UTF-8 code starting with '\\x{source[bad]:02x}' in file {where} on line "
+        f"{line}, but no encoding declared; see {url} for details"
+    )
     if sys.version_info < (3, 14):
         raise SourceError(f"SyntaxError: {message}")
     # 3.14 shows the place as for any syntax error: compile() finds it (its
@@ -108,9 +116,11 @@ def _check_encoding(path, source):
         compile(source, where, "exec", dont_inherit=True)
         raise SourceError(f"SyntaxError: {message}")
     except SyntaxError as exc:
-        shown = SyntaxError(message, (where, exc.lineno, exc.offset, exc.text,
-                                      exc.end_lineno, exc.end_offset))
+        shown = SyntaxError(
+            message, (where, exc.lineno, exc.offset, exc.text, exc.end_lineno, exc.end_offset)
+        )
     import traceback
+
     raise SourceError("".join(traceback.format_exception_only(SyntaxError, shown)).rstrip("\n"))
 
 
@@ -119,6 +129,7 @@ def check_module(name):
     Only the top-level package is looked up: finding `pkg.sub` would import
     `pkg` before profiling starts (runpy reports a missing submodule itself)."""
     import importlib.util
+
     top = name.split(".", 1)[0]
     if not top:
         return f"{sys.executable}: Relative module names not supported"
@@ -138,6 +149,7 @@ def check_module(name):
 def check_main_of(path):
     """Python's message when a folder or zipapp has no __main__ module."""
     import zipfile
+
     names = ("__main__.py", "__main__.pyc")
     if os.path.isdir(path):
         found = any(os.path.isfile(os.path.join(path, n)) for n in names)
@@ -163,8 +175,13 @@ def prepare(load):
         # as Python reports a script that does not compile: no traceback of lprof's
         print_exception(exc.with_traceback(None))
         return None
-    why = (check_module(target) if kind == "module"
-           else check_main_of(target) if kind == "script" and code is None else None)
+    why = (
+        check_module(target)
+        if kind == "module"
+        else check_main_of(target)
+        if kind == "script" and code is None
+        else None
+    )
     if why:
         sys.stderr.write(why + "\n")
         return None
@@ -263,6 +280,7 @@ def end_like_python_on_ctrl_c():
     KeyboardInterrupt: once atexit has run, end the process by SIGINT.
     It acts only if note_ctrl_c() was called."""
     import atexit
+
     atexit.register(_die_by_sigint)
 
 
@@ -280,6 +298,7 @@ def _die_by_sigint():
     except Exception:
         pass
     import signal
+
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGINT)
 
@@ -321,8 +340,10 @@ def _run_setup(setup, namespace):
 def print_exception(exc):
     """Prints the traceback without lprof's own frames, as Python would."""
     tb = exc.__traceback__
-    while tb is not None and (libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename)
-                              or tb.tb_frame.f_code.co_filename in launch_files):
+    while tb is not None and (
+        libdirs.is_launcher_file(tb.tb_frame.f_code.co_filename)
+        or tb.tb_frame.f_code.co_filename in launch_files
+    ):
         tb = tb.tb_next
     exc.__traceback__ = tb  # the hook prints exc.__traceback__ on newer versions
     if sys.excepthook is sys.__excepthook__ and _has_code_string_frames(tb):
@@ -331,18 +352,21 @@ def print_exception(exc):
         # module reads them from linecache, where they were put, so the
         # failing line shows as in a script
         import traceback
+
         traceback.print_exception(type(exc), exc, tb)
         return _flush_stderr()
     try:
         sys.excepthook(type(exc), exc, tb)
     except Exception:
         import traceback  # only on this rare path: it costs start-up otherwise
+
         traceback.print_exception(type(exc), exc, tb)
     _flush_stderr()
 
 
 def _has_code_string_frames(tb):
     import linecache
+
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
         if name.startswith("<") and name in linecache.cache:  # <string>, <stdin>, lprof's

@@ -4,6 +4,7 @@ Header per function: Total time, File, Function; then Line #, Hits, Time,
 Per Hit, % Time, Line Contents, with memory columns when the profile has them,
 and Wait for generators and coroutines (time suspended at a yield or await
 line until the frame resumed, which Time leaves out)."""
+
 import os
 
 from .source import block_range, read_lines
@@ -28,8 +29,10 @@ def outermost_note(fn, total):
     outer = fn.get("total_s")
     if outer is None or total <= outer * 1.01 + 1e-9:
         return None
-    return (f"Outermost calls: {outer:g} s (recursive: each line's time includes its nested "
-            f"calls, counted again at every level, as kernprof counts them)")
+    return (
+        f"Outermost calls: {outer:g} s (recursive: each line's time includes its nested "
+        f"calls, counted again at every level, as kernprof counts them)"
+    )
 
 
 def _fmt_num(value, width):
@@ -61,14 +64,16 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
         out.append(note)
     if waits:
         out.append(f"Total wait: {sum(waits.values()):g} s (suspended at yield/await)")
-    out += [f"File: {path}",
-            f"Function: {fn['name']} at line {fn['first_line']}", ""]
-    mem_cols = bool(memory) and any((path, ln) in memory for ln in range(
-        fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1))
+    out += [f"File: {path}", f"Function: {fn['name']} at line {fn['first_line']}", ""]
+    mem_cols = bool(memory) and any(
+        (path, ln) in memory for ln in range(fn["first_line"], (max(rows) if rows else fn["first_line"]) + 1)
+    )
     gpu_rows = {k: v for k, v in gpu.items() if k[0] == path}
     gpu_total = sum(g["gpu_s"] for g in gpu.values())
-    header = (f"{'Line #':>{w['line']}} {'Hits':>{w['hits']}} {'Time':>{w['time']}} "
-              f"{'Per Hit':>{w['perhit']}} {'% Time':>{w['percent']}}")
+    header = (
+        f"{'Line #':>{w['line']}} {'Hits':>{w['hits']}} {'Time':>{w['time']}} "
+        f"{'Per Hit':>{w['perhit']}} {'% Time':>{w['percent']}}"
+    )
     if waits:
         header += f" {'Wait':>12}"
     if mem_cols:
@@ -90,19 +95,27 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
         text = lines[ln - 1] if lines is not None and 0 < ln <= len(lines) else ""
         if ln in rows:
             hits, t = rows[ln]
-            cells = (f"{ln:>{w['line']}} {hits:>{w['hits']}} "
-                     f"{_fmt_num(t / unit, w['time']):>{w['time']}} "
-                     f"{_fmt_num(t / unit / hits if hits else 0.0, w['perhit']):>{w['perhit']}} "
-                     f"{(_fmt_num(100.0 * t / total, w['percent']) if total else ''):>{w['percent']}}")
+            cells = (
+                f"{ln:>{w['line']}} {hits:>{w['hits']}} "
+                f"{_fmt_num(t / unit, w['time']):>{w['time']}} "
+                f"{_fmt_num(t / unit / hits if hits else 0.0, w['perhit']):>{w['perhit']}} "
+                f"{(_fmt_num(100.0 * t / total, w['percent']) if total else ''):>{w['percent']}}"
+            )
         else:
-            cells = (f"{ln:>{w['line']}} {'':>{w['hits']}} {'':>{w['time']}} "
-                     f"{'':>{w['perhit']}} {'':>{w['percent']}}")
+            cells = (
+                f"{ln:>{w['line']}} {'':>{w['hits']}} {'':>{w['time']}} "
+                f"{'':>{w['perhit']}} {'':>{w['percent']}}"
+            )
         if waits:
             cells += f" {_fmt_num(waits[ln] / unit, 12) if ln in waits else '':>12}"
         if mem_cols:
             m = memory.get((path, ln))
-            cells += (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10}"
-                      f" {fmt_bytes(m['peak_bytes']):>10}" if m else f" {'':>10} {'':>10} {'':>10}")
+            cells += (
+                f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10}"
+                f" {fmt_bytes(m['peak_bytes']):>10}"
+                if m
+                else f" {'':>10} {'':>10} {'':>10}"
+            )
         if gpu_rows:
             cells += gpu_columns.cells(gpu_rows.get((path, ln)), gpu_total)
         if idle:
@@ -112,8 +125,7 @@ def render_function(fn, unit, memory=None, source_cache=None, gpu=None, widths=N
     return "\n".join(out) + "\n"
 
 
-def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=False,
-                 widths=None):
+def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=False, widths=None):
     """The whole `lprof -l` listing as text."""
     unit = unit or 1e-6
     functions = list(profile.get("functions", []))
@@ -127,8 +139,10 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
     gpu = gpu_columns.for_listing(profile, functions=functions) if profile.get("gpu") else None
     parts = [f"Timer unit: {unit:g} s\n\n"]
     if not functions:
-        parts.append("No @profile functions were registered or run.\n"
-                     "(Decorate functions with @profile, or use -p to name them.)\n")
+        parts.append(
+            "No @profile functions were registered or run.\n"
+            "(Decorate functions with @profile, or use -p to name them.)\n"
+        )
     cache = {}
     for fn in functions:
         parts.append(render_function(fn, unit, memory, cache, gpu, widths))
@@ -136,8 +150,10 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
     if summarize and functions:
         parts.append(render_summary(functions))
     if profile.get("waits_evicted"):
-        parts.append(f"Wait: {profile['waits_evicted']} suspensions had no room in the tracer's "
-                     "table; their frames' waits, if they resumed, are not counted.\n")
+        parts.append(
+            f"Wait: {profile['waits_evicted']} suspensions had no room in the tracer's "
+            "table; their frames' waits, if they resumed, are not counted.\n"
+        )
     mem = memory_summary(profile) + gpu_columns.summary(profile)
     if gpu is not None and any(f.get("gpu_idle") for f in functions):
         mem.append(gpu_columns.IDLE_LEGEND)
@@ -149,6 +165,7 @@ def render_lines(profile, unit=None, skip_zero=False, sort="time", summarize=Fal
 def render_summary(functions):
     out = []
     for fn in sorted(functions, key=line_sum):
-        out.append(f"{line_sum(fn):6.2f} seconds - "
-                   f"{os.path.relpath(fn['file'])}:{fn['first_line']} - {fn['name']}")
+        out.append(
+            f"{line_sum(fn):6.2f} seconds - {os.path.relpath(fn['file'])}:{fn['first_line']} - {fn['name']}"
+        )
     return "\n".join(out) + "\n"

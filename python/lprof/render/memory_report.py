@@ -1,4 +1,5 @@
 """Memory parts of the listings: per-line columns, the peak, the leak report."""
+
 import os
 
 
@@ -19,6 +20,7 @@ def memory_lines(profile, accept=None):
     if not profile.get("memory"):
         return {}
     from ..model.sections import memory_line_columns
+
     cols = memory_line_columns(profile)
     if accept is None:
         return cols
@@ -30,14 +32,19 @@ def memory_summary(profile):
     mem = profile.get("memory")
     if not mem:
         return []
-    out = ["", f"Memory (sampled every {mem.get('sample_bytes', 0)} bytes on average"
-               f"{'' if mem.get('native_covered') else '; Python objects only: native allocations not covered'}):"
-               f" peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}"
-               f" at {mem.get('peak_time_s', 0.0):.2f} s"]
+    out = [
+        "",
+        f"Memory (sampled every {mem.get('sample_bytes', 0)} bytes on average"
+        f"{'' if mem.get('native_covered') else '; Python objects only: native allocations not covered'}):"
+        f" peak {fmt_bytes(mem.get('peak_bytes', 0)) or '0 B'}"
+        f" at {mem.get('peak_time_s', 0.0):.2f} s",
+    ]
     leaks = mem.get("leaks") or []
     if leaks:
         out.append("Possible leaks (live memory growing steadily):")
         for path, line, func, slope, score in leaks[:10]:
-            out.append(f"  {os.path.basename(path)}:{line} ({func}): "
-                       f"+{fmt_bytes(slope) or '0 B'}/s, score {score:.2f}")
+            out.append(
+                f"  {os.path.basename(path)}:{line} ({func}): "
+                f"+{fmt_bytes(slope) or '0 B'}/s, score {score:.2f}"
+            )
     return out

@@ -5,6 +5,7 @@ src/aggregate/metrics.h), so a column added there shows up in the report
 without edits here. Each stack row is sent with the frame it is charged to by
 the one attribution rule (lprof.model.stacks.charge): the page sums rows per
 line and per thread but never re-implements the rule."""
+
 from ..model import import_fold
 from ..model.frames import table as frame_table
 from ..model import shares
@@ -23,9 +24,15 @@ _CONTEXT = 3
 
 
 # friendlier names for some columns; any other column is named after itself
-_LABELS = {"cpu_s": "CPU total", "peak_bytes": "at peak", "alloc_bytes": "alloc",
-           "python_bytes": "python objects", "wall_s": "wall", "wait_s": "await wait",
-           "gil_s": "GIL held"}
+_LABELS = {
+    "cpu_s": "CPU total",
+    "peak_bytes": "at peak",
+    "alloc_bytes": "alloc",
+    "python_bytes": "python objects",
+    "wall_s": "wall",
+    "wait_s": "await wait",
+    "gil_s": "GIL held",
+}
 
 
 def _label(name):
@@ -34,7 +41,7 @@ def _label(name):
     words = name.replace("_", " ")
     for suffix in (" s", " bytes"):
         if words.endswith(suffix):
-            words = words[:-len(suffix)]
+            words = words[: -len(suffix)]
     return words
 
 
@@ -116,8 +123,13 @@ def _sources(paths, wanted):
         if len(lines) <= _MAX_SOURCE_LINES:
             keep = range(1, len(lines) + 1)
         else:
-            keep = sorted({k for ln in wanted.get(path, ()) for k in
-                           range(max(1, ln - _CONTEXT), min(len(lines), ln + _CONTEXT) + 1)})
+            keep = sorted(
+                {
+                    k
+                    for ln in wanted.get(path, ())
+                    for k in range(max(1, ln - _CONTEXT), min(len(lines), ln + _CONTEXT) + 1)
+                }
+            )
         out[path] = {str(k): lines[k - 1] for k in keep}
     return out
 
@@ -139,18 +151,32 @@ def _lineprof(profile):
         else:
             source = {}
         total = sum(r[2] for r in rows)  # the listing's rule (render/listing.line_sum)
-        out.append({"file": path, "name": fn["name"], "first_line": fn["first_line"],
-                    "total_s": total, "outermost_s": fn.get("total_s", total),
-                    "lines": rows, "source": source,
-                    "wait": fn.get("wait", [])})
+        out.append(
+            {
+                "file": path,
+                "name": fn["name"],
+                "first_line": fn["first_line"],
+                "total_s": total,
+                "outermost_s": fn.get("total_s", total),
+                "lines": rows,
+                "source": source,
+                "wait": fn.get("wait", []),
+            }
+        )
     return out
 
 
 def _whole(profile, accept):
     parts = shares.breakdown(profile, accept)
     out = shares.as_dict(parts)
-    out.update({"cpu_s": parts["cpu_whole_s"], "wall_s": parts["wall_whole_s"],
-                "threads": parts["threads"], "run_s": parts["run_s"]})
+    out.update(
+        {
+            "cpu_s": parts["cpu_whole_s"],
+            "wall_s": parts["wall_whole_s"],
+            "threads": parts["threads"],
+            "run_s": parts["run_s"],
+        }
+    )
     return out
 
 
@@ -170,25 +196,53 @@ def build(profile, fold_imports=True):
     samp = profile.get("sampling") or {}
     return {
         "title": "lprof: " + " ".join(str(a) for a in meta.get("argv", [])),
-        "meta": {k: meta.get(k) for k in ("argv", "python", "duration_s", "started", "modes",
-                                          "exit_code", "hostname", "lprof_version")},
-        "sampling": {k: samp.get(k) for k in ("mode", "signals", "rate_hz_effective",
-                                              "native", "dropped")} if samp else None,
+        "meta": {
+            k: meta.get(k)
+            for k in (
+                "argv",
+                "python",
+                "duration_s",
+                "started",
+                "modes",
+                "exit_code",
+                "hostname",
+                "lprof_version",
+            )
+        },
+        "sampling": {k: samp.get(k) for k in ("mode", "signals", "rate_hz_effective", "native", "dropped")}
+        if samp
+        else None,
         # the denominators of every share the page shows, and what no line holds
         "whole": _whole(profile, accept) if samp else None,
-        "columns": [{"name": n, "unit": u, "label": _label(n),
-                     "quiet": n in _QUIET, "parts": parts if n == "cpu_s" else None}
-                    for n, u, _k in cols],
-        "frames": [[f.short_label, f.file, f.function, f.line, bool(accept(f.file)) and not f.is_native]
-                   for f in table],
-        "threads": [[tid, thread_names.get(tid, f"thread {tid}")]
-                    for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])],
+        "columns": [
+            {
+                "name": n,
+                "unit": u,
+                "label": _label(n),
+                "quiet": n in _QUIET,
+                "parts": parts if n == "cpu_s" else None,
+            }
+            for n, u, _k in cols
+        ],
+        "frames": [
+            [f.short_label, f.file, f.function, f.line, bool(accept(f.file)) and not f.is_native]
+            for f in table
+        ],
+        "threads": [
+            [tid, thread_names.get(tid, f"thread {tid}")]
+            for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])
+        ],
         "stacks": rows,
         "sources": _sources(user_files, wanted),
         "functions": _lineprof(profile),
-        "memory": {"timeline": mem.get("timeline", []), "peak_bytes": mem.get("peak_bytes", 0),
-                   "peak_time_s": mem.get("peak_time_s", 0.0),
-                   "sample_bytes": mem.get("sample_bytes"),
-                   "leaks": mem.get("leaks", [])} if mem else None,
+        "memory": {
+            "timeline": mem.get("timeline", []),
+            "peak_bytes": mem.get("peak_bytes", 0),
+            "peak_time_s": mem.get("peak_time_s", 0.0),
+            "sample_bytes": mem.get("sample_bytes"),
+            "leaks": mem.get("leaks", []),
+        }
+        if mem
+        else None,
         "folded_imports": bool(folded),
     }

@@ -5,6 +5,7 @@ passes the filter (the user's calling line). Every percentage is a share of
 the process's whole (model/shares.py: its CPU time, or wall time summed over
 its threads), and the listing ends with what it did not show and where that
 went."""
+
 import os
 import re
 import shutil
@@ -31,9 +32,9 @@ def shows_gil(profile):
     if len(samp.get("threads") or {}) < 2:
         return False
     st = profile.get("stacks") or {}
-    return any("gil_s" == (c[0] if isinstance(c, (list, tuple)) else c)
-               for c in st.get("columns", [])) or any(
-        m.get("gil_s") for _i, _t, m in st.get("stacks", []) if isinstance(m, dict))
+    return any(
+        "gil_s" == (c[0] if isinstance(c, (list, tuple)) else c) for c in st.get("columns", [])
+    ) or any(m.get("gil_s") for _i, _t, m in st.get("stacks", []) if isinstance(m, dict))
 
 
 def _make_filter(profile, profile_only, profile_all):
@@ -44,6 +45,7 @@ def _make_filter(profile, profile_only, profile_all):
         # the default rule, as in the file, the HTML report and the JSON export
         from ..model.selection import default_accept
         from ..model.stacks import row_form
+
         return default_accept(row_form(profile.get("stacks") or {}))
 
     def accept(path):
@@ -52,6 +54,7 @@ def _make_filter(profile, profile_only, profile_all):
         if profile_all:
             return True
         return any(p in path for p in profile_only)
+
     return accept
 
 
@@ -60,6 +63,7 @@ def _charge(profile, accept, thread=None):
     (lprof.model.stacks.charge); only lines of accepted files are shown."""
     from ..model.frames import table as frame_table
     from ..model.stacks import charge
+
     st = profile.get("stacks") or {}
     frames = frame_table(st.get("frames", []))
     lines, funcs = {}, {}
@@ -132,10 +136,13 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     def wait_share(v):
         return 100.0 * v[_WAIT] / wait_total if wait_total else 0.0
 
-    hdr = (f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
-           + (f" {'wall%':>7}" if show_wall else "") + f" {'time(s)':>9}"
-           + (f" {'gil%':>5}" if show_gil else "")
-           + (f" {'wait(s)':>9}" if wait_total else ""))
+    hdr = (
+        f"{'Line':>6} {'CPU% py':>8} {'native':>7} {'system':>7}"
+        + (f" {'wall%':>7}" if show_wall else "")
+        + f" {'time(s)':>9}"
+        + (f" {'gil%':>5}" if show_gil else "")
+        + (f" {'wait(s)':>9}" if wait_total else "")
+    )
     if memory:
         hdr += f" {'alloc':>10} {'net':>10} {'at peak':>10} {'py%':>5}"
     if gpu:
@@ -150,8 +157,10 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
         m = memory.get((path, ln))
         if m is None:
             return f" {'':>10} {'':>10} {'':>10} {'':>5}"
-        return (f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10} "
-                f"{fmt_bytes(m['peak_bytes']):>10} {100 * m['python_share']:>4.0f}%")
+        return (
+            f" {fmt_bytes(m['alloc_bytes']):>10} {fmt_bytes(m['net_bytes']):>10} "
+            f"{fmt_bytes(m['peak_bytes']):>10} {100 * m['python_share']:>4.0f}%"
+        )
 
     def mem_share(path, ln):
         m = memory.get((path, ln))
@@ -185,35 +194,51 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
     for path in files:
         file_lines = by_file[path]
         ftime = sum(main_value(v) for v in file_lines.values())
-        if reduced and not any(pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
-                               or wait_share(v) >= threshold_pct for ln, v in file_lines.items()):
+        if reduced and not any(
+            pct_of_main(v) >= threshold_pct
+            or mem_share(path, ln) >= threshold_pct
+            or wait_share(v) >= threshold_pct
+            for ln, v in file_lines.items()
+        ):
             hidden.append(ftime)  # no line to show: no empty header (issue #14 defect 12)
             continue
         out.append("")
-        out.append(f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
-                   f" of {whole_name(profile)})")
+        out.append(
+            f"File: {path}  ({ftime:.3f} s, {100.0 * ftime / main_total if main_total else 0:.1f}%"
+            f" of {whole_name(profile)})"
+        )
         src = read_lines(path)
         if src is None:
             out.append("  (source not available)")
         out.append(hdr)
         if reduced:
-            shown = sorted(ln for ln, v in file_lines.items()
-                           if pct_of_main(v) >= threshold_pct or mem_share(path, ln) >= threshold_pct
-                           or gpu_share(path, ln) >= threshold_pct or gpu_memory(path, ln)
-                           or wait_share(v) >= threshold_pct)
+            shown = sorted(
+                ln
+                for ln, v in file_lines.items()
+                if pct_of_main(v) >= threshold_pct
+                or mem_share(path, ln) >= threshold_pct
+                or gpu_share(path, ln) >= threshold_pct
+                or gpu_memory(path, ln)
+                or wait_share(v) >= threshold_pct
+            )
         else:
             shown = list(range(1, (len(src) if src else 0) + 1))
             shown = sorted(set(shown) | set(file_lines))
-        notes["below_s"] = notes.get("below_s", 0.0) + ftime - sum(
-            main_value(file_lines[ln]) for ln in shown if ln in file_lines)
+        notes["below_s"] = (
+            notes.get("below_s", 0.0)
+            + ftime
+            - sum(main_value(file_lines[ln]) for ln in shown if ln in file_lines)
+        )
         for ln in shown:
             v = file_lines.get(ln, [0.0] * _N)
             text = src[ln - 1] if src and 0 < ln <= len(src) else ""
             secs = main_value(v)
-            out.append(f"{ln:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
-                       f"{(f'{secs:.3f}' if secs else ''):>9}{gil_cell(v)}{wait_cell(v[_WAIT])}"
-                       f"{mem_cells(path, ln)}"
-                       f"{gpu_cells(path, ln)}  {text}")
+            out.append(
+                f"{ln:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
+                f"{(f'{secs:.3f}' if secs else ''):>9}{gil_cell(v)}{wait_cell(v[_WAIT])}"
+                f"{mem_cells(path, ln)}"
+                f"{gpu_cells(path, ln)}  {text}"
+            )
         out.extend(_import_memory_notes(memory, path, shown, src))
         fl = sorted(((k, v) for k, v in funcs.items() if k[0] == path), key=lambda kv: -main_value(kv[1]))
         if fl:
@@ -221,8 +246,10 @@ def _render_one(profile, accept, reduced, threshold_pct, wholes, thread=None, no
             for (p, func, first), v in fl:
                 if reduced and pct_of_main(v) < threshold_pct and wait_share(v) < threshold_pct:
                     continue
-                out.append(f"  {first:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
-                           f"{main_value(v):>9.3f}{gil_cell(v)}{wait_cell(v[_WAIT])}  {func}")
+                out.append(
+                    f"  {first:>6} {cpu_cells(v)}{wall_cell(v[_WALL])} "
+                    f"{main_value(v):>9.3f}{gil_cell(v)}{wait_cell(v[_WAIT])}  {func}"
+                )
     notes["files"] = notes.get("files", 0) + len(hidden)
     notes["files_s"] = notes.get("files_s", 0.0) + sum(hidden)
     notes["threshold"] = threshold_pct
@@ -242,16 +269,24 @@ def _import_memory_notes(memory, path, shown, src):
     for ln in shown:
         m = memory.get((path, ln))
         text = src[ln - 1] if src and 0 < ln <= len(src) else ""
-        if (m and m["net_bytes"] >= _IMPORT_NOTE_BYTES and m["python_share"] < 0.5
-                and _IMPORT_LINE.match(text)):
+        if (
+            m
+            and m["net_bytes"] >= _IMPORT_NOTE_BYTES
+            and m["python_share"] < 0.5
+            and _IMPORT_LINE.match(text)
+        ):
             out += textwrap.wrap(
                 f"note: line {ln} (an import) keeps {fmt_bytes(m['net_bytes'])} allocated "
                 f"({100 * (1 - m['python_share']):.0f}% of its allocations outside Python "
                 f"objects): what the imported extensions set up while loading (BLAS "
                 f"libraries keep buffers per thread: fewer threads, less of it); it stays "
                 f"until the process ends.",
-                width(), initial_indent="  ", subsequent_indent="    ",
-                break_on_hyphens=False, break_long_words=False)
+                width(),
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
+                break_long_words=False,
+            )
     return out
 
 
@@ -260,8 +295,11 @@ def whole_name(profile):
     mode = (profile.get("sampling") or {}).get("mode", "cpu")
     if mode == "wall":
         return "wall time, summed over threads"
-    return ("the processes' CPU time" if (profile.get("meta") or {}).get("processes", 1) > 1
-            else "the process's CPU time")
+    return (
+        "the processes' CPU time"
+        if (profile.get("meta") or {}).get("processes", 1) > 1
+        else "the process's CPU time"
+    )
 
 
 def width():
@@ -278,27 +316,36 @@ def width():
 
 
 def _wrap(text, cols, indent="  "):
-    return textwrap.wrap(text, cols, subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=False) or [""]
+    return textwrap.wrap(
+        text, cols, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+    ) or [""]
 
 
 def legend(profile, cols=None):
     """What the columns mean, wrapped to cols (default: width())."""
     mode = (profile.get("sampling") or {}).get("mode", "cpu")
-    text = ("Columns: CPU% py / native / system = share of the process's CPU time spent on the "
-            "line in Python code, in native code it called, in the kernel")
+    text = (
+        "Columns: CPU% py / native / system = share of the process's CPU time spent on the "
+        "line in Python code, in native code it called, in the kernel"
+    )
     if mode == "wall":
         text += "; wall% = share of wall time summed over threads"
     text += f"; time(s) = {mode} seconds"
     if shows_gil(profile):
-        text += ("; gil% = share of the line's own time its thread held the GIL (native code "
-                 "that keeps it stops every other thread's Python)")
+        text += (
+            "; gil% = share of the line's own time its thread held the GIL (native code "
+            "that keeps it stops every other thread's Python)"
+        )
     if (profile.get("sampling") or {}).get("wait_total_s"):
-        text += ("; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
-                 "coroutines (several waiting at once add up)")
+        text += (
+            "; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
+            "coroutines (several waiting at once add up)"
+        )
     if profile.get("memory"):
-        text += ("; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
-                 "process's peak, py% = share allocated by Python objects")
+        text += (
+            "; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
+            "process's peak, py% = share allocated by Python objects"
+        )
     if (profile.get("gpu") or {}).get("lines"):
         text += "; " + gpu_columns.LEGEND
     if (profile.get("gpu") or {}).get("idle_lines"):
@@ -310,6 +357,7 @@ def header(profile, parts=None, cols=None):
     """The first lines: how it was sampled, and the whole (each number one
     stated thing)."""
     from ..model import shares
+
     samp = profile.get("sampling") or {}
     mode = samp.get("mode", "cpu")
     parts = parts or shares.breakdown(profile)
@@ -318,31 +366,37 @@ def header(profile, parts=None, cols=None):
     if mode == "wall":
         reads = samp.get("rate_hz_effective", 0.0) * run * max(1, len(samp.get("threads") or {}))
         per = reads / parts["wall_whole_s"] if parts["wall_whole_s"] else 0.0
-        text = (f"lprof sampled wall time: {samp.get('rate_hz_requested', 0):g} Hz per thread "
-                f"requested, {reads:.0f} reads ({per:.0f} per thread-second); wall "
-                f"{parts['wall_whole_s']:.3f} s summed over {nthreads} "
-                f"thread{'s' if nthreads != 1 else ''} in a {run:.3f} s run; process CPU "
-                f"{parts['cpu_whole_s']:.3f} s; signal {samp.get('signal')}")
+        text = (
+            f"lprof sampled wall time: {samp.get('rate_hz_requested', 0):g} Hz per thread "
+            f"requested, {reads:.0f} reads ({per:.0f} per thread-second); wall "
+            f"{parts['wall_whole_s']:.3f} s summed over {nthreads} "
+            f"thread{'s' if nthreads != 1 else ''} in a {run:.3f} s run; process CPU "
+            f"{parts['cpu_whole_s']:.3f} s; signal {samp.get('signal')}"
+        )
     else:
         signals = samp.get("signals", 0)
         n = (profile.get("meta") or {}).get("processes", 1)
         procs = f"CPU of {n} processes" if n > 1 else "process CPU"
         cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"] - parts["lprof_s"]
         source = _CPU_SOURCES.get(samp.get("cpu_source"), _CPU_SOURCES["timers"])
-        text = (f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
-                f"{signals} signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
-                f"per sampled CPU second: {source}), each weighted by "
-                f"the CPU time it covers; {procs} {parts['cpu_whole_s']:.3f} s "
-                f"({cpu_on_stacks:.3f} s on sampled Python stacks) in a {run:.3f} s run, "
-                f"{nthreads} thread{'s' if nthreads != 1 else ''}; signal {samp.get('signal')}")
+        text = (
+            f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
+            f"{signals} signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
+            f"per sampled CPU second: {source}), each weighted by "
+            f"the CPU time it covers; {procs} {parts['cpu_whole_s']:.3f} s "
+            f"({cpu_on_stacks:.3f} s on sampled Python stacks) in a {run:.3f} s run, "
+            f"{nthreads} thread{'s' if nthreads != 1 else ''}; signal {samp.get('signal')}"
+        )
     return text
 
 
 # what made CPU-mode signals (collect/sampler.h); files before it was
 # recorded had CPU timers
-_CPU_SOURCES = {"perf": "a task-clock perf event per thread",
-                "thread": "lprof's sampler thread; perf events were refused here",
-                "timers": "CPU timers, which fire on the kernel tick"}
+_CPU_SOURCES = {
+    "perf": "a task-clock perf event per thread",
+    "thread": "lprof's sampler thread; perf events were refused here",
+    "timers": "CPU timers, which fire on the kernel tick",
+}
 
 
 def _pct(v, whole):
@@ -352,31 +406,39 @@ def _pct(v, whole):
 def remainder(profile, parts, notes, cols=None):
     """What the listing does not show, and where it went, as lines."""
     from ..model import shares
+
     whole = parts["whole_s"]
     if not whole:
         return []
     shown = parts["selected_s"] - notes.get("below_s", 0.0) - notes.get("files_s", 0.0)
-    head = (f"Shown above: {_pct(shown, whole)} of {whole_name(profile)} ({shown:.3f} s of "
-            f"{whole:.3f} s). Not shown:")
+    head = (
+        f"Shown above: {_pct(shown, whole)} of {whole_name(profile)} ({shown:.3f} s of "
+        f"{whole:.3f} s). Not shown:"
+    )
     bits = []
     if notes.get("below_s", 0.0) > 5e-4:
-        bits.append(f"{_pct(notes['below_s'], whole)} on lines of these files under the "
-                    f"threshold ({notes.get('threshold', 1.0):g}% of the selected files' time)")
+        bits.append(
+            f"{_pct(notes['below_s'], whole)} on lines of these files under the "
+            f"threshold ({notes.get('threshold', 1.0):g}% of the selected files' time)"
+        )
     if notes.get("files"):
         n = notes["files"]
-        bits.append(f"{_pct(notes['files_s'], whole)} in {n} more selected file{'s' if n > 1 else ''} "
-                    f"(--all lists them)")
+        bits.append(
+            f"{_pct(notes['files_s'], whole)} in {n} more selected file{'s' if n > 1 else ''} "
+            f"(--all lists them)"
+        )
     for label, secs, names in shares.hidden_by_kind(parts):
         named = ", ".join(f"{n} {_pct(v, whole)}" for n, v in names[:3] if v >= 5e-4)
         bits.append(f"{_pct(secs, whole)} in {label}" + (f" ({named})" if named else ""))
     if parts["no_python_s"]:
         bits.append(f"{_pct(parts['no_python_s'], whole)} in threads without Python, on no Python stack")
     if parts["lprof_s"]:
-        bits.append(f"{_pct(parts['lprof_s'], whole)} in lprof itself (its threads, and its "
-                    f"code on yours)")
+        bits.append(f"{_pct(parts['lprof_s'], whole)} in lprof itself (its threads, and its code on yours)")
     if parts["unsampled_s"]:
-        bits.append(f"{_pct(parts['unsampled_s'], whole)} on no sampled Python stack (threads' "
-                    f"last partial tick, threads outside the sampler's table)")
+        bits.append(
+            f"{_pct(parts['unsampled_s'], whole)} on no sampled Python stack (threads' "
+            f"last partial tick, threads outside the sampler's table)"
+        )
     if not bits:
         bits.append("nothing")
     return _wrap(head + " " + "; ".join(bits) + ".", cols or width(), indent="")
@@ -389,15 +451,25 @@ def stack_table_warning(profile):
     lost = table.get("overflows", 0)
     if not lost:
         return None
-    return (f"WARNING: the stack table filled up ({table.get('node_capacity', 0):,} frames, "
-            f"{table.get('row_capacity', 0):,} stacks): {lost:,} samples or allocations after "
-            f"that are on no line. Profile a shorter run, or sample allocations less often "
-            f"(--memory-sample-bytes).")
+    return (
+        f"WARNING: the stack table filled up ({table.get('node_capacity', 0):,} frames, "
+        f"{table.get('row_capacity', 0):,} stacks): {lost:,} samples or allocations after "
+        f"that are on no line. Profile a shorter run, or sample allocations less often "
+        f"(--memory-sample-bytes)."
+    )
 
 
-def render(profile, reduced=True, profile_only=None, profile_all=False, threshold_pct=1.0,
-           per_thread=False, cols=None):
+def render(
+    profile,
+    reduced=True,
+    profile_only=None,
+    profile_all=False,
+    threshold_pct=1.0,
+    per_thread=False,
+    cols=None,
+):
     from ..model import shares
+
     samp = profile.get("sampling") or {}
     cols = cols or width()
     accept = _make_filter(profile, profile_only, profile_all)
@@ -413,23 +485,31 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
     if samp.get("wait_total_s"):
         extra.append(f"coroutines waited {samp['wait_total_s']:.3f} s at awaits")
     if (samp.get("waits") or {}).get("evicted"):
-        extra.append(f"{samp['waits']['evicted']} await waits lost (more coroutines suspended at once "
-                     f"than the table holds)")
+        extra.append(
+            f"{samp['waits']['evicted']} await waits lost (more coroutines suspended at once "
+            f"than the table holds)"
+        )
     if (samp.get("waits") or {}).get("note"):
         extra.append(samp["waits"]["note"])
     if samp.get("perf_stalled"):  # collect/sampler.c: close_stalled_perf
         n = samp["perf_stalled"]
-        extra.append(f"{n} thread{'s' if n != 1 else ''} blocked the sampling signal while "
-                     f"computing: {'their' if n != 1 else 'its'} CPU time from then on is on no "
-                     f"line (its signals were stopped before their queue ended the process)")
+        extra.append(
+            f"{n} thread{'s' if n != 1 else ''} blocked the sampling signal while "
+            f"computing: {'their' if n != 1 else 'its'} CPU time from then on is on no "
+            f"line (its signals were stopped before their queue ended the process)"
+        )
     if samp.get("in_profiler"):  # the tracer's or --memory hooks' own time: on no line
         n = samp["in_profiler"]
         extra.append(f"{n} sample{'s' if n != 1 else ''} in lprof's own code, on no line")
     focus = getattr(accept, "focus", None)
     if focus:  # the program is library code: what it exercised is selected too
         from ..model.selection import describe
-        extra.append("selected: your files and " + ", ".join(sorted(describe(g) for g in focus))
-                     + " (what the run exercised)")
+
+        extra.append(
+            "selected: your files and "
+            + ", ".join(sorted(describe(g) for g in focus))
+            + " (what the run exercised)"
+        )
     head = header(profile, parts) + (" [" + "; ".join(extra) + "]" if extra else "")
     out = _wrap(head + ".", cols, indent="  ") + [legend(profile, cols)]
     full = stack_table_warning(profile)
@@ -442,8 +522,7 @@ def render(profile, reduced=True, profile_only=None, profile_all=False, threshol
         for t in seen:
             out.append("")
             out.append(f"== thread {threads.get(t, t)} ({t})")
-            out.extend(_render_one(profile, accept, reduced, threshold_pct, wholes, thread=t,
-                                   notes=notes))
+            out.extend(_render_one(profile, accept, reduced, threshold_pct, wholes, thread=t, notes=notes))
     else:
         out.extend(_render_one(profile, accept, reduced, threshold_pct, wholes, notes=notes))
     rest = remainder(profile, parts, notes, cols)

@@ -1,4 +1,5 @@
 """Reading source lines for listings: encoding cookies, missing files, blocks."""
+
 import linecache
 import tokenize
 
@@ -25,8 +26,9 @@ def block_range(lines, first_line):
     if not lines or first_line < 1 or first_line > len(lines):
         return first_line, first_line
     import inspect  # here: sampled runs never need it (its import: ~5 ms of their start-up)
+
     try:
-        block = inspect.getblock([ln + "\n" for ln in lines[first_line - 1:]])
+        block = inspect.getblock([ln + "\n" for ln in lines[first_line - 1 :]])
         return first_line, first_line + max(len(block), 1) - 1
     except (IndexError, SyntaxError, tokenize.TokenError):
         return first_line, first_line

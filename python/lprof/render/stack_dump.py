@@ -20,8 +20,10 @@ def format_dump(pid, version, threads):
     """The stacks of `threads` (remote_stacks.read's list) as text."""
     v = "%d.%d" % version if version else "?"
     n = len(threads)
-    out = [f"Process {pid} (Python {v}): {n} thread{'s' if n != 1 else ''}, "
-           f"read from outside (most recent call last)"]
+    out = [
+        f"Process {pid} (Python {v}): {n} thread{'s' if n != 1 else ''}, "
+        f"read from outside (most recent call last)"
+    ]
     # the main thread first, then as the interpreter lists them
     for t in sorted(threads, key=lambda t: t["native_id"] != pid):
         out.append("")
@@ -30,7 +32,7 @@ def format_dump(pid, version, threads):
             out.append("  (no Python frames)")
         for frame in reversed(t["frames"]):
             out.append(_frame_line(*frame[:3]))
-            for name, value in (frame[3] if len(frame) > 3 else ()):
+            for name, value in frame[3] if len(frame) > 3 else ():
                 out.append(f"      {name} = {value}")
         if not t["complete"]:
             out.append("  (stack truncated: a frame did not read; the thread was moving)")
@@ -41,9 +43,11 @@ def format_samples(pid, result, top=20):
     """attach's outside-sampling listing: per thread, the lines seen most
     often at the top of its stack (self) and anywhere on it (total)."""
     n = result["samples"]
-    out = [f"Process {pid}: {n} wall-clock samples over {result['seconds']:.1f} s "
-           f"({result['rate_hz']} Hz, read from outside: every thread counts whether it runs "
-           f"or waits)"]
+    out = [
+        f"Process {pid}: {n} wall-clock samples over {result['seconds']:.1f} s "
+        f"({result['rate_hz']} Hz, read from outside: every thread counts whether it runs "
+        f"or waits)"
+    ]
     if result.get("ended"):
         out.append("(the process ended while sampled)")
     if result.get("interrupted"):
@@ -64,6 +68,8 @@ def format_samples(pid, result, top=20):
         for (file, line, func), total in rows[:top]:
             own = th["self"].get((file, line, func), 0)
             at = line if line >= 0 else "?"
-            out.append(f"  {100.0 * own / max(th['samples'], 1):6.1f} "
-                       f"{100.0 * total / max(th['samples'], 1):6.1f}  {file}:{at} {func}")
+            out.append(
+                f"  {100.0 * own / max(th['samples'], 1):6.1f} "
+                f"{100.0 * total / max(th['samples'], 1):6.1f}  {file}:{at} {func}"
+            )
     return "\n".join(out) + "\n"

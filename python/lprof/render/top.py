@@ -6,6 +6,7 @@ successive snapshots of each one's profile: the share of the last interval
 Lines are charged by the one attribution rule (lprof.model.stacks.charge),
 as in the listing: time in library code goes to the line of the program's
 own code that called it."""
+
 import os
 
 from ..model.frames import table as frame_table
@@ -50,6 +51,7 @@ def _whole(profiles):
     """The processes' whole CPU (or, in wall mode, wall) time, added up: what
     every percent is a share of (lprof.model.shares)."""
     from ..model import shares
+
     return sum(shares.breakdown(p)["whole_s"] for p in profiles if p.get("sampling"))
 
 
@@ -79,9 +81,11 @@ def render(previous, current, pid, limit=20, cache=None):
     span = max((s.get("duration_s", 0.0) for s in sampling), default=0.0)
     more = f" and {len(current) - 1} child process(es)" if len(current) > 1 else ""
     whole_name = "CPU time" if mode == "cpu" else "wall time summed over threads"
-    head = (f"lprof attach {pid}{more}: {mode.upper() if mode == 'cpu' else mode} time by line, "
-            f"{span:.1f} s attached, {sum_total:.2f} s on the program's lines of "
-            f"{whole_total:.2f} s {whole_name} (percents are shares of the whole)")
+    head = (
+        f"lprof attach {pid}{more}: {mode.upper() if mode == 'cpu' else mode} time by line, "
+        f"{span:.1f} s attached, {sum_total:.2f} s on the program's lines of "
+        f"{whole_total:.2f} s {whole_name} (percents are shares of the whole)"
+    )
     rows = sorted(now_total, key=lambda k: (-max(delta[k], 0.0), -now_total[k][1]))[:limit]
     out = [head, f"{'now%':>6} {'total%':>7} {'total(s)':>9}  {'line':<28} {'function':<20} source"]
     for key in rows:
@@ -90,8 +94,10 @@ def render(previous, current, pid, limit=20, cache=None):
         now_pct = 100.0 * max(delta[key], 0.0) / whole_now if whole_now else 0.0
         tot_pct = 100.0 * total / whole_total if whole_total else 0.0
         where = f"{os.path.basename(path)}:{line}"
-        out.append(f"{now_pct:5.1f}% {tot_pct:6.1f}% {total:9.3f}  {where:<28.28} "
-                   f"{func:<20.20} {_source(cache, path, line)}")
+        out.append(
+            f"{now_pct:5.1f}% {tot_pct:6.1f}% {total:9.3f}  {where:<28.28} "
+            f"{func:<20.20} {_source(cache, path, line)}"
+        )
     if not rows:
         out.append("  (no samples on the program's lines yet)")
     return "\n".join(out) + "\n"
