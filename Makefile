@@ -8,7 +8,8 @@ PYVERSIONS ?= 3.10 3.11 3.12 3.13
 SID_VERSIONS ?= 3.14 3.15
 export PYTHONDONTWRITEBYTECODE := 1
 
-APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium debootstrap
+APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin libopenmpi-dev gcc g++ make chromium debootstrap clang-format
+# clang-format: `make lint` checks the C layout against .clang-format
 # debootstrap: the chroot `make matrix` tests CPython $(SID_VERSIONS) in
 # mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
 PIP_PACKAGES := pytest numpy ipython mpi4py atheris ruff
@@ -33,7 +34,7 @@ help:
 	@echo "quick, while working:"
 	@echo "make help     this list (make all: the same as make build)"
 	@echo "make build    build the C extension in place (PYTHON=$(PYTHON))"
-	@echo "make lint     ruff over python tests tools bench (rules: pyproject.toml)"
+	@echo "make lint     ruff checks and formatting (pyproject.toml), clang-format (.clang-format)"
 	@echo "make ctest    the C unit tests (ASan/UBSan) and the signal handler's symbol check"
 	@echo "make pytest   build, then the pytest suite on PYTHON"
 	@echo "make example  deps + build + profile examples/primes.py end to end"
@@ -67,8 +68,15 @@ build:
 	@$(PYTHON) -m compileall -q python/lprof
 
 # the rules are pyproject.toml's [tool.ruff]; `make deps` installs ruff
+# the C files clang-format keeps (src, include, the C tests)
+C_FORMATTED := $(shell find src include tests/c -name '*.[ch]' -not -path '*/build/*' -not -path 'tests/c/bin/*')
+
+# `ruff format` / `clang-format -i $(C_FORMATTED)` fix what this finds
 lint:
 	$(PYTHON) -m ruff check python tests tools bench
+	$(PYTHON) -m ruff format --check python tools bench
+	@echo "clang-format --dry-run --Werror (the $(words $(C_FORMATTED)) C files of src include tests/c)"
+	@clang-format --dry-run --Werror $(C_FORMATTED)
 
 tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(ALL_HEADERS)
 	@mkdir -p tests/c/bin
