@@ -247,3 +247,27 @@ def test_the_view_cuts_the_loop_and_stops_at_a_cycle_of_awaiting_tasks():
     # the thread view drops the table only
     assert not task_stacks.applies(task_stacks.thread_view(prof))
     assert task_stacks.thread_view(prof)["stacks"] is prof["stacks"]
+
+
+@pytest.mark.parametrize("bad", [
+    "tasks",
+    [{"root": ["a.py", "f"], "names": ["t"]}],
+    [{"root": ["a.py", "f", 1], "names": [3]}],
+    [{"root": ["a.py", "f", 1], "names": [], "parent": {"name": "p", "root": ["a.py", "g", 2],
+                                                       "chain": [["a.py", "g", 2]]}}],
+])
+def test_a_malformed_task_table_is_one_line_error(tmp_path, run_lprof, write_script, load_profile, bad):
+    from lprof.model import profile_file
+
+    script = write_script("plain.py", "import time\ntime.sleep(0.02)\n")
+    assert run_lprof("--wall", "-o", "p.lprof", script).returncode == 0
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    good = [{"root": ["a.py", "f", 1], "names": ["t"], "parent": None}]
+    for tasks, ok in ((good, True), (bad, False)):
+        prof["sampling"]["tasks"] = tasks
+        profile_file.save(prof, str(tmp_path / "t.lprof"))
+        r = run_lprof("export", "-f", "folded", "--metric", "wall", "-o", "t.folded", "t.lprof")
+        if ok:
+            assert r.returncode == 0, r.stderr
+        else:
+            assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
