@@ -121,7 +121,7 @@ def test_the_program_runs_as_without_lprof_and_records_its_tasks(recorded, load_
 
 @needs_312
 def test_samples_are_rooted_at_their_task_without_the_loop(recorded):
-    tmp, _script, _r = recorded
+    tmp, script, _r = recorded
     rows = folded(tmp / "wall.folded")
     in_tasks = [(f, v) for f, v in rows if f[0].startswith("task ")]
     assert in_tasks
@@ -134,6 +134,18 @@ def test_samples_are_rooted_at_their_task_without_the_loop(recorded):
             assert frames[0] == "task fetcher", frames
     # fetch spun 4 x 10 ms: samples of it under its task (none can go elsewhere)
     assert total_under(rows, ["task fetcher"]) > 0
+    # an awaited task's samples are under its awaiting task's chain, whatever their number
+    main = f"main ({script}:{{}})"
+    under = {
+        "part": ["task Task-1", main.format(line_of(script, "gather"))],
+        "grouped": ["task Task-1", main.format(line_of(script, "taskgroup"))],
+        "child": ["task Task-1", main.format(line_of(script, "await parent")), "task parent"],
+    }
+    for frames, _v in rows:
+        names = [fr.split(" (")[0] for fr in frames]
+        for function, prefix in under.items():
+            if function in names:
+                assert frames[: len(prefix)] == prefix, frames
 
 
 @needs_312

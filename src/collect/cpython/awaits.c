@@ -99,8 +99,7 @@ static void note_running_task(void) {
         if (running_loop == NULL || current_task == NULL) {
             PyErr_Clear();
             Py_CLEAR(running_loop);
-            Py_CLEAR(current_task);
-            Py_CLEAR(note_task); /* an asyncio without them: no task names */
+            Py_CLEAR(current_task); /* asyncio still importing: again at the next suspension */
             return;
         }
     }
@@ -230,6 +229,8 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     (void)unused;
     active = 0;
     Py_CLEAR(note_task);
+    Py_CLEAR(running_loop);
+    Py_CLEAR(current_task);
     forget_tasks();
     Py_RETURN_NONE;
 }
