@@ -283,3 +283,25 @@ def test_a_malformed_task_table_is_one_line_error(tmp_path, run_lprof, write_scr
             assert r.returncode == 0, r.stderr
         else:
             assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.10 and 3.11 only: no sys.monitoring there")
+def test_before_312_an_asyncio_program_draws_per_thread(tmp_path, run_lprof, write_script, load_profile):
+    script = write_script("old.py", """\
+        import asyncio
+
+        async def work():
+            await asyncio.sleep(0.02)
+
+        async def main():
+            await asyncio.create_task(work(), name="worker")
+            print("done")
+
+        asyncio.run(main())
+        """)
+    r = run_lprof("--wall", "-o", "p.lprof", "--stacks", "a.folded", script)
+    assert r.returncode == 0 and r.stdout.startswith("done"), r.stderr
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    assert "tasks" not in prof["sampling"] and not task_stacks.applies(prof)
+    text = (tmp_path / "a.folded").read_text()
+    assert text and "task worker" not in text
