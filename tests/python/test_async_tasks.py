@@ -305,3 +305,20 @@ def test_before_312_an_asyncio_program_draws_per_thread(tmp_path, run_lprof, wri
     assert "tasks" not in prof["sampling"] and not task_stacks.applies(prof)
     text = (tmp_path / "a.folded").read_text()
     assert text and "task worker" not in text
+
+
+@needs_312
+def test_the_report_draws_the_tasks_in_chromium(recorded):
+    from headless_browser import Browser, find_chromium
+
+    if not find_chromium():
+        pytest.skip("no Chromium to open the report in")
+    tmp, _script, _r = recorded
+    export(tmp, "-f", "html", "-o", "b.html")
+    with Browser(1400, 900) as b:
+        b.load((tmp / "b.html").as_uri())
+        assert b.errors() == []
+        labels = b.eval("[...document.querySelectorAll('#flame g.fr')].map(g => g.textContent)")
+        assert any(t.startswith("task Task-1") for t in labels), labels[:20]
+        assert not any(t.startswith("Handle._run") for t in labels)
+        assert b.errors() == []
