@@ -11,6 +11,7 @@ sys.monitoring: start() says why it did nothing."""
 import sys
 
 from .. import _lprof
+from . import task_names
 
 # lprof -l takes the first free id counting up from 2; this one counts down
 _TOOL_IDS = (5, 4, 3, 2)
@@ -34,7 +35,9 @@ def start():
     mon.register_callback(tool, ev.PY_RESUME, _lprof.await_on_resume)
     mon.register_callback(tool, ev.PY_THROW, _lprof.await_on_throw)
     _lprof.await_reset()
-    _lprof.await_start(mon.DISABLE)
+    task_names.reset()
+    # the task view: the running asyncio task at each suspension (collect/task_names.py)
+    _lprof.await_start(mon.DISABLE, task_names.note)
     mon.set_events(tool, ev.PY_YIELD | ev.PY_RESUME | ev.PY_THROW)
     _tool = tool
     return None
@@ -63,8 +66,14 @@ def after_fork_child():
     stop()
     if hasattr(_lprof, "await_reset"):
         _lprof.await_reset()
+    task_names.reset()
 
 
 def stats():
-    """{suspensions, resumes, evicted, charged_s}, or None before 3.12."""
+    """{suspensions, resumes, evicted, charged_s, task_notes}, or None before 3.12."""
     return _lprof.await_stats() if hasattr(_lprof, "await_stats") else None
+
+
+def tasks():
+    """The asyncio tasks seen suspending (collect/task_names.py table())."""
+    return task_names.table()

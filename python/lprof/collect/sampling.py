@@ -307,6 +307,9 @@ class SamplingCollector:
         if not self.waits:
             return {}
         out = {"wait_total_s": total, "waits": awaits.stats() or {}}
+        tasks = awaits.tasks()
+        if tasks:  # the task view of the stacks (model/task_stacks.py)
+            out["tasks"] = tasks
         if self._waits_note:
             out["waits"]["note"] = self._waits_note
         return out

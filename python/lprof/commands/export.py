@@ -6,7 +6,7 @@ import sys
 
 from .. import export as exports
 from ..common.errors import LprofError
-from ..model import profile_file
+from ..model import profile_file, task_stacks
 from .options import STACK_METRICS
 
 
@@ -28,6 +28,12 @@ def parser():
         action="store_true",
         help="svg/html: show importlib's frames whole (by default each import is one 'import module' frame)",
     )
+    p.add_argument(
+        "--thread-stacks",
+        action="store_true",
+        help="folded/speedscope/svg/html: stacks per thread, from the event loop down, for a profile "
+        "of an asyncio program (by default: per task)",
+    )
     p.add_argument("-o", "--output", help="output file ('-' for stdout; default next to FILE)")
     return p
 
@@ -41,6 +47,8 @@ def main(args):
     spec = exports.FORMATS[args.format]
     # stack exports read the columnar stacks section as stored (no rows built)
     prof = profile_file.load(args.file, rows=spec.rows)
+    if args.thread_stacks:
+        prof = task_stacks.thread_view(prof)
     out = args.output or default_output(args.file, args.format)
     if out == "-" and args.format == "json":
         from ..export.json_doc import write_json

@@ -16,7 +16,7 @@ from ..collect import make as make_collectors, options_of
 # code (_handle_fromlist) while the sampler still ran, a stack of its own
 from ..collect import sampling
 from ..common import headroom
-from ..model import profile_file
+from ..model import profile_file, task_stacks
 from ..common.errors import LprofError
 from ..collect.recording import Recording
 
@@ -98,6 +98,8 @@ class _Run(Recording):
             if self.args.html:  # the report follows the checkpoints (written atomically)
                 from .. import export as exports
 
+                if getattr(self.args, "thread_stacks", False):
+                    prof = task_stacks.thread_view(prof)
                 exports.write(prof, "html", self.args.html, fold_imports=not self.args.full_imports)
         except Exception as exc:  # a failed checkpoint must not end the program
             sys.stderr.write(f"lprof: periodic save failed: {exc}\n")
@@ -144,6 +146,8 @@ def _write_stacks(args, prof):
     from .. import export as exports
 
     ok = True
+    if getattr(args, "thread_stacks", False):
+        prof = task_stacks.thread_view(prof)
     if args.html:
         try:
             exports.write(prof, "html", args.html, fold_imports=not args.full_imports)

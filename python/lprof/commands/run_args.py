@@ -177,6 +177,12 @@ def parser():
         "lines and functions, flame graph, memory timeline); opens offline",
     )
     g.add_argument(
+        "--thread-stacks",
+        action="store_true",
+        help="--stacks/--flamegraph/--html: stacks per thread, from the event loop down, for an "
+        "asyncio program under --wall on 3.12+ (by default: per task)",
+    )
+    g.add_argument(
         "--full-imports",
         action="store_true",
         help="--flamegraph/--html: show importlib's frames whole (by default each "

@@ -3,7 +3,7 @@
 sees it, and the fold in C (the table of stack metrics: metrics.py)."""
 
 from ..model.frames import Frame
-from ..model import stacks
+from ..model import stacks, task_stacks
 from .metrics import METRICS, TIME_METRICS, columns
 
 
@@ -37,10 +37,14 @@ def no_data(metric):
 
 def for_metric(profile, metric):
     """The profile whose stacks section `metric` is drawn from: device memory
-    per tensor replaces the stacks where PyTorch's allocator history ran."""
+    per tensor replaces the stacks where PyTorch's allocator history ran; the
+    task view (lprof.model.task_stacks) the thread stacks of the time metrics
+    where the run recorded asyncio tasks."""
     tensors = (profile.get("gpu") or {}).get("tensor_memory")
     if metric in ("gpu-mem", "gpu-peak") and tensors:
         return dict(profile, stacks=tensors["stacks"])
+    if metric in task_stacks.METRICS and task_stacks.applies(profile):
+        return dict(profile, stacks=task_stacks.view(profile))
     return profile
 
 

@@ -9,18 +9,21 @@ frames as Frame objects (table()). Kinds:
 - MARKER: lprof's own frames ("[truncated]", "[other]", "[no Python frame]",
   ...); file "<lprof>"
 - THREAD: a thread's root in a picture (never stored in a profile); file "<thread>"
+- TASK: an asyncio task in the task view's pictures (model/task_stacks.py;
+  never stored); file "<task>"
 """
 
 import collections
 import os
 
-PYTHON, NATIVE, GPU, MARKER, THREAD = "python", "native", "gpu", "marker", "thread"
+PYTHON, NATIVE, GPU, MARKER, THREAD, TASK = "python", "native", "gpu", "marker", "thread", "task"
 
 GPU_FILE = "<gpu>"
 MARKER_FILE = "<lprof>"
 THREAD_FILE = "<thread>"
+TASK_FILE = "<task>"
 
-_SPECIAL_FILES = {GPU_FILE: GPU, MARKER_FILE: MARKER, THREAD_FILE: THREAD}
+_SPECIAL_FILES = {GPU_FILE: GPU, MARKER_FILE: MARKER, THREAD_FILE: THREAD, TASK_FILE: TASK}
 
 
 class Frame(collections.namedtuple("Frame", "file function first_line line")):
@@ -62,7 +65,7 @@ class Frame(collections.namedtuple("Frame", "file function first_line line")):
     def label(self):
         """The frame as one line of text (folded stacks, flame graphs, traces)."""
         kind = self.kind
-        if kind in (GPU, THREAD):  # GPU work, a thread: the name alone
+        if kind in (GPU, THREAD, TASK):  # GPU work, a thread, a task: the name alone
             return self.function
         if kind == NATIVE:  # an object file, no line
             return f"{self.function} ({self.file.rsplit('/', 1)[-1]})"

@@ -59,7 +59,8 @@ _SAMPLING_SUMS = (
     "lprof_cpu_s",
     "wait_total_s",
 )
-_WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s")  # the sampling section's "waits"
+# the sampling section's "waits"
+_WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s", "task_notes")
 # the sampling section's "threads_without_python": CPU of threads that run no Python
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
 # exact line timing (lprof -l) joins the imbalance view under these names
@@ -241,6 +242,9 @@ class Merger:
                 acc = into.setdefault(sub, {})
                 for k in keys:
                     acc[k] = acc.get(k, 0) + samp[sub].get(k, 0)
+        if samp.get("tasks"):  # the task view's tables: each root coroutine's first record
+            have = {tuple(t["root"]) for t in into.get("tasks", [])}
+            into["tasks"] = into.get("tasks", []) + [t for t in samp["tasks"] if tuple(t["root"]) not in have]
         into["duration_s"] = max(into.get("duration_s", 0.0), samp.get("duration_s", 0.0))
 
     def _add_memory(self, mem, meta):

@@ -57,6 +57,30 @@ def _optional_nums(section, keys, where):
             _num(section[key], f"{where} {key}")
 
 
+def _code_frame(v, what, size):
+    """[file, function, first_line] (size 3) or with its line (size 4)."""
+    if not (isinstance(v, list) and len(v) == size):
+        _fail(what)
+    _str(v[0], what)
+    _str(v[1], what)
+    for n in v[2:]:
+        _line(n, what)
+
+
+def _task(task):
+    """One record of the sampling section's "tasks" (docs/formats.md)."""
+    _code_frame(task.get("root"), "sampling task root", 3)
+    for name in _list(task.get("names", []), "sampling task names"):
+        _str(name, "sampling task name")
+    parent = task.get("parent")
+    if parent is not None:
+        _dict(parent, "sampling task parent")
+        _str(parent.get("name"), "sampling task parent name")
+        _code_frame(parent.get("root"), "sampling task parent root", 3)
+        for f in _list(parent.get("chain"), "sampling task parent chain"):
+            _code_frame(f, "sampling task parent chain", 4)
+
+
 def _meta(meta):
     _dict(meta, "meta")
     if "modes" in meta:
@@ -145,9 +169,14 @@ def _sampling(s):
     )
     if "waits" in s:  # --wall's await waits: counts, and why there are none
         waits = _dict(s["waits"], "sampling waits")
-        _optional_nums(waits, ("suspensions", "resumes", "evicted", "charged_s"), "sampling waits")
+        _optional_nums(
+            waits, ("suspensions", "resumes", "evicted", "charged_s", "task_notes"), "sampling waits"
+        )
         if "note" in waits:
             _str(waits["note"], "sampling waits note")
+    if "tasks" in s:  # the asyncio tasks of the task view (model/task_stacks.py)
+        for task in _list(s["tasks"], "sampling tasks"):
+            _task(_dict(task, "sampling task"))
     if "threads_without_python" in s:  # CPU of threads that run no Python
         others = _dict(s["threads_without_python"], "sampling threads_without_python")
         _optional_nums(others, ("cpu_s", "charged_s", "uncharged_s"), "sampling threads_without_python")

@@ -8,7 +8,7 @@ line and per thread but never re-implements the rule."""
 
 from ..model import import_fold
 from ..model.frames import table as frame_table
-from ..model import shares
+from ..model import shares, task_stacks
 from ..model.selection import default_accept
 from ..model.stacks import CPU_COLUMNS, INTERNAL_COLUMNS, charge, row_form
 from ..model.stacks import fold_imports as fold_section_imports
@@ -80,6 +80,10 @@ def _stack_part(profile, fold_imports, accept):
             f = charge(frames, ids, accept)
             cache[key] = -1 if f is None or not accept(f.file) else _fid(frames, ids, f)
         charged.append(cache[key])
+    if task_stacks.applies(profile):  # the flame graph per asyncio task; rows keep their order
+        view = task_stacks.view(profile)
+        section = dict(view, stacks=[r for r in view["stacks"] if r[0]])
+        frames = frame_table(section["frames"])
     folded = fold_imports and import_fold.has_imports(frames)
     if folded:  # the rows put in a trie once and read back folded
         section = fold_section_imports(section)

@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 from ..model.stacks import CPU_COLUMNS
+from ..model import task_stacks
 from .source import read_lines
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
@@ -340,6 +341,11 @@ def legend(profile, cols=None):
         text += (
             "; wait(s) = seconds coroutines spent suspended at the line's await, summed over "
             "coroutines (several waiting at once add up)"
+        )
+    if task_stacks.applies(profile):
+        text += (
+            "; the flame graph and folded stacks are per asyncio task, from the task's name down "
+            "its await chain (--thread-stacks: per thread)"
         )
     if profile.get("memory"):
         text += (

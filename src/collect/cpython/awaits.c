@@ -12,7 +12,15 @@
  * frame's counts, so a wait is charged once, to the full chain. Code that is
  * no coroutine gets sys.monitoring.DISABLE at its first yield or resume: a
  * plain generator pays one call per location, then nothing. An async
- * generator yielding a value to its consumer is not waiting: not counted. */
+ * generator yielding a value to its consumer is not waiting: not counted.
+ *
+ * The task view (python/lprof/model/task_stacks.py) needs each asyncio
+ * task's name and the task awaiting it; samples cannot say (the signal
+ * handler calls no Python), so at an innermost suspension the running task
+ * is looked up and handed to lprof.collect.task_names.note, which records
+ * it per root coroutine. A cache of weak references (4096 slots, one per
+ * task address) makes that one Python call per task, a few more while its
+ * awaiting task is not yet known. */
 #include "cpython/module.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -33,6 +41,17 @@ static PyObject *disable;                   /* sys.monitoring.DISABLE */
 static int active;
 static uint64_t suspensions, resumes, charged_ns;
 
+#define TASK_SLOTS 4096        /* power of two */
+#define TASK_TRIES 8           /* notes of one task while its awaiting task is unknown */
+static PyObject *running_loop; /* asyncio._get_running_loop, once the program imported asyncio */
+static PyObject *current_task; /* asyncio.current_task, likewise */
+static PyObject *note_task;    /* lprof.collect.task_names.note, or NULL: no task names */
+static struct {
+    PyObject *ref; /* weak reference to the task, or NULL */
+    int tries;     /* notes left; 0: done */
+} task_seen[TASK_SLOTS];
+static uint64_t task_notes;
+
 /* Per thread: the codes of the frames under the last innermost suspension,
  * leaf side first; the next frame of the chain to yield is codes[next]. */
 static _Thread_local struct {
@@ -47,6 +66,80 @@ static int is_coroutine(PyObject *code) {
 /* A value an async generator yields to its consumer comes wrapped. */
 static int is_async_gen_value(PyObject *v) {
     return v && strcmp(Py_TYPE(v)->tp_name, "async_generator_wrapped_value") == 0;
+}
+
+/* The weak reference's task (a new reference), or NULL when it is gone. */
+static PyObject *referent(PyObject *ref) {
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj = NULL;
+    if (PyWeakref_GetRef(ref, &obj) < 0) PyErr_Clear();
+    return obj;
+#else
+    PyObject *obj = PyWeakref_GetObject(ref);
+    return obj == Py_None ? NULL : Py_NewRef(obj);
+#endif
+}
+
+/* Hands the running asyncio task to note_task, once per task (until it
+ * says the task is fully known, at most TASK_TRIES times). Errors are
+ * swallowed: the program must not see them. */
+static void note_running_task(void) {
+    if (note_task == NULL) return;
+    if (running_loop == NULL) { /* lprof imports no asyncio: the program's own, once it has one */
+        PyObject *asyncio_name = PyUnicode_InternFromString("asyncio");
+        PyObject *asyncio = asyncio_name ? PyImport_GetModule(asyncio_name) : NULL;
+        Py_XDECREF(asyncio_name);
+        if (asyncio == NULL) {
+            PyErr_Clear();
+            return;
+        }
+        running_loop = PyObject_GetAttrString(asyncio, "_get_running_loop");
+        current_task = PyObject_GetAttrString(asyncio, "current_task");
+        Py_DECREF(asyncio);
+        if (running_loop == NULL || current_task == NULL) {
+            PyErr_Clear();
+            Py_CLEAR(running_loop);
+            Py_CLEAR(current_task); /* asyncio still importing: again at the next suspension */
+            return;
+        }
+    }
+    PyObject *loop = PyObject_CallNoArgs(running_loop);
+    if (loop == NULL || loop == Py_None) {
+        Py_XDECREF(loop);
+        PyErr_Clear();
+        return;
+    }
+    PyObject *task = PyObject_CallOneArg(current_task, loop);
+    Py_DECREF(loop);
+    if (task == NULL || task == Py_None) {
+        Py_XDECREF(task);
+        PyErr_Clear();
+        return;
+    }
+    size_t slot = (size_t)(lp_suspended_hash(task) & (TASK_SLOTS - 1));
+    PyObject *seen = task_seen[slot].ref ? referent(task_seen[slot].ref) : NULL;
+    if (seen != task) {
+        PyObject *ref = PyWeakref_NewRef(task, NULL);
+        if (ref == NULL) PyErr_Clear();
+        Py_XSETREF(task_seen[slot].ref, ref);
+        task_seen[slot].tries = TASK_TRIES;
+    }
+    Py_XDECREF(seen);
+    if (task_seen[slot].tries > 0) {
+        PyObject *done = PyObject_CallOneArg(note_task, task);
+        task_notes++;
+        if (done == NULL) PyErr_Clear();
+        task_seen[slot].tries = (done == Py_True) ? 0 : task_seen[slot].tries - 1;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(task);
+}
+
+static void forget_tasks(void) {
+    for (size_t i = 0; i < TASK_SLOTS; i++) {
+        Py_CLEAR(task_seen[i].ref);
+        task_seen[i].tries = 0;
+    }
 }
 
 /* PY_YIELD(code, offset, value) */
@@ -73,6 +166,7 @@ static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t narg
                       .stack = lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated)};
     (void)lp_suspended_put(&suspended_frames, &e); /* a failure is counted there */
     suspensions++;
+    note_running_task();
     chain.active = 1;
     chain.next = 0;
     chain.n = 0;
@@ -113,14 +207,19 @@ static PyObject *on_throw(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return resumed(args[0], 0);
 }
 
-/* await_start(DISABLE): count from now on (the stack table must be set up). */
-static PyObject *py_start(PyObject *self, PyObject *arg) {
+/* await_start(DISABLE[, note]): count from now on (the stack table must be
+ * set up); with note, also hand each running asyncio task to it (the task
+ * view). */
+static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *dis, *note = NULL;
+    if (!PyArg_ParseTuple(args, "O|O", &dis, &note)) return NULL;
     if (lp_agg_init() < 0) {
         PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
         return NULL;
     }
-    Py_XSETREF(disable, Py_NewRef(arg));
+    Py_XSETREF(note_task, note && note != Py_None ? Py_NewRef(note) : NULL);
+    Py_XSETREF(disable, Py_NewRef(dis));
     active = 1;
     Py_RETURN_NONE;
 }
@@ -129,6 +228,10 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     active = 0;
+    Py_CLEAR(note_task);
+    Py_CLEAR(running_loop);
+    Py_CLEAR(current_task);
+    forget_tasks();
     Py_RETURN_NONE;
 }
 
@@ -140,15 +243,18 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
     lp_suspended_reset(&suspended_frames);
     suspensions = resumes = charged_ns = 0;
     chain.active = 0;
+    forget_tasks();
+    task_notes = 0;
     Py_RETURN_NONE;
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:K,s:K,s:K,s:d}", "suspensions", (unsigned long long)suspensions, "resumes",
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K}", "suspensions", (unsigned long long)suspensions, "resumes",
                          (unsigned long long)resumes, "evicted", (unsigned long long)suspended_frames.evicted,
-                         "charged_s", (double)charged_ns * 1e-9);
+                         "charged_s", (double)charged_ns * 1e-9, "task_notes",
+                         (unsigned long long)task_notes);
 }
 
 static PyMethodDef methods[] = {
@@ -158,10 +264,11 @@ static PyMethodDef methods[] = {
      "sys.monitoring PY_RESUME callback."},
     {"await_on_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL,
      "sys.monitoring PY_THROW callback."},
-    {"await_start", py_start, METH_O, "await_start(sys.monitoring.DISABLE): charge await waits from now on."},
+    {"await_start", py_start, METH_VARARGS,
+     "await_start(DISABLE[, note]): charge await waits from now on; note(task) gets the running tasks."},
     {"await_stop", py_stop, METH_NOARGS, "Stop charging await waits."},
     {"await_reset", py_reset, METH_NOARGS, "Forget suspended coroutines and the counts."},
-    {"await_stats", py_stats, METH_NOARGS, "{suspensions, resumes, evicted, charged_s}."},
+    {"await_stats", py_stats, METH_NOARGS, "{suspensions, resumes, evicted, charged_s, task_notes}."},
     {NULL, NULL, 0, NULL},
 };
 
