@@ -134,6 +134,12 @@ def read(pid, runtime, layout, verb="dump", with_locals=False):
                 _python_doc(frames[i]) if kind == 1 else _native_doc(*nframes[i], maps) for kind, i in items
             ]
         out.append(t)
+    nostop = [n[0] for n in natives if n[1] == c.REMOTE_NATIVE_NOSTOP]
+    if nostop:
+        notes.append(
+            "thread%s %s did not stop (uninterruptible sleep): no C stack"
+            % ("s" if len(nostop) > 1 else "", ", ".join(map(str, nostop)))
+        )
     other = [n[0] for n in natives if n[1] == c.REMOTE_NATIVE_OK and n[0] not in matched]
     if other:
         notes.append(

@@ -323,8 +323,9 @@ static PyObject *dump_stopped(lp_rnative_set *set, pid_t pid, uint64_t runtime, 
     *walk_rc = lp_remote_walk(pid, runtime, L, &sink);
     if (*walk_rc == LP_REMOTE_STOPPED && PyErr_Occurred()) goto out;
     for (int i = 0; i < set->n; i++) {
-        if (set->state[i] == LP_RNATIVE_T_GONE) { /* exited before it stopped: listed as gone */
-            PyObject *t = Py_BuildValue("(iiKi[])", (int)set->tid[i], LP_RNATIVE_GONE, 0ULL, 0);
+        if (set->state[i] != LP_RNATIVE_T_STOPPED) { /* exited, or did not stop: listed so */
+            int st = set->state[i] == LP_RNATIVE_T_NOSTOP ? LP_RNATIVE_NOSTOP : LP_RNATIVE_GONE;
+            PyObject *t = Py_BuildValue("(iiKi[])", (int)set->tid[i], st, 0ULL, 0);
             int bad = t == NULL || PyList_Append(natives, t) < 0;
             Py_XDECREF(t);
             if (bad) goto out;
@@ -393,6 +394,15 @@ static PyObject *py_remote_dump_native(PyObject *self, PyObject *args) {
                                 PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1), more);
     Py_DECREF(got);
     return r;
+}
+
+/* remote_native_available() -> REMOTE_NATIVE_OK, _UNAVAILABLE (built
+ * without libunwind-ptrace) or _NOLIB (its libraries do not load) */
+static PyObject *py_remote_native_available(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int a = lp_rnative_available();
+    return PyLong_FromLong(a == 1 ? LP_RNATIVE_OK : a == 0 ? LP_RNATIVE_UNAVAILABLE : LP_RNATIVE_NOLIB);
 }
 
 /* native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)],
@@ -475,6 +485,8 @@ static PyMethodDef remote_methods[] = {
     {"remote_dump_native", py_remote_dump_native, METH_VARARGS,
      "remote_dump_native(pid, runtime_addr, layout or None, locals=False) -> (status, native_status, "
      "version_hex, threads, natives, threads_left_out)."},
+    {"remote_native_available", py_remote_native_available, METH_NOARGS,
+     "remote_native_available() -> REMOTE_NATIVE_OK, _UNAVAILABLE or _NOLIB (lprof dump --native)."},
     {"native_merge", py_native_merge, METH_VARARGS,
      "native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)], mismatch)."},
     {NULL, NULL, 0, NULL},
@@ -501,6 +513,7 @@ int lp_pyremote_init(PyObject *module) {
         {"REMOTE_NATIVE_FAILED", LP_RNATIVE_FAILED},
         {"REMOTE_NATIVE_GONE", LP_RNATIVE_GONE},
         {"REMOTE_NATIVE_NOLIB", LP_RNATIVE_NOLIB},
+        {"REMOTE_NATIVE_NOSTOP", LP_RNATIVE_NOSTOP},
     };
     for (size_t i = 0; i < LP_ARRAY_LEN(consts); i++)
         if (PyModule_AddIntConstant(module, consts[i].name, consts[i].value) < 0) return -1;

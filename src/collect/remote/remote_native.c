@@ -12,6 +12,7 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #ifdef LPROF_HAVE_LIBUNWIND_PTRACE
 #include <dlfcn.h>
@@ -32,6 +33,7 @@ static struct {
     int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *);
     int (*step)(unw_cursor_t *);
+    int (*get_proc_info)(unw_cursor_t *, unw_proc_info_t *);
 } U;
 
 /* the unwinder's exported names: the header's macros spell them */
@@ -55,8 +57,9 @@ static int load_unwinder(void) {
     *(void **)&U.init_remote = dlsym(gen, UNW_NAME_(unw_init_remote));
     *(void **)&U.get_reg = dlsym(gen, UNW_NAME_(unw_get_reg));
     *(void **)&U.step = dlsym(gen, UNW_NAME_(unw_step));
+    *(void **)&U.get_proc_info = dlsym(gen, UNW_NAME_(unw_get_proc_info));
     U.ok = U.upt_create && U.upt_destroy && U.upt_get_proc_name && U.upt_accessors && U.create_addr_space &&
-           U.destroy_addr_space && U.init_remote && U.get_reg && U.step;
+           U.destroy_addr_space && U.init_remote && U.get_reg && U.step && U.get_proc_info;
     return U.ok;
 }
 #endif
@@ -88,9 +91,21 @@ static int list_threads(lp_rnative_set *set) {
 /* waits for thread i's stop after PTRACE_INTERRUPT; a signal that arrived
  * first stops it too (signal-delivery-stop): kept to give back on release */
 static void wait_stop(lp_rnative_set *set, int i) {
-    for (;;) {
+    /* a thread in uninterruptible sleep (D) stops only when it leaves it:
+     * waited for WAIT_STOP_MS at most, then left out (still seized: the
+     * kernel detaches it when lprof exits, a moment later) */
+    enum { WAIT_STOP_MS = 5000 };
+    for (int waited = 0;;) {
         int status;
-        pid_t r = waitpid(set->tid[i], &status, __WALL);
+        pid_t r = waitpid(set->tid[i], &status, __WALL | WNOHANG);
+        if (r == 0) {
+            if (waited++ >= WAIT_STOP_MS) {
+                set->state[i] = LP_RNATIVE_T_NOSTOP;
+                return;
+            }
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+            continue;
+        }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
             set->state[i] = LP_RNATIVE_T_GONE;
@@ -205,6 +220,13 @@ int lp_rnative_unwind(lp_rnative_set *set, int i, lp_rnative_frame *out, int max
             }
             out[*n].ip = ip;
             name_of(as, upt, ip, *n == 0, &out[*n]);
+            /* a stripped library names the nearest exported symbol below ip,
+             * often another function: kept only when it starts where the
+             * unwind table's procedure does (else library+offset is shown) */
+            unw_proc_info_t pi;
+            if (out[*n].name[0] && U.get_proc_info(&c, &pi) == 0 && pi.start_ip != 0 &&
+                ip - out[*n].offset != pi.start_ip)
+                out[*n].name[0] = '\0';
             (*n)++;
             if (U.step(&c) <= 0) break;
         }

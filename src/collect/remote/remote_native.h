@@ -32,12 +32,17 @@ enum {
     LP_RNATIVE_NOPERM = 2,      /* ptrace refused (EPERM): Yama ptrace_scope, another user, a tracer */
     LP_RNATIVE_UNAVAILABLE = 3, /* built without libunwind-ptrace */
     LP_RNATIVE_NOLIB = 6,       /* built with it, but its libraries do not load */
+    LP_RNATIVE_NOSTOP = 7,      /* this thread did not stop in time (uninterruptible sleep) */
     LP_RNATIVE_FAILED = 4,      /* the unwinder could not start on this thread, or out of memory */
     LP_RNATIVE_GONE = 5,        /* this thread exited during the dump */
 };
 
 /* state of one thread of the stopped set */
-enum { LP_RNATIVE_T_STOPPED = 1, LP_RNATIVE_T_GONE = 2 };
+enum {
+    LP_RNATIVE_T_STOPPED = 1,
+    LP_RNATIVE_T_GONE = 2,   /* exited before it stopped */
+    LP_RNATIVE_T_NOSTOP = 3, /* did not stop in time (uninterruptible sleep): not unwound */
+};
 
 typedef struct {
     pid_t pid;
