@@ -197,6 +197,12 @@ def test_native_dump_text_marks_c_frames(tmp_path, child):
     assert any(name in tail[-1] or name in " ".join(tail[:6]) for name in SLEEP_CALLS), tail
     assert any("(libc.so" in text for text in lines if text.startswith("  [native] "))
     assert "_PyEval_EvalFrameDefault" not in r.stdout
+    # --locals: under their Python frame, as without --native
+    r = _lprof(tmp_path, "dump", p.pid, "--native", "--locals")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = lines.index(f'  File "{script}", line {_line("SELECT LINE")}, in in_select')
+    assert lines[at + 1].startswith("      ev = <Event object at 0x"), lines[at : at + 3]
     _assert_answers(p, answer)
 
 

@@ -2,7 +2,8 @@
 read from outside (process_vm_readv through lprof's C reader): nothing runs
 in the process, so one sleeping, blocked in a C call or hung is read as it
 is. Python 3.10-3.15 (3.10-3.12: with lprof's extension built for the
-target's version; 3.13+: the target's _Py_DebugOffsets; docs/design-remote.md)."""
+target's version; 3.13+: the target's _Py_DebugOffsets; docs/design-remote.md).
+--native stops the threads (ptrace) to add their C frames (collect/remote_native.py)."""
 
 import argparse
 import json
@@ -43,7 +44,9 @@ def parser():
         "the process then runs on as before), its C stack unwound (libunwind-ptrace) and each "
         "call of the interpreter's eval loop replaced by the Python frames it runs; C frames "
         "without a symbol are shown as library+offset. Needs ptrace permission (root, or "
-        "kernel.yama.ptrace_scope=0). --json frames then have a kind: python or native",
+        "kernel.yama.ptrace_scope=0). With --json each thread has stack: [{kind: python "
+        "(file, function, line) or native (function, offset, library, library_offset, address)}] "
+        "innermost first, and merge: ok, mismatch or no native stack",
     )
     return p
 
