@@ -8,6 +8,7 @@ without libunwind-ptrace (simulated).
 
 Readiness is said through files, never waited for on a clock."""
 
+import glob
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import lprof_env
+from conftest import PKGDIR, lprof_env
 
 CHILD = """\
 import ctypes, os, select, signal, sys, threading, time
@@ -64,27 +65,34 @@ def _line(marker):
 
 @pytest.fixture
 def child(tmp_path):
-    """(Popen, script, answer path) of CHILD, once it says it is ready."""
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    ready, answer = tmp_path / "ready", tmp_path / "answer"
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    p = subprocess.Popen(
-        [sys.executable, str(script), str(ready), str(answer)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    while not (ready.exists() and ready.read_text() == "ready"):
-        if p.poll() is not None:
-            pytest.fail(f"the child ended: {p.stderr.read()}")
-        time.sleep(0.05)  # a poll, not a bound: the child says when it is ready
-    yield p, str(script), answer
-    if p.poll() is None:
-        p.kill()
-    p.wait()
+    """child(python=this one) -> (Popen, script, answer path) of CHILD, once it says it is ready."""
+    procs = []
+
+    def start(python=sys.executable):
+        script = tmp_path / "child.py"
+        script.write_text(CHILD)
+        ready, answer = tmp_path / "ready", tmp_path / "answer"
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        p = subprocess.Popen(
+            [python, str(script), str(ready), str(answer)],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        procs.append(p)
+        while not (ready.exists() and ready.read_text() == "ready"):
+            if p.poll() is not None:
+                pytest.fail(f"the child ended: {p.stderr.read()}")
+            time.sleep(0.05)  # a poll, not a bound: the child says when it is ready
+        return p, str(script), answer
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
 
 
 def _lprof(tmp_path, *args):
@@ -138,7 +146,7 @@ def _assert_answers(p, answer):
 def test_native_dump_merges_c_and_python_frames(tmp_path, child):
     if not _native_available(tmp_path):
         pytest.skip("lprof built without libunwind-ptrace")
-    p, script, answer = child
+    p, script, answer = child()
     doc = _dump_until_settled(tmp_path, p.pid)
     assert doc["native"] is True
     # by their innermost Python function (OS thread names are set from 3.14 on only)
@@ -179,10 +187,48 @@ def test_native_dump_merges_c_and_python_frames(tmp_path, child):
     _assert_answers(p, answer)
 
 
+def _interpreter(version):
+    """pyenv's (or the system's) python`version`, else None."""
+    if "%d.%d" % sys.version_info[:2] == version:
+        return sys.executable
+    found = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))
+    if not found and os.access(f"/usr/bin/python{version}", os.X_OK):
+        found = [f"/usr/bin/python{version}"]
+    return found[-1] if found else None
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
+def test_native_dump_of_each_version(tmp_path, child, version):
+    """This lprof reading a target of another version: 3.10-3.12 with the
+    layout of lprof's extension built for it (its entry rule: 3.10 each
+    frame, 3.11 is_entry, 3.12+ owner), 3.13 from the target's offsets."""
+    if not _native_available(tmp_path):
+        pytest.skip("lprof built without libunwind-ptrace")
+    python = _interpreter(version)
+    if python is None:
+        pytest.skip(f"no python{version} on this machine")
+    v = tuple(map(int, version.split(".")))
+    if v < (3, 13) and v != sys.version_info[:2] and not glob.glob(
+        os.path.join(PKGDIR, "lprof", "_lprof.cpython-%d%d-*.so" % v)
+    ):
+        pytest.skip(f"no lprof extension built for {version} (its layout)")
+    p, script, answer = child(python)
+    doc = _dump_until_settled(tmp_path, p.pid)
+    assert doc["python"] == version
+    assert len(doc["threads"]) == 3
+    for t in doc["threads"]:
+        assert t["merge"] == "ok", t
+    main = next(t for t in doc["threads"] if t["native_id"] == p.pid)
+    py = [(f["function"], f["line"]) for f in main["stack"] if f["kind"] == "python" and f["file"] == script]
+    assert py == [("leaf", _line("SLEEP LINE")), ("outer", _line("OUTER LINE")), ("<module>", _line("MODULE LINE"))]
+    assert main["stack"][0]["kind"] == "native" and main["stack"][0]["function"] in SLEEP_CALLS
+    _assert_answers(p, answer)
+
+
 def test_native_dump_text_marks_c_frames(tmp_path, child):
     if not _native_available(tmp_path):
         pytest.skip("lprof built without libunwind-ptrace")
-    p, script, answer = child
+    p, script, answer = child()
     _dump_until_settled(tmp_path, p.pid)
     r = _lprof(tmp_path, "dump", p.pid, "--native")
     assert r.returncode == 0, r.stderr
@@ -211,7 +257,7 @@ def test_native_dump_thread_traced_by_another_is_eperm(tmp_path, child):
     EPERM, even as root. The threads lprof stopped before it are released."""
     if not _native_available(tmp_path):
         pytest.skip("lprof built without libunwind-ptrace")
-    p, _script, answer = child
+    p, _script, answer = child()
     tids = sorted(int(t) for t in os.listdir(f"/proc/{p.pid}/task"))
     victim = tids[-1]  # not the main thread: /proc lists the main one first, stopped, then released
     tracer = subprocess.Popen(
@@ -249,7 +295,7 @@ def test_native_dump_thread_traced_by_another_is_eperm(tmp_path, child):
 def test_native_dump_without_libunwind_says_so(tmp_path, child, status):
     """Simulated: the binding answers as an lprof built without
     libunwind-ptrace (or without its libraries at run time) does."""
-    p, _script, _answer = child
+    p, _script, _answer = child()
     code = (
         "import sys\n"
         "from lprof import _lprof as c, cli\n"
@@ -266,7 +312,7 @@ def test_native_dump_without_libunwind_says_so(tmp_path, child, status):
 def test_dump_without_native_does_not_ptrace(tmp_path, child):
     """Plain dump stays ptrace-free: it works while another process traces
     every thread of the target (a ptrace stop would be refused)."""
-    p, _script, _answer = child
+    p, _script, _answer = child()
     tids = os.listdir(f"/proc/{p.pid}/task")
     tracer = subprocess.Popen(
         [
