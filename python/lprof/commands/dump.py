@@ -59,7 +59,11 @@ def _frame_doc(frame):
 
 
 def _native_main(args, target, layout):
-    threads, notes = remote_native.read(args.pid, target.runtime, layout, "dump", args.locals)
+    try:
+        # a Ctrl-C during the C call is seen once it has released every thread
+        threads, notes = remote_native.read(args.pid, target.runtime, layout, "dump", args.locals)
+    except KeyboardInterrupt:
+        raise LprofError(f"dump --native: interrupted (process {args.pid}'s threads were released)", 130)
     if args.json:
         doc = {
             "pid": args.pid,
