@@ -338,3 +338,27 @@ def test_dump_without_native_does_not_ptrace(tmp_path, child):
     finally:
         tracer.stdin.close()
         tracer.wait()
+
+
+def test_native_dump_says_which_threads_exited(tmp_path, child):
+    """A thread that exits between its listing and its stop is skipped and
+    said (simulated: the real answer of the binding, plus such a thread)."""
+    if not _native_available(tmp_path):
+        pytest.skip("lprof built without libunwind-ptrace")
+    p, _script, answer = child()
+    code = (
+        "import sys\n"
+        "from lprof import _lprof as c, cli\n"
+        "real = c.remote_dump_native\n"
+        "def with_gone(*a):\n"
+        "    st, nst, v, threads, natives, more = real(*a)\n"
+        "    return st, nst, v, threads, natives + [(4194000, c.REMOTE_NATIVE_GONE, 0, 0, [])], more\n"
+        "c.remote_dump_native = with_gone\n"
+        f"sys.argv = ['lprof', 'dump', '{p.pid}', '--native']\n"
+        "sys.exit(cli.entry())\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=lprof_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "(thread 4194000 exited during the dump: skipped)" in r.stdout
+    assert r.stdout.count("\nThread ") == 3
+    _assert_answers(p, answer)
