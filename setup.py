@@ -74,6 +74,30 @@ if CUPTI_INCLUDE:
     CFLAGS.append("-DLPROF_HAVE_CUPTI_H")
 
 
+def _have_libunwind_ptrace():
+    """libunwind-ptrace (remote unwinding: `lprof dump --native`), when its
+    header and libraries link here (Debian: libunwind-dev). lprof builds
+    without it; --native then says so. LPROF_NO_LIBUNWIND_PTRACE=1 builds
+    without it on purpose (the tests of that message). The extension does
+    not link it: src/collect/remote/remote_native.c loads it in lprof dump
+    only, so that libunwind's _Unwind_* never enter a profiled process."""
+    if os.environ.get("LPROF_NO_LIBUNWIND_PTRACE"):
+        return False
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    src = "#include <libunwind-ptrace.h>\nint main(void) { return _UPT_create(0) != 0; }\n"
+    try:
+        r = subprocess.run(cc.split() + ["-x", "c", "-", "-o", os.devnull] + LIBUNWIND_PTRACE_LIBS,
+                           input=src.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
+LIBUNWIND_PTRACE_LIBS = ["-lunwind-ptrace", "-lunwind-generic"]
+if _have_libunwind_ptrace():
+    CFLAGS.append("-DLPROF_HAVE_LIBUNWIND_PTRACE")
+
+
 class BuildExtWithShim(build_ext):
     """Also builds the LD_PRELOAD allocator shim (src/collect/shim, its own Makefile)
     and puts it into the package as lprof/liblprof_shim.so."""

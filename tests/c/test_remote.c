@@ -90,7 +90,7 @@ typedef struct {
 } fake_code;
 typedef struct {
     _Alignas(8) uint64_t previous, code, instr;
-    uint8_t owner;
+    uint8_t owner, is_entry;
 } fake_frame;
 typedef struct {
     _Alignas(8) uint64_t next, tid, ntid, frame;
@@ -198,6 +198,66 @@ TEST(walk_reads_frames_and_lines) {
     CHECK_EQ_INT(walk_fake(&interp, &t), LP_REMOTE_OK);
     CHECK_EQ_INT(t.frames, 1);
     CHECK_EQ_INT(t.last_line, 13);
+}
+
+/* the entry sink (lprof dump --native): the index of each frame after
+ * which it was called, the outermost frame of one eval call */
+typedef struct {
+    tally t;
+    int n, at[8];
+} entries;
+static int t_entry(void *ctx) {
+    entries *e = ctx;
+    if (e->n < 8) e->at[e->n++] = e->t.frames - 1;
+    return 0;
+}
+static int walk_entries(fake_interp *interp, const lp_remote_layout *L, entries *e) {
+    static uint64_t runtime_head;
+    runtime_head = U(interp);
+    memset(e, 0, sizeof *e);
+    code = (fake_code){U(&code_type), U(&file_str), U(&func_str), U(&table), 10, 0, {0}};
+    lp_remote_sink sink = {
+        .thread = t_thread, .frame = t_frame, .end_thread = t_end, .entry = t_entry, .ctx = e};
+    return lp_remote_walk(getpid(), U(&runtime_head), L, &sink);
+}
+
+TEST(walk_marks_entry_frames) {
+    static fake_frame f0, f1, shim1, f2, shim2;
+    static fake_ts ts;
+    static fake_interp interp;
+    entries e;
+    /* 3.12+: the frame just inside an entry frame (owner 3) ends its group */
+    shim2 = (fake_frame){0, 0, 0, 3, 0};
+    f2 = (fake_frame){U(&shim2), U(&code), U(code.code), 0, 0};
+    shim1 = (fake_frame){U(&f2), 0, 0, 3, 0};
+    f1 = (fake_frame){U(&shim1), U(&code), U(code.code), 0, 0};
+    f0 = (fake_frame){U(&f1), U(&code), U(code.code), 0, 0};
+    ts = (fake_ts){0, 1, 2, U(&f0)};
+    interp = (fake_interp){0, U(&ts)};
+    lp_remote_layout L = fake_layout;
+    L.fr_is_entry = LP_REMOTE_ABSENT;
+    CHECK_EQ_INT(walk_entries(&interp, &L, &e), LP_REMOTE_OK);
+    CHECK_EQ_INT(e.t.frames, 3);
+    CHECK_EQ_INT(e.n, 2);
+    CHECK_EQ_INT(e.at[0], 1);
+    CHECK_EQ_INT(e.at[1], 2);
+    /* 3.11: the frame's is_entry byte, no entry frames of their own */
+    f0 = (fake_frame){U(&f1), U(&code), U(code.code), 0, 0};
+    f1 = (fake_frame){U(&f2), U(&code), U(code.code), 0, 1};
+    f2 = (fake_frame){0, U(&code), U(code.code), 0, 1};
+    L.fr_is_entry = offsetof(fake_frame, is_entry);
+    CHECK_EQ_INT(walk_entries(&interp, &L, &e), LP_REMOTE_OK);
+    CHECK_EQ_INT(e.t.frames, 3);
+    CHECK_EQ_INT(e.n, 2);
+    CHECK_EQ_INT(e.at[0], 1);
+    CHECK_EQ_INT(e.at[1], 2);
+    /* 3.10: one eval call per frame */
+    L.frame_model = LP_REMOTE_FRAMES_310;
+    L.fr_is_entry = LP_REMOTE_ABSENT;
+    CHECK_EQ_INT(walk_entries(&interp, &L, &e), LP_REMOTE_OK);
+    CHECK_EQ_INT(e.n, 3);
+    CHECK_EQ_INT(e.at[0], 0);
+    CHECK_EQ_INT(e.at[2], 2);
 }
 
 TEST(walk_is_bounded_on_cycles) {
@@ -358,5 +418,5 @@ TEST(debug_offsets_of_each_version) {
 }
 
 RUN_TESTS(line_table_310, line_table_311, malformed_tables_give_no_line, reads_are_checked,
-          walk_reads_frames_and_lines, walk_is_bounded_on_cycles, walk_survives_bad_frames,
-          walk_clears_stackref_tags, debug_offsets_of_each_version)
+          walk_marks_entry_frames, walk_reads_frames_and_lines, walk_is_bounded_on_cycles,
+          walk_survives_bad_frames, walk_clears_stackref_tags, debug_offsets_of_each_version)

@@ -39,6 +39,48 @@ def format_dump(pid, version, threads):
     return "\n".join(out) + "\n"
 
 
+def _native_line(f):
+    where = f"{f['library']}+0x{f['library_offset']:x}" if f["library"] else f"0x{f['address']:x}"
+    if f["function"]:
+        return f"  [native] {f['function']}+0x{f['offset']:x} ({f['library'] or '?'})"
+    return f"  [native] {where}"
+
+
+def format_native_dump(pid, version, threads, notes):
+    """`lprof dump --native`: each thread's C and Python frames merged
+    (remote_native.read), outermost first, C frames marked [native]."""
+    v = "%d.%d" % version if version else "?"
+    n = len(threads)
+    out = [
+        f"Process {pid} (Python {v}): {n} thread{'s' if n != 1 else ''}, stopped for the read "
+        f"and released (most recent call last; [native]: a C frame)"
+    ]
+    for t in sorted(threads, key=lambda t: t["native_id"] != pid):
+        out.append("")
+        out.append(_thread_title(t, pid))
+        for f in reversed(t["stack"]):
+            if f["kind"] == "native":
+                out.append(_native_line(f))
+                continue
+            out.append(_frame_line(f["file"], f["function"], f["line"]))
+            for name, value in f.get("locals", {}).items():
+                out.append(f"      {name} = {value}")
+        if not t["stack"]:
+            out.append("  (no frames)")
+        if t["merge"] == "mismatch":
+            out.append(
+                "  (C and Python stacks did not agree: C frames inside the first eval call, then Python)"
+            )
+        elif t["merge"] != "ok":
+            out.append("  (no C stack for this thread: Python frames only)")
+        if not t["complete"]:
+            out.append("  (stack truncated: a frame did not read)")
+    for note in notes:
+        out.append("")
+        out.append(f"({note})")
+    return "\n".join(out) + "\n"
+
+
 def format_samples(pid, result, top=20):
     """attach's outside-sampling listing: per thread, the lines seen most
     often at the top of its stack (self) and anywhere on it (total)."""

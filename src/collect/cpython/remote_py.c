@@ -21,9 +21,12 @@
 #endif
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "collect/remote/native_merge.h"
 #include "collect/remote/remote.h"
+#include "collect/remote/remote_native.h"
 #include "cpython/module.h"
 
 #if PY_VERSION_HEX < 0x030D0000
@@ -46,6 +49,7 @@ static void own_layout(lp_remote_layout *L) {
     L->fr_owner = ABSENT;
     L->co_qualname = ABSENT;
     L->co_code_adaptive = ABSENT;
+    L->fr_is_entry = ABSENT;
     L->fr_localsplus = offsetof(PyFrameObject, f_localsplus);
     L->co_localsplusnames = offsetof(PyCodeObject, co_varnames); /* the first co_nlocals slots */
 #else
@@ -58,6 +62,11 @@ static void own_layout(lp_remote_layout *L) {
     L->fr_code = offsetof(_PyInterpreterFrame, f_code);
     L->fr_instr = offsetof(_PyInterpreterFrame, prev_instr);
     L->fr_owner = offsetof(_PyInterpreterFrame, owner);
+#if PY_VERSION_HEX < 0x030C0000
+    L->fr_is_entry = offsetof(_PyInterpreterFrame, is_entry);
+#else
+    L->fr_is_entry = ABSENT; /* entry frames are their own frames (owner 3) */
+#endif
     L->co_qualname = offsetof(PyCodeObject, co_qualname);
     L->co_code_adaptive = offsetof(PyCodeObject, co_code_adaptive);
     L->fr_localsplus = offsetof(_PyInterpreterFrame, localsplus);
@@ -148,7 +157,9 @@ typedef struct sink_state {
     PyObject *threads; /* list of [tid, native_tid, frames, status] */
     PyObject *frames;  /* the current thread's frames list (borrowed from threads) */
     PyObject *locals;  /* the current frame's locals list (borrowed), with --locals */
+    PyObject *entries; /* the current thread's entry-frame indexes (borrowed), with --native */
     int want_locals;
+    int want_entries;
 } sink_state;
 
 static int on_thread(void *ctx, uint64_t tid, uint64_t ntid) {
@@ -159,6 +170,15 @@ static int on_thread(void *ctx, uint64_t tid, uint64_t ntid) {
         Py_BuildValue("[KKOi]", (unsigned long long)tid, (unsigned long long)ntid, s->frames, LP_REMOTE_OK);
     Py_DECREF(s->frames); /* the thread's list holds it */
     if (t == NULL) return 1;
+    if (s->want_entries) { /* --native: a fifth item, the entry frames' indexes */
+        s->entries = PyList_New(0);
+        int bad = s->entries == NULL || PyList_Append(t, s->entries) < 0;
+        Py_XDECREF(s->entries); /* the thread's list holds it */
+        if (bad) {
+            Py_DECREF(t);
+            return 1;
+        }
+    }
     int rc = PyList_Append(s->threads, t);
     Py_DECREF(t);
     return rc < 0;
@@ -196,6 +216,14 @@ static int on_local(void *ctx, const char *name, const char *value) {
     int rc = PyList_Append(s->locals, t);
     Py_DECREF(t);
     return rc < 0;
+}
+
+static int on_entry(void *ctx) {
+    sink_state *s = ctx;
+    PyObject *i = PyLong_FromSsize_t(PyList_GET_SIZE(s->frames) - 1);
+    int rc = i == NULL || PyList_Append(s->entries, i) < 0;
+    Py_XDECREF(i);
+    return rc;
 }
 
 static int on_end_thread(void *ctx, int status) {
@@ -247,6 +275,183 @@ static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* one stopped thread's native frames: (tid, status, tls, truncated, [(ip,
+ * symbol or None, offset), ...] innermost first) */
+static PyObject *native_thread(lp_rnative_set *set, int i, lp_rnative_frame *buf) {
+    int n = 0, truncated = 0;
+    uint64_t tls = 0;
+    int st = lp_rnative_unwind(set, i, buf, LP_RNATIVE_MAX_DEPTH, &n, &truncated, &tls);
+    PyObject *frames = PyList_New(0);
+    if (frames == NULL) return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *name = buf[k].name[0]
+                             ? PyUnicode_DecodeUTF8(buf[k].name, (Py_ssize_t)strlen(buf[k].name), "replace")
+                             : (Py_INCREF(Py_None), Py_None);
+        PyObject *f = name ? Py_BuildValue("(KOK)", (unsigned long long)buf[k].ip, name,
+                                           (unsigned long long)buf[k].offset)
+                           : NULL;
+        Py_XDECREF(name);
+        if (f == NULL || PyList_Append(frames, f) < 0) {
+            Py_XDECREF(f);
+            Py_DECREF(frames);
+            return NULL;
+        }
+        Py_DECREF(f);
+    }
+    PyObject *r = Py_BuildValue("(iiKiO)", (int)set->tid[i], st, (unsigned long long)tls, truncated, frames);
+    Py_DECREF(frames);
+    return r;
+}
+
+/* the Python walk and every thread's unwinding, all while the threads are
+ * stopped; the threads are released on every path before this returns */
+static PyObject *dump_stopped(lp_rnative_set *set, pid_t pid, uint64_t runtime, const lp_remote_layout *L,
+                              int want_locals, int *walk_rc) {
+    lp_rnative_frame *buf = calloc(LP_RNATIVE_MAX_DEPTH, sizeof *buf);
+    sink_state s = {.threads = PyList_New(0), .want_locals = want_locals, .want_entries = 1};
+    PyObject *natives = PyList_New(0), *r = NULL;
+    if (buf == NULL || s.threads == NULL || natives == NULL) {
+        if (buf == NULL) PyErr_NoMemory();
+        goto out;
+    }
+    lp_remote_sink sink = {.thread = on_thread,
+                           .frame = on_frame,
+                           .end_thread = on_end_thread,
+                           .local = want_locals ? on_local : NULL,
+                           .entry = on_entry,
+                           .ctx = &s};
+    *walk_rc = lp_remote_walk(pid, runtime, L, &sink);
+    if (*walk_rc == LP_REMOTE_STOPPED && PyErr_Occurred()) goto out;
+    for (int i = 0; i < set->n; i++) {
+        if (set->state[i] != LP_RNATIVE_T_STOPPED) { /* exited, or did not stop: listed so */
+            int st = set->state[i] == LP_RNATIVE_T_NOSTOP ? LP_RNATIVE_NOSTOP : LP_RNATIVE_GONE;
+            PyObject *t = Py_BuildValue("(iiKi[])", (int)set->tid[i], st, 0ULL, 0);
+            int bad = t == NULL || PyList_Append(natives, t) < 0;
+            Py_XDECREF(t);
+            if (bad) goto out;
+            continue;
+        }
+        PyObject *t = native_thread(set, i, buf);
+        int bad = t == NULL || PyList_Append(natives, t) < 0;
+        Py_XDECREF(t);
+        if (bad) goto out;
+    }
+    r = PyTuple_Pack(2, s.threads, natives);
+out:
+    lp_rnative_release_all(set);
+    free(buf);
+    Py_XDECREF(s.threads);
+    Py_XDECREF(natives);
+    return r;
+}
+
+/* remote_dump_native(pid, runtime_addr, layout or None, locals=False) ->
+ * (status, native_status, version_hex, threads, natives, threads_left_out):
+ * every thread of pid stopped (ptrace), its Python stacks read as
+ * remote_dump reads them (each thread with a fifth item: the indexes of its
+ * entry frames, the outermost of each eval call) and every thread unwound
+ * (natives: (tid, REMOTE_NATIVE_*, thread pointer, truncated, [(ip, symbol
+ * or None, offset)])), then released. native_status: REMOTE_NATIVE_* of
+ * the stop (UNAVAILABLE without libunwind-ptrace: nothing is stopped). */
+static PyObject *py_remote_dump_native(PyObject *self, PyObject *args) {
+    (void)self;
+    int pid;
+    unsigned long long runtime;
+    PyObject *layout_obj;
+    int want_locals = 0;
+    if (!PyArg_ParseTuple(args, "iKO|p:remote_dump_native", &pid, &runtime, &layout_obj, &want_locals))
+        return NULL;
+    int avail = lp_rnative_available();
+    if (avail != 1)
+        return Py_BuildValue("(iiK[][]i)", LP_REMOTE_OK,
+                             avail == 0 ? LP_RNATIVE_UNAVAILABLE : LP_RNATIVE_NOLIB, 0ULL, 0);
+    lp_remote_layout L;
+    uint64_t version = 0;
+    int rc;
+    if (layout_obj == Py_None) {
+        rc = lp_remote_layout_from_debug((pid_t)pid, runtime, &L, &version);
+        if (rc != LP_REMOTE_OK)
+            return Py_BuildValue("(iiK[][]i)", rc, LP_RNATIVE_OK, (unsigned long long)version, 0);
+    } else {
+        if (layout_from_dict(layout_obj, &L) < 0) return NULL;
+        version = L.version_hex;
+    }
+    lp_rnative_set *set = calloc(1, sizeof *set);
+    if (set == NULL) return PyErr_NoMemory();
+    /* no Python code runs until dump_stopped has released every thread: a
+     * Ctrl-C meanwhile is only a flag, seen after the release */
+    int nrc = lp_rnative_stop_all((pid_t)pid, set);
+    if (nrc != LP_RNATIVE_OK) {
+        free(set);
+        return Py_BuildValue("(iiK[][]i)", LP_REMOTE_OK, nrc, (unsigned long long)version, 0);
+    }
+    int walk_rc = LP_REMOTE_OK;
+    PyObject *got = dump_stopped(set, (pid_t)pid, runtime, &L, want_locals, &walk_rc);
+    int more = set->more;
+    free(set);
+    if (got == NULL) return NULL;
+    PyObject *r = Py_BuildValue("(iiKOOi)", walk_rc, LP_RNATIVE_OK, (unsigned long long)version,
+                                PyTuple_GET_ITEM(got, 0), PyTuple_GET_ITEM(got, 1), more);
+    Py_DECREF(got);
+    return r;
+}
+
+/* remote_native_available() -> REMOTE_NATIVE_OK, _UNAVAILABLE (built
+ * without libunwind-ptrace) or _NOLIB (its libraries do not load) */
+static PyObject *py_remote_native_available(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int a = lp_rnative_available();
+    return PyLong_FromLong(a == 1 ? LP_RNATIVE_OK : a == 0 ? LP_RNATIVE_UNAVAILABLE : LP_RNATIVE_NOLIB);
+}
+
+/* native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)],
+ * mismatch): native_merge.h's rule; symbols innermost first (str or None),
+ * entries the indexes of Python entry frames; kind 0 native, 1 Python */
+static PyObject *py_native_merge(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *names, *entries;
+    int truncated, npy;
+    if (!PyArg_ParseTuple(args, "O!pO!i:native_merge", &PyList_Type, &names, &truncated, &PyList_Type,
+                          &entries, &npy))
+        return NULL;
+    Py_ssize_t nn = PyList_GET_SIZE(names);
+    if (nn > LP_RNATIVE_MAX_DEPTH || npy < 0 || npy > LP_REMOTE_MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "native_merge: too many frames");
+        return NULL;
+    }
+    uint8_t is_eval[LP_RNATIVE_MAX_DEPTH] = {0}, entry[LP_REMOTE_MAX_DEPTH] = {0};
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        PyObject *o = PyList_GET_ITEM(names, i);
+        if (o != Py_None) {
+            const char *u = PyUnicode_AsUTF8(o);
+            if (u == NULL) return NULL;
+            is_eval[i] = (uint8_t)lp_nmerge_is_eval(u);
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        long k = PyLong_AsLong(PyList_GET_ITEM(entries, i));
+        if (k == -1 && PyErr_Occurred()) return NULL;
+        if (k >= 0 && k < npy) entry[k] = 1;
+    }
+    enum { MAX_OUT = LP_RNATIVE_MAX_DEPTH + LP_REMOTE_MAX_DEPTH };
+    lp_nmerge_item *out = malloc(MAX_OUT * sizeof *out);
+    if (out == NULL) return PyErr_NoMemory();
+    int mismatch = 0;
+    int n = lp_nmerge(is_eval, (int)nn, truncated, entry, npy, out, MAX_OUT, &mismatch);
+    PyObject *items = PyList_New(n);
+    for (int i = 0; items != NULL && i < n; i++) {
+        PyObject *t = Py_BuildValue("(ii)", out[i].kind, out[i].index);
+        if (t == NULL) Py_CLEAR(items);
+        else PyList_SET_ITEM(items, i, t);
+    }
+    free(out);
+    if (items == NULL) return NULL;
+    PyObject *r = Py_BuildValue("(Oi)", items, mismatch);
+    Py_DECREF(items);
+    return r;
+}
+
 /* remote_read(pid, addr, n) -> (status, bytes or None): n <= 4096 bytes of the
  * target's memory (a version word, a cookie) */
 static PyObject *py_remote_read(PyObject *self, PyObject *args) {
@@ -277,6 +482,13 @@ static PyMethodDef remote_methods[] = {
     {"remote_dump", py_remote_dump, METH_VARARGS,
      "remote_dump(pid, runtime_addr, layout or None, locals=False) -> (status, version_hex, "
      "threads)."},
+    {"remote_dump_native", py_remote_dump_native, METH_VARARGS,
+     "remote_dump_native(pid, runtime_addr, layout or None, locals=False) -> (status, native_status, "
+     "version_hex, threads, natives, threads_left_out)."},
+    {"remote_native_available", py_remote_native_available, METH_NOARGS,
+     "remote_native_available() -> REMOTE_NATIVE_OK, _UNAVAILABLE or _NOLIB (lprof dump --native)."},
+    {"native_merge", py_native_merge, METH_VARARGS,
+     "native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)], mismatch)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -294,6 +506,14 @@ int lp_pyremote_init(PyObject *module) {
         {"REMOTE_LAYOUT", LP_REMOTE_LAYOUT},
         {"REMOTE_STOPPED", LP_REMOTE_STOPPED},
         {"REMOTE_FREE_THREADED", LP_REMOTE_FREE_THREADED},
+        {"REMOTE_NATIVE_OK", LP_RNATIVE_OK},
+        {"REMOTE_NATIVE_NOPROC", LP_RNATIVE_NOPROC},
+        {"REMOTE_NATIVE_NOPERM", LP_RNATIVE_NOPERM},
+        {"REMOTE_NATIVE_UNAVAILABLE", LP_RNATIVE_UNAVAILABLE},
+        {"REMOTE_NATIVE_FAILED", LP_RNATIVE_FAILED},
+        {"REMOTE_NATIVE_GONE", LP_RNATIVE_GONE},
+        {"REMOTE_NATIVE_NOLIB", LP_RNATIVE_NOLIB},
+        {"REMOTE_NATIVE_NOSTOP", LP_RNATIVE_NOSTOP},
     };
     for (size_t i = 0; i < LP_ARRAY_LEN(consts); i++)
         if (PyModule_AddIntConstant(module, consts[i].name, consts[i].value) < 0) return -1;

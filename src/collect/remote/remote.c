@@ -230,6 +230,7 @@ int lp_remote_layout_from_debug(pid_t pid, uint64_t runtime_addr, lp_remote_layo
         .float_fval = f[D_FLOAT_OB_FVAL],
         .long_size = f[D_LONG_LV_TAG],
         .long_digits = f[D_LONG_OB_DIGIT],
+        .fr_is_entry = LP_REMOTE_ABSENT, /* 3.11's field; 3.13+ mark entries by owner */
     };
     *out = L;
     return LP_REMOTE_OK;
@@ -568,6 +569,7 @@ static int emit_locals(walk *w, uint64_t frame, uint64_t code) {
 
 static int walk_frames(walk *w, uint64_t frame) {
     const lp_remote_layout *L = w->L;
+    int pending_entry = 0; /* a frame emitted whose group has not ended yet */
     for (int depth = 0; frame != 0; depth++) {
         if (depth >= LP_REMOTE_MAX_DEPTH) return LP_REMOTE_OK; /* deeper frames left out */
         uint64_t code, next;
@@ -604,10 +606,25 @@ static int walk_frames(walk *w, uint64_t frame) {
             }
         }
         if (rc != LP_REMOTE_OK) return rc;
+        if (skip && pending_entry && w->sink->entry != NULL) { /* 3.12+: the group's end */
+            if (w->sink->entry(w->sink->ctx)) return LP_REMOTE_STOPPED;
+            pending_entry = 0;
+        }
         if (!skip && code != 0) {
             if (!is_code(w->pid, L, code, &w->code_type)) return LP_REMOTE_BADREAD;
             rc = emit_code(w, code, unit);
             if (rc == LP_REMOTE_OK && w->sink->local != NULL) rc = emit_locals(w, frame, code);
+            if (rc == LP_REMOTE_OK && w->sink->entry != NULL) {
+                int entry = 0;
+                if (L->frame_model == LP_REMOTE_FRAMES_310) {
+                    entry = 1; /* one eval call per frame */
+                } else if (L->fr_is_entry != LP_REMOTE_ABSENT) {
+                    uint8_t b = 0;
+                    entry = lp_remote_read(w->pid, frame + L->fr_is_entry, &b, 1) == LP_REMOTE_OK && b;
+                }
+                pending_entry = !entry;
+                if (entry && w->sink->entry(w->sink->ctx)) rc = LP_REMOTE_STOPPED;
+            }
             if (rc != LP_REMOTE_OK) return rc;
         }
         frame = next;

@@ -53,7 +53,7 @@ enum {
     X(co_code_adaptive) X(ob_type) X(tp_name) X(bytes_size) X(bytes_sval)                   \
     X(u_state) X(u_length) X(u_ascii_size) X(u_compact_size)                               \
     X(fr_localsplus) X(co_localsplusnames) X(tuple_size) X(tuple_item) X(float_fval)        \
-    X(long_size) X(long_digits)
+    X(long_size) X(long_digits) X(fr_is_entry)
 /* clang-format on */
 
 typedef struct lp_remote_layout {
@@ -90,6 +90,11 @@ typedef struct lp_remote_sink {
     int (*frame)(void *ctx, const char *file, const char *func, int line);
     int (*end_thread)(void *ctx, int status);
     int (*local)(void *ctx, const char *name, const char *value); /* NULL: no locals */
+    /* NULL, or called after a frame when it is the outermost one its C
+     * eval-loop call runs (lprof dump --native's merge): 3.10 every frame,
+     * 3.11 `is_entry` (fr_is_entry), 3.12+ the frame whose `previous` is a
+     * C-stack or interpreter-owned entry frame (owner >= 3) */
+    int (*entry)(void *ctx);
     void *ctx;
 } lp_remote_sink;
 
