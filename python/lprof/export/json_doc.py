@@ -7,7 +7,7 @@ import json
 
 from ..common.files import atomic_path
 from ..model.frames import table as frame_table
-from ..model.sections import SAMPLING_LINE_COLUMNS
+from ..model.sections import GPU_LINE_COLUMNS, SAMPLING_LINE_COLUMNS
 
 SCHEMA = "lprof.export"
 SCHEMA_VERSION = 2
@@ -25,23 +25,7 @@ MEMORY_LINE_FIELDS = (
     "count",
 )
 LEAK_FIELDS = ("file", "line", "function", "slope_bytes_per_s", "score")
-GPU_LINE_FIELDS = (
-    "file",
-    "line",
-    "function",
-    "kernel_s",
-    "copy_s",
-    "kernels",
-    "launches",
-    "h2d_bytes",
-    "d2h_bytes",
-    "d2d_bytes",
-    "alloc_bytes",
-    "peak_bytes",
-    "other_thread_s",
-    "comm_s",
-    "backward_s",
-)
+GPU_LINE_FIELDS = ("file", "line", "function") + GPU_LINE_COLUMNS
 COLLECTIVE_CELL_FIELDS = ("member", "comm_s", "wait_s", "transfer_s", "count")
 TENSOR_LINE_FIELDS = ("file", "line", "function", "alloc_bytes", "peak_bytes", "live_bytes")
 

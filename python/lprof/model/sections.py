@@ -18,6 +18,22 @@ MEMORY_COLUMNS = tuple(_GROUPS["memory"])
 GPU_COLUMNS = tuple(_GROUPS["gpu"])
 # a "sampling" line's times, after its file, line and function (then samples)
 SAMPLING_LINE_COLUMNS = stacks_model.CPU_COLUMNS + ("wall_s",)
+# the gpu section's line rows after (file, line, function); files before the
+# comm and backward columns end early
+GPU_LINE_COLUMNS = (
+    "kernel_s",
+    "copy_s",
+    "kernels",
+    "launches",
+    "h2d_bytes",
+    "d2h_bytes",
+    "d2d_bytes",
+    "alloc_bytes",
+    "peak_bytes",
+    "other_thread_s",
+    "comm_s",
+    "backward_s",
+)
 
 ORPHAN_MARKER = "[GPU work from a thread without Python]"
 GPU_BACKEND_NAMES = {"cuda": "CUDA", "levelzero": "Level Zero"}
@@ -173,23 +189,9 @@ def gpu_line_columns(profile, functions=None):
         e = out.setdefault((path, line), [0.0] * len(vals))
         for i, v in enumerate(vals):
             e[i] += v
-    keys = (
-        "kernel_s",
-        "copy_s",
-        "kernels",
-        "launches",
-        "h2d_bytes",
-        "d2h_bytes",
-        "d2d_bytes",
-        "alloc_bytes",
-        "peak_bytes",
-        "other_thread_s",
-        "comm_s",
-        "backward_s",
-    )
     result = {}
     for k, vals in out.items():
-        d = dict(zip(keys, vals))
+        d = dict(zip(GPU_LINE_COLUMNS, vals))
         d.setdefault("comm_s", 0.0)  # a file written before the comm column
         d.setdefault("backward_s", 0.0)  # or before the backward column
         d["gpu_s"] = d["kernel_s"] + d["copy_s"]
@@ -204,7 +206,7 @@ def gpu_line_columns(profile, functions=None):
         for path, line, _func, alloc, peak, live in tensors.get("lines", []):
             d = result.get((path, line))
             if d is None:
-                d = result[(path, line)] = dict.fromkeys(keys + ("gpu_s", "live_bytes"), 0)
+                d = result[(path, line)] = dict.fromkeys(GPU_LINE_COLUMNS + ("gpu_s", "live_bytes"), 0)
             d["alloc_bytes"] += alloc
             d["peak_bytes"] += peak
             d["live_bytes"] += live
