@@ -215,10 +215,10 @@ def test_the_example_service(tmp_path):
         source = open(example).read()
         prof = _load(tmp_path / "s.lprof")
         hot = _line_seconds(prof, 'total += (i * payload["n"]) % 7', source, path=example)
-        assert hot > 0.2
-        for row in prof["sampling"]["lines"]:
-            if row[0] == example:
-                assert row[3] + row[4] + row[5] <= hot
+        # the CPU it got in 1.5 s depends on the machine's load (0.184 s
+        # under two CPU hogs): that it is the hottest line is what holds
+        rows = [r[3] + r[4] + r[5] for r in prof["sampling"]["lines"] if r[0] == example]
+        assert hot > 0.02 and max(rows) <= hot, (hot, rows)
     finally:
         p.kill()
         p.wait()
