@@ -95,8 +95,9 @@ def launch_cost(repeats, log):
 
 
 def device_overhead():
-    """The whole-program overhead the last `make gpu-check` measured on a
-    real GPU (docs/gpu-check.md): (its "Measured by" line, rows), or (None, [])."""
+    """The overhead the last `make gpu-check` measured on a real GPU
+    (docs/gpu-check.md): (its "Measured by" line, whole-program rows, step
+    rows), or (None, [], [])."""
     import sys
 
     sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -104,6 +105,7 @@ def device_overhead():
 
     path = os.path.join(ROOT, "docs", "gpu-check.md")
     if not os.path.exists(path):
-        return None, []
+        return None, [], []
     with open(path) as fh:
-        return gpu_check.read_overhead(fh.read())
+        text = fh.read()
+    return gpu_check.read_overhead(text) + (gpu_check.read_step_overhead(text),)

@@ -373,7 +373,22 @@ def main():
             table(h, rows),
             "",
         ]
-        measured, device_rows = gpu_bench.device_overhead()
+        measured, device_rows, step_rows = gpu_bench.device_overhead()
+        if step_rows:
+            md += [
+                "### On a real GPU: step overhead beside torch.profiler (`make gpu-check`)",
+                "",
+                "Not rerun by `make bench` (there is no GPU here): the last `make gpu-check`'s "
+                "table, copied from docs/gpu-check.md. " + measured + " The steps alone, timed by "
+                "the program after a synchronize; torch.profiler with CPU and CUDA activities and "
+                "with_stack=True; the target is lprof's added time at most a third of torch.profiler's.",
+                "",
+                table(
+                    ("steps", "plain", "lprof --gpu", "torch.profiler", "lprof added / torch added"),
+                    step_rows,
+                ),
+                "",
+            ]
         if device_rows:
             md += [
                 "### On a real GPU: lprof --gpu beside torch.profiler (`make gpu-check`)",

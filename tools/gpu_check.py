@@ -55,10 +55,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOAD = os.path.join(ROOT, "tests", "scripts", "gpu_torch_workload.py")
 STEPS = int(os.environ.get("GPU_CHECK_STEPS", "200"))
-ROUNDS = int(os.environ.get("GPU_CHECK_ROUNDS", "3"))  # overhead: alternating runs of each
+ROUNDS = int(os.environ.get("GPU_CHECK_ROUNDS", "0"))  # whole-program runs of each (start-up dominates)
 # a device is lent by the minute: each run has a time limit, and the
 # overhead rounds stop once the whole check has run this long (seconds)
-RUN_TIMEOUT = float(os.environ.get("GPU_CHECK_RUN_TIMEOUT", "240"))
+RUN_TIMEOUT = float(os.environ.get("GPU_CHECK_RUN_TIMEOUT", "150"))
 DEADLINE = float(os.environ.get("GPU_CHECK_DEADLINE", "240"))  # the whole check: about 5 minutes
 WARMUP = 5
 COPY_BYTES = 2048 * 2048 * 4
@@ -131,52 +131,93 @@ def mark_of(names):
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # torch.profiler's trace: device work
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")  # the API calls that launched it
+BACKWARD_OP = "autograd::engine::evaluate_function: "  # a node's backward, with its sequence number
+
+
+def covering(spans, ts):
+    """The innermost span (start, end, value) of a start-sorted list that
+    holds ts (the latest started one still open), or None."""
+    i = bisect.bisect_right(spans, (ts, float("inf"))) - 1
+    for j in range(i, max(-1, i - 64), -1):  # nested spans: a few steps back at most
+        if spans[j][1] >= ts:
+            return spans[j]
+    return None
 
 
 def torch_per_line(events, markers):
-    """torch.profiler's device time per workload line, from its Chrome trace
+    """torch.profiler's device work per workload line, from its Chrome trace
     (events): each kernel, copy or fill is joined by its correlation id to
     the runtime or driver call that launched it, and charged to the workload
     annotation (a record_function named MARK + marker) open on that call's
-    thread at that moment, then to its marker's line. A launch outside every
-    annotation goes to "other thread" on a thread with no annotation
-    (autograd's backward), else to "None"; device work with no launch call
-    in the trace to "no launch". Returns ({key: seconds}, counts of device
-    events by how they were charged).
+    thread at that moment, then to its marker's line. A launch inside a
+    node's backward (autograd's `evaluate_function` op, on its own thread)
+    goes to the line whose annotation was open when the forward op of the
+    same sequence number ran, as backward ("backward unmapped" when that op
+    is outside every annotation or the node has no number, as
+    AccumulateGrad); any other launch outside every annotation goes to
+    "other thread" on a thread with no annotation, else to "None"; device
+    work with no launch call in the trace to "no launch".
+    Returns ({key: seconds, "backward:" + key: the backward part,
+    "kernels:" + key: kernels}, counts of device events by how charged).
     By time and thread, not by operator: torch.profiler (2.11 cu130, H100)
     joins a kernel to the operator whose external id was current at the
     launch, and a Triton kernel (launched by torch.compile's generated code,
     no ATen operator around it) or a graph replay's can take a stale one;
     its FunctionEvents in 2.11 carry no linked_correlation_id (0 on every
     device event) and no Python frames."""
-    spans, launches = {}, {}
+    spans, launches, backward, forward = {}, {}, {}, {}
     for ev in events:
-        cat = ev.get("cat")
-        if cat == "user_annotation" and mark_of([ev.get("name", "")]):
-            spans.setdefault(ev.get("tid"), []).append(
-                (ev["ts"], ev["ts"] + ev.get("dur", 0), mark_of([ev["name"]]))
-            )
-        elif cat in LAUNCH_CATS and "correlation" in ev.get("args", {}):
-            launches[ev["args"]["correlation"]] = (ev.get("tid"), ev["ts"])
-    for tid in spans:
-        spans[tid].sort()
-    how = {"annotated": 0, "unannotated": 0, "no launch": 0}
+        cat, name, args = ev.get("cat"), ev.get("name", ""), ev.get("args") or {}
+        end = ev.get("ts", 0) + ev.get("dur", 0)
+        if cat == "user_annotation" and mark_of([name]):
+            spans.setdefault(ev.get("tid"), []).append((ev["ts"], end, mark_of([name])))
+        elif cat in LAUNCH_CATS and "correlation" in args:
+            launches[args["correlation"]] = (ev.get("tid"), ev["ts"])
+        elif cat == "cpu_op" and name.startswith(BACKWARD_OP):
+            backward.setdefault(ev.get("tid"), []).append((ev["ts"], end, args.get("Sequence number")))
+        elif cat == "cpu_op" and "Sequence number" in args and not args.get("Fwd thread id"):
+            # every op records the number the next node will take: the last
+            # one started with it made the node (the ones before made none)
+            seq = args["Sequence number"]
+            if ev["ts"] >= forward.get(seq, (None, -1.0))[1]:
+                forward[seq] = (ev.get("tid"), ev["ts"])
+    for by_tid in (spans, backward):
+        for tid in by_tid:
+            by_tid[tid].sort(key=lambda s: (s[0], s[1]))
+
+    def annotation(tid, ts):
+        span = covering(spans.get(tid, []), ts)
+        return span[2] if span else None
+
+    how = {"annotated": 0, "backward": 0, "backward unmapped": 0, "unannotated": 0, "no launch": 0}
     out = {}
     for ev in events:
         if ev.get("cat") not in DEVICE_CATS:
             continue
-        launch = launches.get(ev.get("args", {}).get("correlation"))
-        name = None
+        launch = launches.get((ev.get("args") or {}).get("correlation"))
+        prefix = ""
         if launch is None:
-            key = "no launch"
+            key = kind = "no launch"
         else:
             tid, ts = launch
-            opened = spans.get(tid, [])
-            i = bisect.bisect_right(opened, (ts, float("inf"), "")) - 1  # the last opened at or before ts
-            name = opened[i][2] if i >= 0 and opened[i][1] >= ts else None
-            key = str(markers.get(name)) if name else "None" if tid in spans else "other thread"
-        how["annotated" if name else "no launch" if launch is None else "unannotated"] += 1
-        out[key] = out.get(key, 0.0) + ev.get("dur", 0) * 1e-6
+            name = annotation(tid, ts)
+            node = None if name else covering(backward.get(tid, []), ts)
+            if name:
+                key, kind = str(markers.get(name)), "annotated"
+            elif node is not None:
+                fwd = forward.get(node[2]) if node[2] is not None else None
+                name = annotation(*fwd) if fwd else None
+                key, kind = (str(markers.get(name)), "backward") if name else ("backward unmapped",) * 2
+                prefix = "backward:" if name else ""
+            else:
+                key, kind = ("None" if tid in spans else "other thread"), "unannotated"
+        how[kind] += 1
+        secs = ev.get("dur", 0) * 1e-6
+        out[key] = out.get(key, 0.0) + secs
+        if prefix:
+            out[prefix + key] = out.get(prefix + key, 0.0) + secs
+        if ev.get("cat") == "kernel":
+            out["kernels:" + key] = out.get("kernels:" + key, 0) + 1
     return out, how
 
 
@@ -192,28 +233,29 @@ def marker_lines(source):
 
 def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERANCE):
     """Rows (line, name, lprof s, torch.profiler s, ratio, kernels, launches)
-    and checks [(text, passed)]. The training line's backward runs on
-    autograd's device thread: torch.profiler has it outside every annotation
-    on another thread (key "other thread"), lprof charges it to the line
-    with the "other thread" part (other_thread_s); both parts are compared."""
+    and checks [(text, passed)]: per line, the device time within the
+    tolerance and the kernels exactly. A line whose ops have a backward (the
+    training line: autograd runs it on its device thread) has that part
+    compared as well: lprof's backward_s (its "[backward]" work, plus any
+    still "other thread") with torch.profiler's backward ops joined to the
+    line by sequence number."""
     rows, checks = [], []
     for name in names:
         ln = markers[name]
         ours = lprof_lines.get(ln, {})
         ours_s = ours.get("kernel_s", 0.0) + ours.get("copy_s", 0.0)
         theirs = torch_lines.get(str(ln), 0.0)
-        if name == "train":
-            other = ours.get("other_thread_s", 0.0)
-            unframed = torch_lines.get("other thread", 0.0)
-            r2 = other / unframed if unframed else float("nan")
+        their_bwd = torch_lines.get(f"backward:{ln}", 0.0)
+        if their_bwd or ours.get("backward_s"):
+            bwd = ours.get("backward_s", 0.0) + ours.get("other_thread_s", 0.0)
+            r2 = bwd / their_bwd if their_bwd else float("nan")
             checks.append(
                 (
-                    f"line {ln} (train), backward on autograd's thread: lprof {other * 1e3:.2f} ms "
-                    f"vs torch.profiler on other threads {unframed * 1e3:.2f} ms (ratio {r2:.3f})",
-                    bool(unframed) and abs(r2 - 1) <= tolerance,
+                    f"line {ln} ({name}), its backward: lprof {bwd * 1e3:.2f} ms vs torch.profiler's "
+                    f"backward ops of its forward ops {their_bwd * 1e3:.2f} ms (ratio {r2:.3f})",
+                    bool(their_bwd) and abs(r2 - 1) <= tolerance,
                 )
             )
-            ours_s -= other
         ratio = ours_s / theirs if theirs else float("nan")
         checks.append(
             (
@@ -222,7 +264,9 @@ def compare(lprof_lines, torch_lines, markers, names=COMPARED, tolerance=TOLERAN
                 bool(theirs) and abs(ratio - 1) <= tolerance,
             )
         )
-        rows.append((ln, name, ours_s, theirs, ratio, ours.get("kernels", 0), ours.get("launches", 0)))
+        k, tk = ours.get("kernels", 0), torch_lines.get(f"kernels:{ln}", 0)
+        checks.append((f"line {ln} ({name}): lprof {k:.0f} kernels, torch.profiler {tk:.0f}", k == tk))
+        rows.append((ln, name, ours_s, theirs, ratio, k, ours.get("launches", 0)))
     return rows, checks
 
 
@@ -350,8 +394,10 @@ def generated_code_check(doc):
     )
 
 
-def report(meta, rows, checks, runs, listing):
-    """docs/gpu-check.md's text. runs: {tool: [seconds of each overhead run]}."""
+def report(meta, rows, checks, runs, listing, train_rows=(), step_overhead=()):
+    """docs/gpu-check.md's text. runs: {tool: [seconds of each whole-program
+    run]}; train_rows: the training view's lines (as rows); step_overhead: step
+    times (what, plain s, lprof s, torch.profiler s, lprof's added share)."""
     runs = {k: v for k, v in runs.items() if v}
     overhead = {k: statistics.median(v) for k, v in runs.items()}
     rounds = min((len(v) for v in runs.values()), default=0)
@@ -369,8 +415,31 @@ def report(meta, rows, checks, runs, listing):
         lines.append(
             f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |"
         )
+    if train_rows:
+        lines += ["", "The training view (tests/scripts/gpu_train_workload.py):", ""]
+        lines += lines[4:6]
+        for ln, name, ours, theirs, ratio, k, n in train_rows:
+            lines.append(
+                f"| {ln} | {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ratio:.3f} | {k:.0f} | {n:.0f} |"
+            )
     lines += ["", "| check | result |", "|---|---|"]
     lines += [f"| {text} | {'pass' if good else 'FAIL'} |" for text, good in checks]
+    if step_overhead:
+        lines += [
+            "",
+            "Step overhead: the steps alone, timed by the program after a synchronize (medians for the "
+            "training view; lprof's added time as a share of torch.profiler's):",
+            "",
+            STEP_HEADER,
+            "|---|---|---|---|---|",
+        ]
+        for what, p, o, t, share in step_overhead:
+            lines.append(f"| {what} | {p * 1e3:.3f} ms | {o * 1e3:.3f} ms | {t * 1e3:.3f} ms | {share:.2f} |")
+    if not runs:
+        if not step_overhead:
+            lines += ["", "Overhead: not measured (a run failed or the check ran out of time)."]
+        lines += ["", "lprof's listing of the run:", "", "```", listing.strip()[-6000:], "```", ""]
+        return "\n".join(lines)
     lines += [
         "",
         f"Whole-program wall time, median of {rounds} alternating round{'s' * (rounds != 1)} "
@@ -396,6 +465,28 @@ def report(meta, rows, checks, runs, listing):
     return "\n".join(lines)
 
 
+def steps_overhead(plain_out, lprof_out, torch_out):
+    """The workload's steps alone (its `gpu-check-steps S` line) in the
+    plain, lprof --gpu and torch.profiler runs: ([(what, plain, lprof, torch,
+    lprof's added share of torch.profiler's)], checks)."""
+
+    def secs(text):
+        m = re.search(r"^gpu-check-steps ([0-9.]+)$", text or "", re.M)
+        return float(m.group(1)) if m else None
+
+    p, o, t = secs(plain_out), secs(lprof_out), secs(torch_out)
+    if not (p and o and t):
+        return [], [("step overhead, the workload's steps: not measured", False)]
+    share = (o - p) / (t - p) if t > p else float("inf")
+    return [(f"{STEPS} steps of the workload", p, o, t, share)], [
+        (
+            f"step overhead, the workload's {STEPS} steps: lprof adds {(o - p) * 1e3:.1f} ms, torch.profiler "
+            f"{(t - p) * 1e3:.1f} ms ({share:.2f} of it; at most 0.33)",
+            share <= 1 / 3,
+        )
+    ]
+
+
 def read_overhead(text):
     """From a report's text (docs/gpu-check.md): (its "Measured by" line,
     [(run, seconds, ratio)] of its wall-time table); (None, []) if absent.
@@ -411,6 +502,22 @@ def read_overhead(text):
         elif inside and not line.startswith("|"):
             break
     return measured, rows
+
+
+STEP_HEADER = "| steps | plain | lprof --gpu | torch.profiler | lprof added / torch.profiler added |"
+
+
+def read_step_overhead(text):
+    """From a report's text: the rows of its step-overhead table, [] if absent."""
+    lines = text.splitlines()
+    if STEP_HEADER not in lines:
+        return []
+    rows = []
+    for line in lines[lines.index(STEP_HEADER) + 2 :]:
+        if not line.startswith("| "):
+            break
+        rows.append(tuple(c.strip() for c in line.strip("|").split("|")))
+    return rows
 
 
 # ---- the run (needs a GPU) ----
@@ -523,7 +630,7 @@ def main():
     # torch.compile's first call with a cold cache autotunes: Inductor runs
     # benchmark kernels (7.8 ms on an H100) that a later process, reading the
     # cache, does not. A plain run first, so that every run compared is warm.
-    rw, _ = run([py, WORKLOAD, "1"])
+    rw, _ = run([py, WORKLOAD, str(STEPS)])  # also the plain steps' time
     checks.append(
         (f"a plain run warmed torch.compile's caches first (exit {rw.returncode})", rw.returncode == 0)
     )
@@ -633,14 +740,31 @@ def main():
         "library": cupti.get("library"),
     }
 
+    step_rows, step_checks = steps_overhead(rw.stdout, r.stdout, r3.stdout)
+    checks += step_checks
+    train_rows = []
+
     def write(runs):
-        text = report(meta, rows, checks, runs, listing)
+        text = report(meta, rows, checks, runs, listing, train_rows, step_rows)
         with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
             fh.write(text)
         save("gpu-check.md", text)
         return text
 
-    write({})  # the checks are kept even if the overhead runs do not finish
+    write({})  # the checks so far are kept even if what follows does not finish
+    import traceback
+
+    import gpu_check_train
+
+    try:
+        train_rows, train_checks, train_overhead = gpu_check_train.run_all(py, tmp)
+    except Exception as exc:  # the report keeps what ran, and says where this broke
+        LOG.append(traceback.format_exc())
+        save("gpu-check.log", "\n".join(LOG))
+        train_checks, train_overhead = [(f"the training view broke: {exc!r}"[:300], False)], []
+    checks += train_checks
+    step_rows += train_overhead
+    write({})
     runs = {"plain": [], "lprof --gpu": [], "torch.profiler": []}
     for _ in range(ROUNDS):
         if time.perf_counter() - t_start > DEADLINE:

@@ -53,8 +53,9 @@ def test_device_time_is_charged_by_the_annotation_open_at_its_launch():
               work("kernel", 6, 1.0)]  # no launch call recorded
     per, how = gpu_check.torch_per_line(events, markers)
     assert per == {"40": pytest.approx(2e-3), "42": pytest.approx(1e-4), "other thread": pytest.approx(2.5e-4),
-                   "None": pytest.approx(3e-6), "no launch": pytest.approx(1e-6)}
-    assert how == {"annotated": 3, "unannotated": 2, "no launch": 1}
+                   "None": pytest.approx(3e-6), "no launch": pytest.approx(1e-6), "kernels:40": 2,
+                   "kernels:other thread": 1, "kernels:no launch": 1}
+    assert how == {"annotated": 3, "backward": 0, "backward unmapped": 0, "unannotated": 2, "no launch": 1}
     assert gpu_check.mark_of(["aten::add", "gpu-check: graph replay"]) == "graph replay"
     assert gpu_check.mark_of(["aten::add"]) is None
 
@@ -68,12 +69,14 @@ def test_the_workload_annotates_every_compared_part():
 def test_compare_within_and_outside_the_tolerance():
     markers = {"a": 10, "b": 20, "train": 30}
     lprof = {10: {"kernel_s": 1.04, "kernels": 5, "launches": 5}, 20: {"kernel_s": 0.5, "copy_s": 0.6},
-             30: {"kernel_s": 3.0, "other_thread_s": 2.0}}
-    torch = {"10": 1.0, "20": 1.0, "30": 1.0, "other thread": 2.02, "None": 0.5}
+             30: {"kernel_s": 3.0, "backward_s": 1.9, "other_thread_s": 0.1, "kernels": 7}}
+    torch = {"10": 1.0, "kernels:10": 5, "20": 1.0, "30": 3.03, "backward:30": 2.02, "kernels:30": 8,
+             "None": 0.5}
     rows, checks = gpu_check.compare(lprof, torch, markers, names=("a", "b", "train"))
-    assert [ok for _t, ok in checks] == [True, False, True, True]
+    # a: time, kernels; b: time (1.1 vs 1.0), kernels (0 = 0); train: backward, time, kernels (7 vs 8)
+    assert [ok for _t, ok in checks] == [True, True, False, True, True, True, False]
     assert rows[0][:5] == (10, "a", 1.04, 1.0, pytest.approx(1.04)) and rows[0][5:] == (5, 5)
-    assert rows[2][2] == pytest.approx(1.0)  # the Python threads' part of the training line
+    assert rows[2][2] == pytest.approx(3.0)  # the whole line: forward and backward
     # nothing from torch.profiler for a line is a failure, not a division by zero
     _rows, checks = gpu_check.compare({10: {"kernel_s": 1.0}}, {}, {"a": 10}, names=("a",))
     assert checks[0][1] is False
@@ -163,3 +166,38 @@ def test_line_mode_checks():
     slower[20]["gpu_s"] = 0.54  # a kernel line 8% off
     slower[21]["h2d_bytes"] = 99
     assert [ok for _t, ok in gpu_check.line_mode_checks(slower, sampled, markers, names)] == [False, False]
+
+
+def test_backward_work_goes_to_the_line_of_the_forward_op_that_made_its_node():
+    markers = {"fc1": 11, "loss": 12, "batch": 10}
+    main, autograd = 1, 2
+
+    def op(name, ts, dur, seq=None, fwd=0, tid=main, cat="cpu_op"):
+        args = {} if seq is None else {"Sequence number": seq, "Fwd thread id": fwd}
+        return {"ph": "X", "cat": cat, "name": name, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    def launched(corr, ts, tid, dur):
+        return [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": tid, "ts": ts, "dur": 1,
+                 "args": {"correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": "k", "tid": "stream 7", "ts": 5000 + corr, "dur": dur,
+                 "args": {"correlation": corr}}]
+    events = [op("gpu-check: batch", 0, 10, cat="user_annotation"),
+              op("aten::to", 1, 5, seq=4),  # takes the next number, makes no node
+              op("gpu-check: fc1", 20, 10, cat="user_annotation"),
+              op("aten::linear", 21, 8, seq=4), op("aten::addmm", 22, 6, seq=4),  # made node 4
+              op("gpu-check: loss", 40, 10, cat="user_annotation"),
+              op("aten::mean", 41, 5, seq=5),
+              op(gpu_check.BACKWARD_OP + "MeanBackward0", 100, 10, seq=5, fwd=1, tid=autograd),
+              op(gpu_check.BACKWARD_OP + "AddmmBackward0", 120, 10, seq=4, fwd=1, tid=autograd),
+              op(gpu_check.BACKWARD_OP + "torch::autograd::AccumulateGrad", 140, 5, tid=autograd)]
+    events += launched(1, 23, main, 3.0) + launched(2, 101, autograd, 2.0) + launched(3, 121, autograd, 4.0)
+    events += launched(4, 125, autograd, 1.0) + launched(5, 141, autograd, 0.5)
+    per, how = gpu_check.torch_per_line(events, markers)
+    assert per["11"] == pytest.approx(8e-6) and per["backward:11"] == pytest.approx(5e-6)
+    assert per["kernels:11"] == 3 and "10" not in per  # not the batch op that took number 4 first
+    assert per["12"] == per["backward:12"] == pytest.approx(2e-6)
+    assert per["backward unmapped"] == pytest.approx(5e-7)
+    assert how == {"annotated": 1, "backward": 3, "backward unmapped": 1, "unannotated": 0, "no launch": 0}
+    assert gpu_check.covering([(0, 10, "a"), (2, 4, "b")], 5) == (0, 10, "a")
+    assert gpu_check.covering([(0, 10, "a"), (2, 4, "b")], 3) == (2, 4, "b")
+    assert gpu_check.covering([], 3) is None
