@@ -15,25 +15,30 @@ with CUDA are present, e.g. the device machine).
    one named after its marker). Both, and every run after them, follow a
    plain run that warms torch.compile's caches (a cold first call autotunes,
    running benchmark kernels a warm one does not).
-3. Checks: every measured line agrees within 5% (the training line: the
-   work launched from Python threads, and the backward's, which lprof marks
-   "other thread" and torch.profiler has on another thread, outside every
-   annotation); the
-   copy lines' bytes are exactly the tensors copied; the CPU-only line has
-   no GPU time; no GPU work is left without a launch record and no launch
-   aged out; the kernels are the leaves of the GPU stacks; starting lprof
-   leaves the driver uninitialised (cuDeviceGetCount answers 3 before the
-   program's first CUDA call, also after `import torch`); torch.profiler
-   started inside the program gets CUDA events and lprof says it handed
-   CUPTI over; tensor memory per line (PyTorch's allocator history): the
-   matmul and compiled lines allocated their results' bytes, the tensor the
-   program holds is live at exit; no line of torch.compile's generated
-   code is charged; under `lprof -l --gpu` (step() profiled) the lines of
-   step() that call the parts have the kernels, bytes and device time the
-   sampled run charged to the parts.
-4. Overhead: wall time of the whole program, plain vs lprof --gpu vs
-   torch.profiler, median of alternating runs (GPU_CHECK_ROUNDS; they stop
-   once the check has run GPU_CHECK_DEADLINE seconds).
+3. Checks: every measured line agrees within 5% and its kernels exactly
+   (the training line's backward, which autograd runs on its device thread,
+   is joined on torch.profiler's side by autograd sequence number to the
+   line of the forward ops that made its nodes, and compared with lprof's
+   `[backward]` part); the copy lines' bytes are exactly the tensors copied;
+   the CPU-only line has no GPU time; no GPU work is left without a launch
+   record and no launch aged out; the kernels are the leaves of the GPU
+   stacks; starting lprof leaves the driver uninitialised (cuDeviceGetCount
+   answers 3 before the program's first CUDA call, also after `import
+   torch`); torch.profiler started inside the program gets CUDA events and
+   lprof says it handed CUPTI over; tensor memory per line (PyTorch's
+   allocator history): the matmul and compiled lines allocated their
+   results' bytes, the tensor the program holds is live at exit; no line of
+   torch.compile's generated code is charged; under `lprof -l --gpu`
+   (step() profiled) the lines of step() that call the parts have the
+   kernels, bytes and device time the sampled run charged to the parts.
+4. The training view (tools/gpu_check_train.py, its own docstring): the
+   forward lines' backward, a launch-bound loop that wraps the launch ring
+   and the allocator history, a large captured graph, the Chrome export's
+   flows, -l's GPU idle, -i 1, expandable segments and cudaMallocAsync.
+5. Overhead: the steps alone, timed by each program after a synchronize, in
+   the plain, lprof --gpu and torch.profiler runs: lprof's added time at
+   most a third of torch.profiler's. Whole-program wall time (start-up
+   dominates it) only with GPU_CHECK_ROUNDS > 0, until GPU_CHECK_DEADLINE.
 Every run has a time limit (GPU_CHECK_RUN_TIMEOUT) and its output goes to
 gpu-check.log. Writes docs/gpu-check.md (and, with $OUT set, copies it,
 the log, the profile's JSON, the GPU stacks and torch.profiler's per-line
