@@ -88,14 +88,15 @@ LIVE_AT_EXIT = {"tensor a": 4096 * 4096 * 4}
 # the same GPU work as the sampled run charged to the parts' own lines
 LINE_MODE = ("matmul", "elementwise", "h2d", "graph replay", "loader")
 
+# torch.profiler's run of a workload: python -c TORCH_PROFILE WORKLOAD OUT
+# TOOLS_DIR ARGS...; OUT gets its per-line numbers (torch_per_line) and "how"
 TORCH_PROFILE = r"""
 import json, os, runpy, sys
-sys.path.insert(0, sys.argv[4])
+sys.path.insert(0, sys.argv[3])
 import gpu_check
-import torch
 from torch.profiler import ProfilerActivity, profile
-workload, steps, out = sys.argv[1], sys.argv[2], sys.argv[3]
-sys.argv = [workload, steps]
+workload, out, args = sys.argv[1], sys.argv[2], sys.argv[4:]
+sys.argv = [workload] + args
 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
     runpy.run_path(workload, run_name="__main__")
 trace = out + ".trace.json"
@@ -103,8 +104,8 @@ prof.export_chrome_trace(trace)
 events = json.load(open(trace))
 events = events.get("traceEvents", []) if isinstance(events, dict) else events
 os.unlink(trace)
-markers = gpu_check.marker_lines(open(workload).read())
-per_line, how = gpu_check.torch_per_line(events, markers)
+per_line, how = gpu_check.torch_per_line(events, gpu_check.marker_lines(open(workload).read()))
+per_line["how"] = how
 print("torch.profiler: %s" % how)
 json.dump(per_line, open(out, "w"))
 """
@@ -668,7 +669,7 @@ def main():
         save("gpu.folded", open(folded).read())
 
     torch_out = os.path.join(tmp, "torch.json")
-    r3, _ = run([py, "-c", TORCH_PROFILE, WORKLOAD, str(STEPS), torch_out, os.path.join(ROOT, "tools")])
+    r3, _ = run([py, "-c", TORCH_PROFILE, WORKLOAD, torch_out, os.path.join(ROOT, "tools"), str(STEPS)])
     checks.append((f"torch.profiler ran the workload (exit {r3.returncode})", r3.returncode == 0))
     torch_lines = json.load(open(torch_out)) if r3.returncode == 0 else {}
     if torch_lines:
@@ -784,9 +785,9 @@ def main():
                 "-c",
                 TORCH_PROFILE,
                 WORKLOAD,
-                str(STEPS),
                 os.path.join(tmp, "t.json"),
                 os.path.join(ROOT, "tools"),
+                str(STEPS),
             ]
         )
         if rp.returncode == rl.returncode == rt.returncode == 0:

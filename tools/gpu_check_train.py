@@ -48,26 +48,6 @@ IDLE_SHARE = 0.9  # the sleep line: the GPU idle for at least this share of its 
 BUSY_SHARE = 0.25  # the .item() line: idle for at most this share
 FLOW_SLACK_US = 1.0  # a kernel cannot start before its launch call; the clocks' pairing error
 
-TORCH_PROFILE = r"""
-import json, runpy, sys
-sys.path.insert(0, sys.argv[3])
-import gpu_check
-from torch.profiler import ProfilerActivity, profile
-workload, out, args = sys.argv[1], sys.argv[2], sys.argv[4:]
-sys.argv = [workload] + args
-with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
-    runpy.run_path(workload, run_name="__main__")
-trace = out + ".trace.json"
-prof.export_chrome_trace(trace)
-events = json.load(open(trace))
-events = events.get("traceEvents", []) if isinstance(events, dict) else events
-per_line, how = gpu_check.torch_per_line(events, gpu_check.marker_lines(open(workload).read()))
-per_line["how"] = how
-print("torch.profiler: %s" % how)
-json.dump(per_line, open(out, "w"))
-"""
-
-
 # ---- pure functions (unit-tested without a GPU) ----
 
 
@@ -334,7 +314,8 @@ def run_all(py, tmp):
 
     tout = os.path.join(tmp, "train-torch.json")
     rt, _ = run(
-        [py, "-c", TORCH_PROFILE, WORKLOAD, tout, os.path.join(ROOT, "tools")] + _args(TINY_REFERENCE)
+        [py, "-c", gpu_check.TORCH_PROFILE, WORKLOAD, tout, os.path.join(ROOT, "tools")]
+        + _args(TINY_REFERENCE)
     )
     torch_lines = json.load(open(tout)) if _ran(checks, "torch.profiler", rt) else {}
     times["torch.profiler"] = program_info(rt.stdout)

@@ -29,7 +29,7 @@ def test_every_checked_part_has_a_marker_and_an_annotation():
 
 def test_the_workload_and_the_reference_snippet_run_on_the_cpu(tmp_path):
     out = tmp_path / "t.json"
-    r = subprocess.run([sys.executable, "-c", train.TORCH_PROFILE, train.WORKLOAD, str(out),
+    r = subprocess.run([sys.executable, "-c", gpu_check.TORCH_PROFILE, train.WORKLOAD, str(out),
                         os.path.join(ROOT, "tools")] + SMALL, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     info = train.program_info(r.stdout)
