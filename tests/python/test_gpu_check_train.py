@@ -33,7 +33,7 @@ def test_the_workload_and_the_reference_snippet_run_on_the_cpu(tmp_path):
                         os.path.join(ROOT, "tools")] + SMALL, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     info = train.program_info(r.stdout)
-    assert info["tiny_kernels"] == 150 and info["batch_bytes"] == 3 * 512 * 2048 * 4
+    assert info["tiny_kernels"] == 150 and info["batch_bytes"] == 3 * 2048 * 2048 * 4
     assert info["train_step_s"] > 0 and info["replay_kernels"] == 0
     assert json.loads(out.read_text())["how"]["no launch"] == 0
 
@@ -86,7 +86,7 @@ def test_tensor_memory_after_a_wrapped_history():
 def test_chrome_trace_flows_must_not_start_after_their_work():
     events = [{"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "GPU 0 (pid 5)"}}]
     for i in range(4):
-        events += [{"ph": "X", "cat": "gpu,kernel", "pid": 9, "ts": 100.0 * i + 10, "dur": 5},
+        events += [{"ph": "X", "cat": "gpu,kernel" if i else "gpu,memcpy", "pid": 9, "ts": 100.0 * i + 10, "dur": 5},
                    {"ph": "s", "id": i, "ts": 100.0 * i}, {"ph": "f", "id": i, "ts": 100.0 * i + 10}]
     assert all(ok for _t, ok in train.chrome_checks(events, 4))
     assert not train.chrome_checks(events, 5)[1][1]  # a kernel missing from the trace
