@@ -203,7 +203,8 @@ def main():
             "as a new user runs it: lprof in CPU mode at its default rate (250 signals "
             "per CPU second of each thread, from a task-clock perf event per thread), "
             "`scalene run --cpu-only` (its default wall-clock timer), `py-spy record` at "
-            "its default 100 Hz (`--idle` in wall mode). Target for lprof: <= 1.5 points.",
+            "its default 100 Hz (`--idle` in wall mode). Target for lprof: <= 1.0 point (issue #35's, "
+            "on every hot line of every workload: lines, threads, numpy, a 500-deep recursion, a generator).",
             "",
             table(h, rows),
             "",

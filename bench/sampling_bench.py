@@ -23,9 +23,12 @@ ACCURACY = [
     ("pure Python, 25/75 by design", "s_shares", ["40", "400000"], "cpu", None),
     ("Python + numpy", "s_numpy", ["100", "300000", "1000000"], "cpu", {"A": 0.0, "B": 1.0}),
     ("two threads, 1:3 by design", "s_threads", ["40", "400000"], "cpu", None),
+    ("500-deep recursion, 25/75 by design", "s_recursion", ["40", "400000"], "cpu", None),
+    ("generator and consumer, 25/75 by design", "s_generator", ["40", "400000"], "cpu", None),
     ("sleeping line (wall mode)", "s_sleep", ["25", "400000", "0.075"], "wall", None),
 ]
 TOOLS = ["lprof", "scalene", "py-spy"]
+SHARE_TARGET = 1.0  # issue #35: worst hot-line error at the default rate, points
 OVERHEAD = ("mixed", ["2000", "2000"])
 
 
@@ -149,8 +152,8 @@ def accuracy(repeats, log):
             e = worst.get((title, label))
             targets.append(
                 (
-                    f"sampling, {title}: line {label} share within 1.5 points at the default rate",
-                    None if e is None else e <= 1.5,
+                    f"sampling, {title}: line {label} share within {SHARE_TARGET} points at the default rate",
+                    None if e is None else e <= SHARE_TARGET,
                     fmt(e, ".1f"),
                 )
             )
