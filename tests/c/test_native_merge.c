@@ -74,5 +74,58 @@ TEST(no_python_and_bounded_output) {
     CHECK_EQ_INT(lp_nmerge(ev4, 4, 0, NULL, 0, out, 2, &mm), 2);
 }
 
+TEST(eval_calls_found_by_their_entry_frames_314) {
+    /* the main thread of Debian's 3.14: clock_nanosleep, time_sleep, the
+     * eval loop's unnamed cold part (entry frame on its stack), its
+     * caller; stacks grow down, so each caller's sp is higher */
+    const uint64_t sp[] = {0x1000, 0x1040, 0x1100, 0x1500, 0x1600};
+    const uint64_t shim[] = {0x1200};
+    uint8_t ev[5];
+    lp_nmerge_eval_by_stack(sp, 5, shim, 1, ev);
+    const uint8_t want[] = {0, 0, 1, 0, 0};
+    CHECK(memcmp(ev, want, 5) == 0);
+    /* the bounds: from a frame's own sp (included) to its caller's (not) */
+    const uint64_t at_sp[] = {0x1100}, at_caller[] = {0x1500};
+    lp_nmerge_eval_by_stack(sp, 5, at_sp, 1, ev);
+    CHECK(ev[2] && !ev[1] && !ev[3]);
+    lp_nmerge_eval_by_stack(sp, 5, at_caller, 1, ev);
+    CHECK(!ev[2] && ev[3]);
+    /* two eval calls, two shims; merged as with named frames */
+    const uint64_t two[] = {0x1050, 0x1520};
+    lp_nmerge_eval_by_stack(sp, 5, two, 2, ev);
+    const uint8_t want2[] = {0, 1, 0, 1, 0};
+    CHECK(memcmp(ev, want2, 5) == 0);
+    const uint8_t entry[] = {0, 1, 1};
+    int mm = -1;
+    CHECK(strcmp(merged(ev, 5, 0, entry, 3, &mm), "n0 p0 p1 n2 p2 n4") == 0);
+    CHECK_EQ_INT(mm, 0);
+}
+
+TEST(stack_rule_finds_nothing_where_it_cannot_know) {
+    uint8_t ev[4];
+    /* the outermost frame: no known end to its part of the stack */
+    const uint64_t sp[] = {0x1000, 0x1100, 0x1200, 0x1300};
+    const uint64_t past[] = {0x1310};
+    lp_nmerge_eval_by_stack(sp, 4, past, 1, ev);
+    CHECK(!ev[0] && !ev[1] && !ev[2] && !ev[3]);
+    /* an sp not read (0), or callers' sps out of order (a confused unwind) */
+    const uint64_t bad[] = {0, 0x1100, 0x1080, 0x1300};
+    const uint64_t in[] = {0x10, 0x1090, 0x1200};
+    lp_nmerge_eval_by_stack(bad, 4, in, 3, ev);
+    CHECK(!ev[0] && !ev[1] && ev[2] && !ev[3]);
+    /* 3.10/3.11 give no shims (0): nothing */
+    const uint64_t none[] = {0, 0};
+    lp_nmerge_eval_by_stack(sp, 4, none, 2, ev);
+    CHECK(!ev[0] && !ev[1] && !ev[2] && !ev[3]);
+    /* a shim in no frame: one eval call fewer than groups, so a mismatch */
+    const uint64_t lost[] = {0x1150, 0x5000};
+    lp_nmerge_eval_by_stack(sp, 4, lost, 2, ev);
+    const uint8_t entry[] = {1, 1};
+    int mm = 0;
+    CHECK(strcmp(merged(ev, 4, 0, entry, 2, &mm), "n0 p0 p1") == 0);
+    CHECK_EQ_INT(mm, 1);
+}
+
 RUN_TESTS(eval_names, each_eval_call_runs_its_group, one_frame_per_eval_call_as_310, disagreement_falls_back,
-          no_python_and_bounded_output)
+          no_python_and_bounded_output, eval_calls_found_by_their_entry_frames_314,
+          stack_rule_finds_nothing_where_it_cannot_know)

@@ -201,14 +201,19 @@ TEST(walk_reads_frames_and_lines) {
 }
 
 /* the entry sink (lprof dump --native): the index of each frame after
- * which it was called, the outermost frame of one eval call */
+ * which it was called, the outermost frame of one eval call, and the
+ * address of the entry frame that ended it (3.12+) */
 typedef struct {
     tally t;
     int n, at[8];
+    uint64_t shim[8];
 } entries;
-static int t_entry(void *ctx) {
+static int t_entry(void *ctx, uint64_t shim) {
     entries *e = ctx;
-    if (e->n < 8) e->at[e->n++] = e->t.frames - 1;
+    if (e->n < 8) {
+        e->shim[e->n] = shim;
+        e->at[e->n++] = e->t.frames - 1;
+    }
     return 0;
 }
 static int walk_entries(fake_interp *interp, const lp_remote_layout *L, entries *e) {
@@ -241,6 +246,14 @@ TEST(walk_marks_entry_frames) {
     CHECK_EQ_INT(e.n, 2);
     CHECK_EQ_INT(e.at[0], 1);
     CHECK_EQ_INT(e.at[1], 2);
+    CHECK(e.shim[0] == U(&shim1) && e.shim[1] == U(&shim2)); /* what 3.14+'s merge looks for on the C stack */
+    /* a second entry frame in a row (3.14's base frame after the last shim) ends no group */
+    static fake_frame base;
+    base = (fake_frame){0, 0, 0, 3, 0};
+    shim2.previous = U(&base);
+    CHECK_EQ_INT(walk_entries(&interp, &L, &e), LP_REMOTE_OK);
+    CHECK_EQ_INT(e.n, 2);
+    CHECK(e.shim[1] == U(&shim2));
     /* 3.11: the frame's is_entry byte, no entry frames of their own */
     f0 = (fake_frame){U(&f1), U(&code), U(code.code), 0, 0};
     f1 = (fake_frame){U(&f2), U(&code), U(code.code), 0, 1};
@@ -251,6 +264,7 @@ TEST(walk_marks_entry_frames) {
     CHECK_EQ_INT(e.n, 2);
     CHECK_EQ_INT(e.at[0], 1);
     CHECK_EQ_INT(e.at[1], 2);
+    CHECK(e.shim[0] == 0 && e.shim[1] == 0); /* no entry frame to give */
     /* 3.10: one eval call per frame */
     L.frame_model = LP_REMOTE_FRAMES_310;
     L.fr_is_entry = LP_REMOTE_ABSENT;

@@ -11,6 +11,13 @@ from ..common.errors import LprofError
 from . import remote_stacks
 
 
+# From 3.14 the eval calls among the C frames are found by the entry frame
+# each keeps on its stack, not by name: GCC builds (Debian's 3.14, 3.15)
+# put most of the eval loop in a cold part that no symbol names
+# (docs/design-remote.md); 3.10-3.13 keep the name rule they were verified with.
+_EVAL_BY_STACK = 0x030E0000
+
+
 def _message(nstatus, pid, verb):
     from .. import _lprof as c
 
@@ -59,7 +66,8 @@ class _Maps:
         return None, None
 
 
-def _native_doc(ip, name, offset, maps):
+def _native_doc(frame, maps):
+    ip, name, offset = frame[:3]
     lib, lib_offset = maps.find(ip)
     return {
         "kind": "native",
@@ -127,11 +135,11 @@ def read(pid, runtime, layout, verb="dump", with_locals=False):
             matched.add(nat[0])
             nframes = nat[4]
             items, mismatch = c.native_merge(
-                [f[1] for f in nframes], bool(nat[3]), list(entries), len(frames)
+                list(nframes), bool(nat[3]), list(entries), len(frames), version >= _EVAL_BY_STACK
             )
             t["merge"] = "mismatch" if mismatch else "ok"
             t["stack"] = [
-                _python_doc(frames[i]) if kind == 1 else _native_doc(*nframes[i], maps) for kind, i in items
+                _python_doc(frames[i]) if kind == 1 else _native_doc(nframes[i], maps) for kind, i in items
             ]
         out.append(t)
     nostop = [n[0] for n in natives if n[1] == c.REMOTE_NATIVE_NOSTOP]

@@ -157,7 +157,7 @@ typedef struct sink_state {
     PyObject *threads; /* list of [tid, native_tid, frames, status] */
     PyObject *frames;  /* the current thread's frames list (borrowed from threads) */
     PyObject *locals;  /* the current frame's locals list (borrowed), with --locals */
-    PyObject *entries; /* the current thread's entry-frame indexes (borrowed), with --native */
+    PyObject *entries; /* the current thread's (entry-frame index, shim) pairs (borrowed), with --native */
     int want_locals;
     int want_entries;
 } sink_state;
@@ -170,7 +170,7 @@ static int on_thread(void *ctx, uint64_t tid, uint64_t ntid) {
         Py_BuildValue("[KKOi]", (unsigned long long)tid, (unsigned long long)ntid, s->frames, LP_REMOTE_OK);
     Py_DECREF(s->frames); /* the thread's list holds it */
     if (t == NULL) return 1;
-    if (s->want_entries) { /* --native: a fifth item, the entry frames' indexes */
+    if (s->want_entries) { /* --native: a fifth item, the entry frames */
         s->entries = PyList_New(0);
         int bad = s->entries == NULL || PyList_Append(t, s->entries) < 0;
         Py_XDECREF(s->entries); /* the thread's list holds it */
@@ -218,11 +218,11 @@ static int on_local(void *ctx, const char *name, const char *value) {
     return rc < 0;
 }
 
-static int on_entry(void *ctx) {
+static int on_entry(void *ctx, uint64_t shim) {
     sink_state *s = ctx;
-    PyObject *i = PyLong_FromSsize_t(PyList_GET_SIZE(s->frames) - 1);
-    int rc = i == NULL || PyList_Append(s->entries, i) < 0;
-    Py_XDECREF(i);
+    PyObject *e = Py_BuildValue("(nK)", PyList_GET_SIZE(s->frames) - 1, (unsigned long long)shim);
+    int rc = e == NULL || PyList_Append(s->entries, e) < 0;
+    Py_XDECREF(e);
     return rc;
 }
 
@@ -276,7 +276,7 @@ static PyObject *py_remote_dump(PyObject *self, PyObject *args) {
 }
 
 /* one stopped thread's native frames: (tid, status, tls, truncated, [(ip,
- * symbol or None, offset), ...] innermost first) */
+ * symbol or None, offset, sp), ...] innermost first) */
 static PyObject *native_thread(lp_rnative_set *set, int i, lp_rnative_frame *buf) {
     int n = 0, truncated = 0;
     uint64_t tls = 0;
@@ -287,8 +287,8 @@ static PyObject *native_thread(lp_rnative_set *set, int i, lp_rnative_frame *buf
         PyObject *name = buf[k].name[0]
                              ? PyUnicode_DecodeUTF8(buf[k].name, (Py_ssize_t)strlen(buf[k].name), "replace")
                              : (Py_INCREF(Py_None), Py_None);
-        PyObject *f = name ? Py_BuildValue("(KOK)", (unsigned long long)buf[k].ip, name,
-                                           (unsigned long long)buf[k].offset)
+        PyObject *f = name ? Py_BuildValue("(KOKK)", (unsigned long long)buf[k].ip, name,
+                                           (unsigned long long)buf[k].offset, (unsigned long long)buf[k].sp)
                            : NULL;
         Py_XDECREF(name);
         if (f == NULL || PyList_Append(frames, f) < 0) {
@@ -348,10 +348,11 @@ out:
 /* remote_dump_native(pid, runtime_addr, layout or None, locals=False) ->
  * (status, native_status, version_hex, threads, natives, threads_left_out):
  * every thread of pid stopped (ptrace), its Python stacks read as
- * remote_dump reads them (each thread with a fifth item: the indexes of its
- * entry frames, the outermost of each eval call) and every thread unwound
- * (natives: (tid, REMOTE_NATIVE_*, thread pointer, truncated, [(ip, symbol
- * or None, offset)])), then released. native_status: REMOTE_NATIVE_* of
+ * remote_dump reads them (each thread with a fifth item: [(index, shim)]
+ * of its entry frames, the outermost of each eval call, shim the address
+ * of the interpreter's entry frame after it, 3.12+, else 0) and every
+ * thread unwound (natives: (tid, REMOTE_NATIVE_*, thread pointer,
+ * truncated, [(ip, symbol or None, offset, sp)])), then released. native_status: REMOTE_NATIVE_* of
  * the stop (UNAVAILABLE without libunwind-ptrace: nothing is stopped). */
 static PyObject *py_remote_dump_native(PyObject *self, PyObject *args) {
     (void)self;
@@ -405,35 +406,46 @@ static PyObject *py_remote_native_available(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(a == 1 ? LP_RNATIVE_OK : a == 0 ? LP_RNATIVE_UNAVAILABLE : LP_RNATIVE_NOLIB);
 }
 
-/* native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)],
- * mismatch): native_merge.h's rule; symbols innermost first (str or None),
- * entries the indexes of Python entry frames; kind 0 native, 1 Python */
+/* native_merge(frames, truncated, entries, n_python, by_stack) ->
+ * ([(kind, index)], mismatch): native_merge.h's rule; frames the native
+ * frames as remote_dump_native gives them, innermost first ((ip, symbol or
+ * None, offset, sp)), entries its [(index, shim)] of the Python entry
+ * frames; by_stack: an eval call is the frame whose stack holds a shim
+ * (3.14+), else the one named so (3.10-3.13). kind 0 native, 1 Python */
 static PyObject *py_native_merge(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *names, *entries;
-    int truncated, npy;
-    if (!PyArg_ParseTuple(args, "O!pO!i:native_merge", &PyList_Type, &names, &truncated, &PyList_Type,
-                          &entries, &npy))
+    PyObject *frames, *entries;
+    int truncated, npy, by_stack;
+    if (!PyArg_ParseTuple(args, "O!pO!ip:native_merge", &PyList_Type, &frames, &truncated, &PyList_Type,
+                          &entries, &npy, &by_stack))
         return NULL;
-    Py_ssize_t nn = PyList_GET_SIZE(names);
-    if (nn > LP_RNATIVE_MAX_DEPTH || npy < 0 || npy > LP_REMOTE_MAX_DEPTH) {
+    Py_ssize_t nn = PyList_GET_SIZE(frames), ne = PyList_GET_SIZE(entries);
+    if (nn > LP_RNATIVE_MAX_DEPTH || npy < 0 || npy > LP_REMOTE_MAX_DEPTH || ne > LP_REMOTE_MAX_DEPTH) {
         PyErr_SetString(PyExc_ValueError, "native_merge: too many frames");
         return NULL;
     }
     uint8_t is_eval[LP_RNATIVE_MAX_DEPTH] = {0}, entry[LP_REMOTE_MAX_DEPTH] = {0};
+    uint64_t sp[LP_RNATIVE_MAX_DEPTH] = {0}, shims[LP_REMOTE_MAX_DEPTH] = {0};
     for (Py_ssize_t i = 0; i < nn; i++) {
-        PyObject *o = PyList_GET_ITEM(names, i);
-        if (o != Py_None) {
-            const char *u = PyUnicode_AsUTF8(o);
+        PyObject *name;
+        unsigned long long ip, offset, at;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(frames, i), "KOKK:native frame", &ip, &name, &offset, &at))
+            return NULL;
+        sp[i] = at;
+        if (!by_stack && name != Py_None) {
+            const char *u = PyUnicode_AsUTF8(name);
             if (u == NULL) return NULL;
             is_eval[i] = (uint8_t)lp_nmerge_is_eval(u);
         }
     }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
-        long k = PyLong_AsLong(PyList_GET_ITEM(entries, i));
-        if (k == -1 && PyErr_Occurred()) return NULL;
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        long k;
+        unsigned long long shim;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(entries, i), "lK:entry", &k, &shim)) return NULL;
         if (k >= 0 && k < npy) entry[k] = 1;
+        shims[i] = shim;
     }
+    if (by_stack) lp_nmerge_eval_by_stack(sp, (int)nn, shims, (int)ne, is_eval);
     enum { MAX_OUT = LP_RNATIVE_MAX_DEPTH + LP_REMOTE_MAX_DEPTH };
     lp_nmerge_item *out = malloc(MAX_OUT * sizeof *out);
     if (out == NULL) return PyErr_NoMemory();
@@ -488,7 +500,7 @@ static PyMethodDef remote_methods[] = {
     {"remote_native_available", py_remote_native_available, METH_NOARGS,
      "remote_native_available() -> REMOTE_NATIVE_OK, _UNAVAILABLE or _NOLIB (lprof dump --native)."},
     {"native_merge", py_native_merge, METH_VARARGS,
-     "native_merge(symbols, truncated, entries, n_python) -> ([(kind, index)], mismatch)."},
+     "native_merge(frames, truncated, entries, n_python, by_stack) -> ([(kind, index)], mismatch)."},
     {NULL, NULL, 0, NULL},
 };
 

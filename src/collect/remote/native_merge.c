@@ -10,6 +10,16 @@ int lp_nmerge_is_eval(const char *name) {
     return name != NULL && strncmp(name, EVAL_NAME, n) == 0 && (name[n] == '\0' || name[n] == '.');
 }
 
+void lp_nmerge_eval_by_stack(const uint64_t *sp, int nn, const uint64_t *shims, int nshims,
+                             uint8_t *is_eval) {
+    for (int i = 0; i < nn; i++) {
+        is_eval[i] = 0;
+        if (i + 1 == nn || sp[i] == 0 || sp[i + 1] <= sp[i]) continue;
+        for (int k = 0; k < nshims && !is_eval[i]; k++)
+            is_eval[i] = shims[k] >= sp[i] && shims[k] < sp[i + 1];
+    }
+}
+
 static int put(lp_nmerge_item *out, int n, int max, int kind, int index) {
     if (n < max) out[n++] = (lp_nmerge_item){kind, index};
     return n;

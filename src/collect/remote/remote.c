@@ -607,7 +607,7 @@ static int walk_frames(walk *w, uint64_t frame) {
         }
         if (rc != LP_REMOTE_OK) return rc;
         if (skip && pending_entry && w->sink->entry != NULL) { /* 3.12+: the group's end */
-            if (w->sink->entry(w->sink->ctx)) return LP_REMOTE_STOPPED;
+            if (w->sink->entry(w->sink->ctx, frame)) return LP_REMOTE_STOPPED;
             pending_entry = 0;
         }
         if (!skip && code != 0) {
@@ -623,7 +623,7 @@ static int walk_frames(walk *w, uint64_t frame) {
                     entry = lp_remote_read(w->pid, frame + L->fr_is_entry, &b, 1) == LP_REMOTE_OK && b;
                 }
                 pending_entry = !entry;
-                if (entry && w->sink->entry(w->sink->ctx)) rc = LP_REMOTE_STOPPED;
+                if (entry && w->sink->entry(w->sink->ctx, 0)) rc = LP_REMOTE_STOPPED;
             }
             if (rc != LP_REMOTE_OK) return rc;
         }

@@ -93,8 +93,10 @@ typedef struct lp_remote_sink {
     /* NULL, or called after a frame when it is the outermost one its C
      * eval-loop call runs (lprof dump --native's merge): 3.10 every frame,
      * 3.11 `is_entry` (fr_is_entry), 3.12+ the frame whose `previous` is a
-     * C-stack or interpreter-owned entry frame (owner >= 3) */
-    int (*entry)(void *ctx);
+     * C-stack or interpreter-owned entry frame (owner >= 3). `shim`: that
+     * entry frame's address (3.12+; 0 on 3.10, 3.11), a local variable of
+     * the eval call, so on that call's C stack */
+    int (*entry)(void *ctx, uint64_t shim);
     void *ctx;
 } lp_remote_sink;
 

@@ -212,13 +212,15 @@ int lp_rnative_unwind(lp_rnative_set *set, int i, lp_rnative_frame *out, int max
         rc = LP_RNATIVE_FAILED;
     } else {
         for (;;) {
-            unw_word_t ip = 0;
+            unw_word_t ip = 0, sp = 0;
             if (U.get_reg(&c, UNW_REG_IP, &ip) != 0 || ip == 0) break;
             if (*n == max) {
                 *truncated = 1;
                 break;
             }
             out[*n].ip = ip;
+            /* 0 when it does not read: the merge then finds nothing in it */
+            out[*n].sp = U.get_reg(&c, UNW_REG_SP, &sp) == 0 ? sp : 0;
             name_of(as, upt, ip, *n == 0, &out[*n]);
             /* a stripped library names the nearest exported symbol below ip,
              * often another function: kept only when it starts where the

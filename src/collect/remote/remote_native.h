@@ -56,6 +56,7 @@ typedef struct {
 typedef struct {
     uint64_t ip;                    /* the PC (frame 0), a return address (the others) */
     uint64_t offset;                /* ip's offset from the symbol's start, when named */
+    uint64_t sp;                    /* its stack pointer: its locals lie from here up to the next frame's */
     char name[LP_RNATIVE_MAX_NAME]; /* "" when no symbol covers ip */
 } lp_rnative_frame;
 
