@@ -1,0 +1,121 @@
+"""The split of torch.compile kernels over the source lines they fuse
+(lprof.model.compiled_kernels), on built stacks: no torch, no GPU. The map
+is Inductor's provenance text as collect/inductor_lines.py keeps it:
+{"<kernel>:<handle>": [stack trace of each op]}."""
+import json
+import textwrap
+
+import pytest
+
+
+def _trace(*frames):
+    return "".join(f'  File "{f}", line {n}, in {fn}\n    code\n    ^^^^\n' for f, n, fn in frames)
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+
+
+        class Model:
+            @staticmethod
+            def forward(x, y):
+                a = x.sin()
+                b = a * y
+                return b + x
+    """))
+    return str(path)
+
+
+def _section(user, generated=None, kernel="triton_poi_fused_add_mul_sin_0"):
+    """A launch stack <module>:12 -> [generated call()] -> kernel, and a plain kernel."""
+    frames = [[user, "<module>", 1, 12], ["<gpu>", kernel, 0, 0], ["<gpu>", "plain", 0, 0]]
+    launch = [0]
+    if generated:
+        frames.append([generated, "call", 30, 41])
+        launch.append(3)
+    return {
+        "frames": frames,
+        "columns": [["gpu_kernel_s", "ns", "sum"], ["gpu_kernels", "count", "sum"],
+                    ["gpu_h2d_bytes", "bytes", "sum"], ["gpu_peak_bytes", "bytes", "max"]],
+        "stacks": [[launch + [1], 7, {"gpu_kernel_s": 0.09, "gpu_kernels": 3, "gpu_peak_bytes": 4096}],
+                   [[0, 2], 7, {"gpu_kernel_s": 0.01, "gpu_kernels": 1}]],
+    }
+
+
+def _graph(model_file, lines, generated=None, kernel="triton_poi_fused_add_mul_sin_0", handle=1):
+    traces = [_trace((model_file, n, "forward")) for n in lines]
+    return (generated, json.dumps({f"{kernel}:{handle}": traces}))
+
+
+def test_a_fused_kernel_is_split_evenly_over_its_lines(model_file):
+    from lprof.model import compiled_kernels, sections
+    from lprof.model.frames import table
+    user = model_file.replace("model.py", "train.py")
+    section = _section(user)
+    # line 9 twice (two ops of one line): three distinct lines
+    kmap = compiled_kernels.kernel_map([_graph(model_file, [7, 8, 9, 9])])
+    summary = compiled_kernels.split(section, kmap)
+    assert summary == {"kernels": 1, "rows": 1, "gpu_s": pytest.approx(0.09)}
+    frames = table(section["frames"])
+    split = [(ids, m) for ids, _t, m in section["stacks"] if frames[ids[-1]].function != "plain"]
+    assert len(split) == 3
+    for n, (ids, m) in zip((7, 8, 9), split):
+        labels = [frames[i].label for i in ids]
+        assert labels == [f"<module> ({user}:12)", "[compiled: fused over 3 lines] (<lprof>:0)",
+                          f"Model.forward ({model_file}:{n})", "triton_poi_fused_add_mul_sin_0"]
+        assert frames[ids[2]].first_line == 5  # the decorator's line, as CPython's co_firstlineno
+        # sums divided by 3, the peak kept whole
+        assert m == {"gpu_kernel_s": pytest.approx(0.03), "gpu_kernels": 1, "gpu_peak_bytes": 4096}
+    rows = {(r[0], r[1]): r for r in sections.gpu_line_rows(section)}
+    assert set(rows) == {(model_file, 7), (model_file, 8), (model_file, 9), (user, 12)}
+    assert rows[(model_file, 8)][3] == pytest.approx(0.03)
+    assert rows[(user, 12)][3] == pytest.approx(0.01)  # the plain kernel stays
+
+
+def test_one_line_kernel_is_moved_whole(model_file):
+    from lprof.model import compiled_kernels
+    from lprof.model.frames import table
+    section = _section(model_file.replace("model.py", "train.py"))
+    compiled_kernels.split(section, compiled_kernels.kernel_map([_graph(model_file, [8])]))
+    frames = table(section["frames"])
+    ids, _t, m = section["stacks"][0]
+    assert frames[ids[1]].function == "[compiled: 1 line]" and m["gpu_kernel_s"] == pytest.approx(0.09)
+
+
+def test_a_name_two_graphs_gave_is_told_apart_by_the_generated_module(model_file):
+    from lprof.model import compiled_kernels, stacks
+    user = model_file.replace("model.py", "train.py")
+    gen_a, gen_b = "/tmp/torchinductor_u/aa/caa.py", "/tmp/torchinductor_u/bb/cbb.py"
+    kmap = compiled_kernels.kernel_map([_graph(model_file, [7], gen_a), _graph(model_file, [9], gen_b)])
+    on_b = _section(user, generated=gen_b)
+    compiled_kernels.split(on_b, kmap)
+    assert [k[1] for k in stacks.lines(on_b) if k[0] == model_file] == [9]
+    # nothing on the stack says which graph: the kernel keeps its launch line
+    unknown = _section(user)
+    assert compiled_kernels.split(unknown, kmap)["rows"] == 0
+    assert unknown == _section(user)
+
+
+def test_kernels_not_in_the_map_and_bad_text_change_nothing(model_file):
+    from lprof.model import compiled_kernels
+    user = model_file.replace("model.py", "train.py")
+    section = _section(user, kernel="triton_red_fused_sum_1")
+    kmap = compiled_kernels.kernel_map([_graph(model_file, [7, 8]), (None, "not json"), (None, "[1, 2]")])
+    assert compiled_kernels.split(section, kmap)["rows"] == 0
+    assert section == _section(user, kernel="triton_red_fused_sum_1")
+
+
+def test_lprofs_own_frames_leave_an_ops_trace(model_file):
+    from lprof.common import libdirs
+    from lprof.model import compiled_kernels
+    own = libdirs.LPROF_DIR + "collect/gpu_backward.py"
+    chain = compiled_kernels.parse_stack_trace(_trace((model_file, 8, "forward"), (own, 95, "_traced")))
+    assert chain == ((model_file, 8, "forward"),)
+
+
+def test_a_file_that_cannot_be_read_keeps_the_traces_names(tmp_path):
+    from lprof.model import compiled_kernels
+    assert compiled_kernels.enclosing_function(str(tmp_path / "gone.py"), 8, "forward") == ("forward", 8)
