@@ -119,3 +119,46 @@ def test_lprofs_own_frames_leave_an_ops_trace(model_file):
 def test_a_file_that_cannot_be_read_keeps_the_traces_names(tmp_path):
     from lprof.model import compiled_kernels
     assert compiled_kernels.enclosing_function(str(tmp_path / "gone.py"), 8, "forward") == ("forward", 8)
+
+
+GENERATED = """\
+class Runner:
+    def call(self, args):
+        buf0 = empty_strided_cuda((16, 16), (16, 1), torch.float32)
+        # Topologically Sorted Source Nodes: [h], Original ATen: [aten.addmm]
+        # [Provenance debug handles] extern_kernels.addmm:1
+        extern_kernels.addmm(primals_2, primals_3, primals_1, alpha=1, beta=1, out=buf0)
+        # [Provenance debug handles] triton_poi_fused_relu_0:2
+        triton_poi_fused_relu_0.run(buf0, 256, stream=stream0)
+        return (buf0, )
+"""
+
+
+def test_a_launch_from_a_generated_module_finds_its_kernel_by_the_comment_above(model_file, tmp_path):
+    """An extern kernel (cuBLAS names its own GEMM) is found by the launch
+    line of the generated module on its stack."""
+    from lprof.model import compiled_kernels, stacks
+    user = str(tmp_path / "train.py")
+    generated = tmp_path / "cgen.py"
+    generated.write_text(GENERATED)
+    graph = (str(generated), json.dumps({
+        "extern_kernels.addmm:1": [_trace((model_file, 7, "forward"))],
+        "triton_poi_fused_relu_0:2": [_trace((model_file, 8, "forward")), _trace((model_file, 9, "forward"))],
+    }))
+    kmap = compiled_kernels.kernel_map([graph])
+    assert compiled_kernels.launch_key(str(generated), 6) == "extern_kernels.addmm:1"
+    assert compiled_kernels.launch_key(str(generated), 8) == "triton_poi_fused_relu_0:2"
+    assert compiled_kernels.launch_key(str(generated), 3) is None
+    section = {
+        "frames": [[user, "<module>", 1, 12], [str(generated), "Runner.call", 2, 6], ["<gpu>", "sm90_gemm", 0, 0],
+                   [str(generated), "Runner.call", 2, 8], ["<gpu>", "triton_poi_fused_relu_0", 0, 0],
+                   [str(generated), "Runner.call", 2, 3], ["<gpu>", "fill_kernel", 0, 0]],
+        "columns": [["gpu_kernel_s", "ns", "sum"]],
+        "stacks": [[[0, 1, 2], 1, {"gpu_kernel_s": 0.4}], [[0, 3, 4], 1, {"gpu_kernel_s": 0.2}],
+                   [[0, 5, 6], 1, {"gpu_kernel_s": 0.1}]],
+    }
+    assert compiled_kernels.split(section, kmap)["kernels"] == 2
+    lines = {k[1]: v["gpu_kernel_s"] for k, v in stacks.lines(section).items() if k[0] == model_file}
+    assert lines == {7: pytest.approx(0.4), 8: pytest.approx(0.1), 9: pytest.approx(0.1)}
+    # a launch from a line without the comment, of a kernel not in the map: its stack stays
+    assert [ids for ids, _t, _m in section["stacks"] if ids[-1] == 6] == [[0, 5, 6]]

@@ -4,8 +4,13 @@ A kernel Inductor generated runs the ops of several lines of the compiled
 function; its launch stack ends in the line that called the compiled
 function (and Inductor's generated module, never a charged line). Given the
 map collect/inductor_lines.py kept ({kernel: the stack traces of its ops}),
-each GPU stack whose kernel is in the map becomes one stack per distinct
-source line of the kernel:
+a GPU stack's kernel is found in it
+- by the launch: where the stack holds a line of a generated module's
+  call(), the provenance comment above that line names the kernel entry
+  (exact, and the only way for extern kernels: cuBLAS names its own);
+- else by the kernel's name (what CUPTI reports is Inductor's name for a
+  Triton kernel), where one graph, or all graphs alike, gave it lines.
+Each such stack becomes one stack per distinct source line of the kernel:
 
     <launch stack>;[compiled: fused over N lines];<op's frames>;<kernel>
 
@@ -15,9 +20,11 @@ The op's frames are its FX stack trace, outermost first (the compiled
 function's line, then any module or helper it inlined): the attribution rule
 charges the innermost one in the program's files. Kernels not in the map,
 or whose name two graphs gave to different lines with nothing on the stack
-to tell which, keep their stack. Pure functions of profile data."""
+to tell which, keep their stack. Reads only profile data, the generated
+modules and the program's files (for the functions' names and first lines)."""
 
 import ast
+import collections
 import functools
 import json
 import re
@@ -27,6 +34,8 @@ from .frames import GPU_FILE, MARKER_FILE, table as frame_table
 from . import stacks as stacks_model
 
 MARKER_PREFIX = "[compiled"
+# the comment Inductor's wrapper writes above a launch when tracking is on
+_HANDLE_COMMENT = re.compile(r"\[Provenance debug handles\] (\S+:\d+)\s*$")
 # one frame of a Python traceback: File "x.py", line 12, in forward
 _TRACE_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 
@@ -47,12 +56,23 @@ def parse_stack_trace(text):
     )
 
 
+class KernelLines(collections.namedtuple("KernelLines", "by_name by_launch")):
+    """The map, two ways. by_name: {kernel name: [(generated module file or
+    None, chains), ...]}, one candidate per graph that named a kernel so.
+    by_launch: {(generated module file, "<kernel>:<handle>"): chains}, for
+    a launch from a line of a generated module's call(). chains: the
+    distinct op chains (parse_stack_trace tuples), in first-seen order."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        return bool(self.by_name)
+
+
 def kernel_map(graphs):
-    """{kernel name: [(generated module file or None, (op chain, ...)), ...]}
-    from collect/inductor_lines.graphs(): one candidate per graph that named
-    a kernel so; an op chain is a parse_stack_trace() tuple, distinct ones
-    in first-seen order. Text that does not parse is skipped."""
-    out = {}
+    """KernelLines from collect/inductor_lines.graphs(); text that does not
+    parse is skipped."""
+    by_name, by_launch = {}, {}
     for module_file, text in graphs:
         try:
             per_kernel = json.loads(text)
@@ -69,8 +89,51 @@ def kernel_map(graphs):
                 if chain and chain not in chains:
                     chains.append(chain)
             if chains:
-                out.setdefault(name, []).append((module_file, tuple(chains)))
-    return out
+                by_name.setdefault(name, []).append((module_file, tuple(chains)))
+                if module_file:
+                    by_launch[(module_file, str(key))] = tuple(chains)
+    return KernelLines(by_name, by_launch)
+
+
+@functools.lru_cache(maxsize=256)
+def _module_lines(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return tuple(fh.read().splitlines())
+    except (OSError, UnicodeDecodeError):
+        return ()
+
+
+def launch_key(module_file, line, read_lines=_module_lines):
+    """The "<kernel>:<handle>" a generated module launches from `line`: its
+    wrapper writes "# [Provenance debug handles] <kernel>:<handle>" in the
+    comments right above each launch (an extern kernel's too: a cuBLAS
+    GEMM has no Inductor name). None where no such comment is there."""
+    lines = read_lines(module_file)
+    i = line - 2  # the line above, 0-based
+    while 0 <= i < len(lines) and lines[i].lstrip().startswith("#"):
+        m = _HANDLE_COMMENT.search(lines[i])
+        if m:
+            return m.group(1)
+        i -= 1
+    return None
+
+
+def _chains_of(kmap, modules, name, stack, read_lines):
+    """The op chains of the kernel `name` launched from `stack` (Frames,
+    root first): by the generated module's launch line where one of
+    `modules` is on the stack, else by name (_choose); None when neither
+    tells."""
+    if modules:
+        for f in reversed(stack):
+            if f.line and f.file in modules:
+                key = launch_key(f.file, f.line, read_lines)
+                chains = kmap.by_launch.get((f.file, key)) if key else None
+                if chains:
+                    return chains
+                break
+    candidates = kmap.by_name.get(name)
+    return _choose(candidates, {f.file for f in stack}) if candidates else None
 
 
 def _choose(candidates, stack_files):
@@ -84,7 +147,7 @@ def _choose(candidates, stack_files):
     return next(iter(distinct)) if len(distinct) == 1 else None
 
 
-def split(section, kmap, source_function=None):
+def split(section, kmap, source_function=None, read_lines=_module_lines):
     """Rewrites a row-form stacks section in place (see the module's doc);
     returns {"kernels": distinct kernel names split, "rows": rows split,
     "gpu_s": device seconds moved to source lines}."""
@@ -96,6 +159,7 @@ def split(section, kmap, source_function=None):
     frames = frame_table(raw_frames)
     kinds = stacks_model.merge_kinds(section)
     index = {tuple(f): i for i, f in enumerate(raw_frames)}
+    modules = {mf for mf, _key in kmap.by_launch}
 
     def frame_id(raw):
         key = tuple(raw)
@@ -111,8 +175,9 @@ def split(section, kmap, source_function=None):
     out, names = [], set()
     for ids, thread, m in section["stacks"]:
         leaf = frames[ids[-1]] if ids else None
-        candidates = kmap.get(leaf.function) if leaf is not None and leaf.file == GPU_FILE else None
-        chains = _choose(candidates, {frames[i].file for i in ids}) if candidates else None
+        chains = None
+        if leaf is not None and leaf.file == GPU_FILE:
+            chains = _chains_of(kmap, modules, leaf.function, [frames[i] for i in ids[:-1]], read_lines)
         if not chains:
             out.append([ids, thread, m])
             continue
