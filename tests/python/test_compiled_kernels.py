@@ -58,7 +58,7 @@ def test_a_fused_kernel_is_split_evenly_over_its_lines(model_file):
     # line 9 twice (two ops of one line): three distinct lines
     kmap = compiled_kernels.kernel_map([_graph(model_file, [7, 8, 9, 9])])
     summary = compiled_kernels.split(section, kmap)
-    assert summary == {"kernels": 1, "rows": 1, "gpu_s": pytest.approx(0.09)}
+    assert summary == {"kernels": 1, "stacks_split": 1, "gpu_s": pytest.approx(0.09)}
     frames = table(section["frames"])
     split = [(ids, m) for ids, _t, m in section["stacks"] if frames[ids[-1]].function != "plain"]
     assert len(split) == 3
@@ -95,7 +95,7 @@ def test_a_name_two_graphs_gave_is_told_apart_by_the_generated_module(model_file
     assert [k[1] for k in stacks.lines(on_b) if k[0] == model_file] == [9]
     # nothing on the stack says which graph: the kernel keeps its launch line
     unknown = _section(user)
-    assert compiled_kernels.split(unknown, kmap)["rows"] == 0
+    assert compiled_kernels.split(unknown, kmap)["stacks_split"] == 0
     assert unknown == _section(user)
 
 
@@ -104,7 +104,7 @@ def test_kernels_not_in_the_map_and_bad_text_change_nothing(model_file):
     user = model_file.replace("model.py", "train.py")
     section = _section(user, kernel="triton_red_fused_sum_1")
     kmap = compiled_kernels.kernel_map([_graph(model_file, [7, 8]), (None, "not json"), (None, "[1, 2]")])
-    assert compiled_kernels.split(section, kmap)["rows"] == 0
+    assert compiled_kernels.split(section, kmap)["stacks_split"] == 0
     assert section == _section(user, kernel="triton_red_fused_sum_1")
 
 

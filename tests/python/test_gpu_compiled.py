@@ -7,7 +7,8 @@ lprof must charge each fused kernel to the lines of the ops it fused, split
 evenly, under a "[compiled: fused over N lines]" stack frame, leave the
 launching line none of it, and leave a kernel Inductor did not make, or a
 run with LPROF_GPU_COMPILED=0, as before. Durations are the fakes', exact.
-One cold compile (about 15 s) per session: the runs share Inductor's cache."""
+One cold compile (about 15 s) per session: the runs share Inductor's cache,
+so the later ones load the compiled graph from it (with its map)."""
 import json
 import os
 import shutil
@@ -98,8 +99,19 @@ def test_fused_kernel_goes_to_the_lines_it_fuses(run_lprof, tmp_path, fake_cuda,
     assert "torch.compile kernel" in r.stdout and "[compiled: ...]" in r.stdout, r.stdout
 
 
+def test_a_graph_loaded_from_inductors_cache_brings_its_map(run_lprof, tmp_path, fake_cuda, inductor_cache):
+    """The first test compiled into the shared cache: this run loads the graph."""
+    prof, kernels = _run(run_lprof, tmp_path, fake_cuda, inductor_cache, name="warm")
+    lines = _lines(json.loads(_export(run_lprof, tmp_path, prof, "json")))
+    assert lines[_at("op mul")]["kernel_s"] == pytest.approx(STEPS * KERNEL_US * len(kernels) / 3 * US)
+    assert lines[_at("kernel launch")]["kernel_s"] == 0
+
+
 def test_without_the_map_the_launching_line_keeps_the_kernels(run_lprof, tmp_path, fake_cuda, inductor_cache):
-    prof, kernels = _run(run_lprof, tmp_path, fake_cuda, inductor_cache, name="off", LPROF_GPU_COMPILED="0")
+    # the program's own tracking level (the cache key has it: the graph
+    # compiled above is loaded) does not turn lprof's split on
+    prof, kernels = _run(run_lprof, tmp_path, fake_cuda, inductor_cache, name="off", LPROF_GPU_COMPILED="0",
+                         INDUCTOR_PROVENANCE="2")
     lines = _lines(json.loads(_export(run_lprof, tmp_path, prof, "json")))
     assert lines[_at("kernel launch")]["kernel_s"] == pytest.approx(STEPS * KERNEL_US * len(kernels) * US)
     assert _at("op sin") not in lines

@@ -149,9 +149,9 @@ def _choose(candidates, stack_files):
 
 def split(section, kmap, source_function=None, read_lines=_module_lines):
     """Rewrites a row-form stacks section in place (see the module's doc);
-    returns {"kernels": distinct kernel names split, "rows": rows split,
+    returns {"kernels": distinct kernel names split, "stacks_split": rows split,
     "gpu_s": device seconds moved to source lines}."""
-    summary = {"kernels": 0, "rows": 0, "gpu_s": 0.0}
+    summary = {"kernels": 0, "stacks_split": 0, "gpu_s": 0.0}
     if not kmap or not section.get("stacks"):
         return summary
     source_function = source_function or enclosing_function
@@ -188,7 +188,7 @@ def split(section, kmap, source_function=None, read_lines=_module_lines):
             path = list(ids[:-1]) + [marker] + [op_frame(*op) for op in chain] + [ids[-1]]
             out.append([path, thread, dict(share)])
         names.add(leaf.function)
-        summary["rows"] += 1
+        summary["stacks_split"] += 1
         summary["gpu_s"] += m.get("gpu_kernel_s", 0) + m.get("gpu_copy_s", 0)
     section["stacks"] = _combined(out, kinds)
     summary["kernels"] = len(names)
