@@ -3,9 +3,14 @@
 is Inductor's provenance text as collect/inductor_lines.py keeps it:
 {"<kernel>:<handle>": [stack trace of each op]}."""
 import json
+import sys
 import textwrap
 
 import pytest
+
+
+# lprof's frames carry co_qualname from Python 3.11 (resolve.c)
+FORWARD = "Model.forward" if sys.version_info >= (3, 11) else "forward"
 
 
 def _trace(*frames):
@@ -65,7 +70,7 @@ def test_a_fused_kernel_is_split_evenly_over_its_lines(model_file):
     for n, (ids, m) in zip((7, 8, 9), split):
         labels = [frames[i].label for i in ids]
         assert labels == [f"<module> ({user}:12)", "[compiled: fused over 3 lines] (<lprof>:0)",
-                          f"Model.forward ({model_file}:{n})", "triton_poi_fused_add_mul_sin_0"]
+                          f"{FORWARD} ({model_file}:{n})", "triton_poi_fused_add_mul_sin_0"]
         assert frames[ids[2]].first_line == 5  # the decorator's line, as CPython's co_firstlineno
         # sums divided by 3, the peak kept whole
         assert m == {"gpu_kernel_s": pytest.approx(0.03), "gpu_kernels": 1, "gpu_peak_bytes": 4096}
@@ -162,3 +167,63 @@ def test_a_launch_from_a_generated_module_finds_its_kernel_by_the_comment_above(
     assert lines == {7: pytest.approx(0.4), 8: pytest.approx(0.1), 9: pytest.approx(0.1)}
     # a launch from a line without the comment, of a kernel not in the map: its stack stays
     assert [ids for ids, _t, _m in section["stacks"] if ids[-1] == 6] == [[0, 5, 6]]
+
+
+def test_the_hook_on_stand_in_inductor_modules(monkeypatch, tmp_path):
+    """collect/inductor_lines.py against stand-ins of torch._inductor.config
+    and .output_code (no torch): the tracking level set and given back, each
+    graph's text and generated file kept once post_compile ran, a graph
+    without text noted, the program's result and errors untouched."""
+    import types
+    from lprof.collect import inductor_lines
+    generated = tmp_path / "torchinductor_u" / "ab" / "cab.py"
+    generated.parent.mkdir(parents=True)
+    generated.write_text("def call(args):\n    return args\n")
+    namespace = {}
+    exec(compile(generated.read_text(), str(generated), "exec"), namespace)
+
+    class CompiledFxGraph:
+        def __init__(self, text, fail=False):
+            self.inductor_provenance_stack_traces_str = text
+            self.current_callable = namespace["call"]
+            self.fail = fail
+
+        def post_compile(self, example_inputs):
+            if self.fail:
+                raise ValueError("Inductor's own error")
+            return "result"
+
+    config = types.SimpleNamespace(trace=types.SimpleNamespace(provenance_tracking_level=0))
+    output_code = types.SimpleNamespace(CompiledFxGraph=CompiledFxGraph)
+    monkeypatch.setitem(sys.modules, "torch._inductor.config", config)
+    monkeypatch.setitem(sys.modules, "torch._inductor.output_code", output_code)
+    inductor_lines.install()
+    try:
+        assert config.trace.provenance_tracking_level == inductor_lines.BASIC_TRACKING
+        assert CompiledFxGraph(json.dumps({"k:1": []})).post_compile([]) == "result"
+        assert CompiledFxGraph(None).post_compile([]) == "result"
+        with pytest.raises(ValueError, match="Inductor's own error"):
+            CompiledFxGraph("{}", fail=True).post_compile([])
+    finally:
+        inductor_lines.uninstall()
+    assert inductor_lines.graphs() == [(str(generated), json.dumps({"k:1": []}))]
+    assert any("1 torch.compile graph had no kernel-to-line map" in n for n in inductor_lines.notes())
+    assert config.trace.provenance_tracking_level == 0
+    assert CompiledFxGraph.__dict__["post_compile"].__name__ == "post_compile"
+    assert not hasattr(CompiledFxGraph.__dict__["post_compile"], "__wrapped__")
+
+
+def test_a_program_that_chose_a_tracking_level_keeps_it(monkeypatch):
+    import types
+    from lprof.collect import inductor_lines
+    config = types.SimpleNamespace(trace=types.SimpleNamespace(provenance_tracking_level=1))
+    monkeypatch.setitem(sys.modules, "torch._inductor.config", config)
+    monkeypatch.setitem(sys.modules, "torch._inductor.output_code", types.SimpleNamespace())
+    inductor_lines.install()
+    inductor_lines.uninstall()
+    assert config.trace.provenance_tracking_level == 1
+    # a torch without the setting: a note, no error
+    monkeypatch.setitem(sys.modules, "torch._inductor.config", types.SimpleNamespace())
+    inductor_lines.install()
+    inductor_lines.uninstall()
+    assert any("no provenance tracking" in n for n in inductor_lines.notes())

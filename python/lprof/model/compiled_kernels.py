@@ -28,12 +28,13 @@ import collections
 import functools
 import json
 import re
+import sys
 
 from ..common import libdirs
 from .frames import GPU_FILE, MARKER_FILE, table as frame_table
 from . import stacks as stacks_model
 
-MARKER_PREFIX = "[compiled"
+_QUALIFIED = sys.version_info >= (3, 11)  # frames carry co_qualname (resolve.c)
 # the comment Inductor's wrapper writes above a launch when tracking is on
 _HANDLE_COMMENT = re.compile(r"\[Provenance debug handles\] (\S+:\d+)\s*$")
 # one frame of a Python traceback: File "x.py", line 12, in forward
@@ -214,7 +215,8 @@ def _combined(rows, kinds):
 @functools.lru_cache(maxsize=4096)
 def enclosing_function(file, line, func):
     """(qualified name, first line) of the function holding `line` of
-    `file`, as lprof's frames name it (the first line of a decorated
+    `file`, as lprof's frames name it (co_qualname from Python 3.11, the
+    bare name before, as resolve.c takes them; the first line of a decorated
     function is its first decorator's); (func, line) where the file cannot
     be read or parsed."""
     try:
@@ -234,7 +236,7 @@ def enclosing_function(file, line, func):
                     continue
                 first = min([child.lineno] + [d.lineno for d in child.decorator_list])
                 if first <= line <= (child.end_lineno or child.lineno) and child.name == func:
-                    best = (name, first)
+                    best = (name if _QUALIFIED else child.name, first)
                 visit(child, f"{name}.<locals>.")
             else:
                 visit(child, prefix)
