@@ -18,6 +18,7 @@ generated module's file. Nothing here runs per call of compiled code, nor in
 uncompiled code. The map is read at the end by model/compiled_kernels.py.
 LPROF_GPU_COMPILED=0 turns this off. Design: docs/design-gpu.md."""
 
+import functools
 import os
 import sys
 
@@ -46,7 +47,7 @@ def install():
 
 def _when_imported(name, fn):
     if name in sys.modules:
-        fn(sys.modules[name])
+        _quietly(fn)(sys.modules[name])
     else:
         from .gpu import _PatchOnImport
 
@@ -84,8 +85,13 @@ def _wrap_post_compile(module):
     cls = getattr(module, "CompiledFxGraph", None)
     orig = cls.__dict__.get("post_compile") if cls is not None else None
     if not callable(orig):
+        _STATE["notes"].append(
+            "torch.compile kernels stay on the calling line: this torch's Inductor has no "
+            "CompiledFxGraph.post_compile"
+        )
         return
 
+    @functools.wraps(orig)
     def post_compile(self, *args, **kwargs):
         before = getattr(self, "current_callable", None)
         out = orig(self, *args, **kwargs)
@@ -95,7 +101,6 @@ def _wrap_post_compile(module):
             _STATE["without_map"] = _STATE.get("without_map", 0) + 1
         return out
 
-    post_compile.__wrapped__ = orig
     cls.post_compile = post_compile
     _STATE["undo"].append((cls, "post_compile", orig, post_compile))
 
