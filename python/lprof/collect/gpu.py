@@ -246,6 +246,11 @@ class GPUCollector:
                 self.notes.append(f"backward GPU time stays on the backward() line: {why}")
             else:
                 self._backward_hooks = True
+        from . import inductor_lines
+
+        if inductor_lines.enabled():
+            inductor_lines.install()
+            self._inductor_lines = True
         from . import torch_memory
 
         wanted = [{"cuda": "cuda", "levelzero": "xpu"}[b] for b in self.active()]
@@ -289,6 +294,10 @@ class GPUCollector:
 
             gpu_backward.uninstall()
             self._backward_hooks = False
+        if getattr(self, "_inductor_lines", False):
+            from . import inductor_lines
+
+            inductor_lines.uninstall()  # the graphs it kept stay for the section
         _lprof.gpu_stop(flush_timeout_ms())
         _lprof.gpu_line_spans(False)
         self._stats = _stats()
@@ -300,11 +309,38 @@ class GPUCollector:
         if self._running:  # a checkpoint (-i): deliver what the runtimes buffered
             _lprof.gpu_flush()
 
+    def rewrite_stacks(self, stacks):
+        """torch.compile's kernels to the source lines they fuse
+        (model/compiled_kernels.py), from the map collect/inductor_lines.py
+        kept; a failure leaves the stacks as they were, with a note."""
+        self._compiled = None
+        if not getattr(self, "_inductor_lines", False):
+            return
+        from . import inductor_lines
+        from ..model import compiled_kernels
+
+        graphs = inductor_lines.graphs()
+        try:
+            summary = compiled_kernels.split(stacks, compiled_kernels.kernel_map(graphs))
+        except Exception as e:
+            self._compiled = {"graphs": len(graphs), "error": f"{type(e).__name__}: {e}"}
+            return
+        self._compiled = dict(summary, graphs=len(graphs))
+
     def section(self, stacks):
         stats = getattr(self, "_stats", None) or _stats()
+        notes = list(self.notes)
+        compiled = getattr(self, "_compiled", None)
+        if compiled is not None:
+            from . import inductor_lines
+
+            stats = dict(stats, compiled=compiled)
+            notes.extend(inductor_lines.notes())
+            if compiled.get("error"):
+                notes.append(f"torch.compile kernels stay on the calling line: {compiled['error']}")
         out = {
             "backends": dict(self.status),
-            "notes": list(self.notes),
+            "notes": notes,
             "stats": stats,
             "lines": line_rows(stacks or {}),
         }

@@ -73,7 +73,8 @@ def is_generated_file(path):
     """Code a compiler wrote for the program, not the program: torch.compile's
     (Inductor's) modules under its cache folder, whose `call()` launches the
     Triton kernels. Its lines mean nothing to the reader; the work belongs to
-    the program's line that called the compiled function."""
+    the program's line that called the compiled function, or, under --gpu,
+    to the source lines each kernel fused (model/compiled_kernels.py)."""
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if cache and path.startswith(os.path.abspath(cache) + os.sep):
         return True

@@ -56,7 +56,9 @@ def sections(collectors, started=None):
     lprof was imported).
 
     A collector has `name` (its section's key), optionally before_stacks()
-    (finish its columns in the C table) and section(stacks) -> dict or None
+    (finish its columns in the C table), rewrite_stacks(stacks) (change the
+    stacks section in place before any section is built from it) and
+    section(stacks) -> dict or None
     (its per-line rows come from the stacks by the one attribution rule)."""
     for c in collectors:
         if hasattr(c, "before_stacks"):
@@ -67,6 +69,12 @@ def sections(collectors, started=None):
         if any(hasattr(c, "section") for c in collectors)
         else None
     )
+    if st is not None:
+        for c in collectors:
+            # a collector's map applied to the stacks before any section reads
+            # them (the GPU one: torch.compile kernels to their source lines)
+            if hasattr(c, "rewrite_stacks"):
+                c.rewrite_stacks(st)
     part = st.pop("timeline", None) if st is not None else None
     gpu_part = st.pop("gpu_timeline", None) if st is not None else None
     for c in collectors:

@@ -17,7 +17,7 @@ LEGEND = (
     "bwd s = the part of GPU s run by autograd's backward for the ops the line created "
     "(PyTorch; in stacks under '[backward]'), "
     "comm s = the part of GPU s in collectives (NCCL, oneCCL kernels; compute is GPU s - comm s), "
-    "kernels = kernels run, H2D / D2H = bytes copied to / from the device, GPU mem = "
+    "kernels = kernels run (a torch.compile kernel's split across the lines it fuses), H2D / D2H = bytes copied to / from the device, GPU mem = "
     "device memory allocated (per tensor when PyTorch's allocator history was read)"
 )
 
@@ -54,13 +54,20 @@ def for_listing(profile, accept=None, functions=None):
     return {k: v for k, v in cols.items() if accept(k[0])}
 
 
+def _count(n):
+    """A count cell: whole, or with one decimal where a torch.compile
+    kernel's launches were split across the lines it fuses."""
+    n = round(n, 6)
+    return f"{n:.0f}" if n == int(n) else f"{n:.1f}"
+
+
 def cells(g, total):
     if not g:
         return BLANK
     mark = "*" if g.get("other_thread_s") else " "
     pct = f"{100.0 * g['gpu_s'] / total:5.1f}%" if total and g["gpu_s"] else ""
     secs = f"{g['gpu_s']:.6f}" if g["gpu_s"] else ""
-    kernels = f"{int(g['kernels'])}" if g["kernels"] else ""
+    kernels = _count(g["kernels"]) if g["kernels"] else ""
     comm = f"{g['comm_s']:.6f}" if g.get("comm_s") else ""
     bwd = f"{g['backward_s']:.6f}" if g.get("backward_s") else ""
     return (
@@ -134,6 +141,13 @@ def summary(profile):
         out.append(
             f"  {bwd:.6f} s of it run by backward for ops of forward lines (the bwd s column, "
             f"stacks under '[backward]')"
+        )
+    compiled = stats.get("compiled") or {}
+    if compiled.get("kernels"):
+        n = compiled["kernels"]
+        out.append(
+            f"  {compiled.get('gpu_s', 0.0):.6f} s of it in {n} torch.compile kernel{'s' if n > 1 else ''} "
+            f"charged to the source lines they fuse, split evenly (stacks under '[compiled: ...]')"
         )
     if join.get("unattributed"):
         out.append(

@@ -1,0 +1,155 @@
+"""Which source lines each torch.compile kernel came from (lprof --gpu).
+
+Inductor fuses the ops of several lines of a compiled function into one
+generated kernel (triton_poi_fused_add_mul_sin_0 on CUDA). Its provenance
+tracking (torch._inductor.config.trace.provenance_tracking_level, documented
+in that config) records, per generated kernel, the FX stack traces of the
+ops it holds: the user's file, line and function of each. Each compiled
+graph keeps them as JSON text on its CompiledFxGraph
+(inductor_provenance_stack_traces_str), also when Inductor loads the graph
+from its cache (the cache key includes the tracking level, so a graph cached
+without tracking is compiled anew rather than read without it).
+
+Under --gpu, when the program imports torch._inductor, lprof turns the
+tracking on at its lightest level (2, "basic": the kernel map only) unless
+the program chose a level, and wraps CompiledFxGraph.post_compile, which
+every compiled or cache-loaded graph passes once, to keep that text and the
+generated module's file. Nothing here runs per call of compiled code, nor in
+uncompiled code. The map is read at the end by model/compiled_kernels.py.
+LPROF_GPU_COMPILED=0 turns this off. Design: docs/design-gpu.md."""
+
+import functools
+import os
+import sys
+
+from ..common import libdirs
+
+# the level whose only work is the kernel -> nodes -> stack trace map
+BASIC_TRACKING = 2
+_GRAPHS = []  # [(generated module file or None, provenance JSON text)]
+_STATE = {}
+
+
+def enabled():
+    return os.environ.get("LPROF_GPU_COMPILED", "1") != "0"
+
+
+def install():
+    """Watches for Inductor's config and output code modules (imported by
+    the program's first torch.compile, not by `import torch`)."""
+    if _STATE.get("installed"):
+        return
+    _STATE.update(installed=True, undo=[], finders=[], notes=[], without_map=0)
+    del _GRAPHS[:]
+    _when_imported("torch._inductor.config", _turn_on_tracking)
+    _when_imported("torch._inductor.output_code", _wrap_post_compile)
+
+
+def _when_imported(name, fn):
+    if name in sys.modules:
+        _quietly(fn)(sys.modules[name])
+    else:
+        from .gpu import _PatchOnImport
+
+        finder = _PatchOnImport(name, _quietly(fn))
+        sys.meta_path.insert(0, finder)
+        _STATE["finders"].append(finder)
+
+
+def _quietly(fn):
+    """A patch runs inside the program's import: its failure is a note, never
+    the program's error."""
+
+    def patch(module):
+        try:
+            fn(module)
+        except Exception as e:
+            _STATE["notes"].append(f"torch.compile kernels stay on the calling line: {type(e).__name__}: {e}")
+
+    return patch
+
+
+def _turn_on_tracking(config):
+    trace = getattr(config, "trace", None)
+    if trace is None or not hasattr(trace, "provenance_tracking_level"):
+        _STATE["notes"].append(
+            "torch.compile kernels stay on the calling line: this torch has no provenance tracking"
+        )
+        return
+    if trace.provenance_tracking_level == 0:
+        trace.provenance_tracking_level = BASIC_TRACKING
+        _STATE["undo"].append((trace, "provenance_tracking_level", 0, BASIC_TRACKING))
+
+
+def _wrap_post_compile(module):
+    cls = getattr(module, "CompiledFxGraph", None)
+    orig = cls.__dict__.get("post_compile") if cls is not None else None
+    if not callable(orig):
+        _STATE["notes"].append(
+            "torch.compile kernels stay on the calling line: this torch's Inductor has no "
+            "CompiledFxGraph.post_compile"
+        )
+        return
+
+    @functools.wraps(orig)
+    def post_compile(self, *args, **kwargs):
+        before = getattr(self, "current_callable", None)
+        out = orig(self, *args, **kwargs)
+        try:
+            _note_graph(self, before)
+        except Exception:  # a graph without a map keeps the calling line
+            _STATE["without_map"] = _STATE.get("without_map", 0) + 1
+        return out
+
+    cls.post_compile = post_compile
+    _STATE["undo"].append((cls, "post_compile", orig, post_compile))
+
+
+def _note_graph(graph, callable_before):
+    text = getattr(graph, "inductor_provenance_stack_traces_str", None)
+    if not text:
+        _STATE["without_map"] = _STATE.get("without_map", 0) + 1
+        return
+    module_file = _generated_file(callable_before) or _generated_file(
+        getattr(graph, "current_callable", None)
+    )
+    _GRAPHS.append((module_file, text))
+
+
+def _generated_file(fn):
+    """The file of the generated module whose call() launches the kernels
+    (it is on the launch stacks: it tells apart kernels of the same name
+    in two graphs)."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    path = getattr(code, "co_filename", None)
+    return path if path and libdirs.is_generated_file(path) else None
+
+
+def graphs():
+    """[(generated module file or None, provenance JSON text)], one per
+    compiled graph seen."""
+    return list(_GRAPHS)
+
+
+def notes():
+    out = list(_STATE.get("notes", []))
+    n = _STATE.get("without_map", 0)
+    if n:
+        out.append(
+            f"{n} torch.compile graph{'s' if n > 1 else ''} had no kernel-to-line map "
+            f"(provenance tracking off or failed): their kernels stay on the calling line"
+        )
+    return out
+
+
+def uninstall():
+    """Gives back what install() changed (where the program did not change it since)."""
+    for owner, name, orig, ours in reversed(_STATE.get("undo", [])):
+        current = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        if current is ours:
+            setattr(owner, name, orig)
+    for finder in _STATE.get("finders", []):
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
+    _STATE.update(installed=False, undo=[], finders=[])
