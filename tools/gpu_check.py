@@ -640,6 +640,15 @@ def main():
     checks.append(
         (f"a plain run warmed torch.compile's caches first (exit {rw.returncode})", rw.returncode == 0)
     )
+    # lprof --gpu asks Inductor for its provenance map, part of Inductor's
+    # cache key: a short run under lprof warms that variant of the cache too
+    rw2, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "warm.lprof"), WORKLOAD, "1"])
+    checks.append(
+        (
+            f"a short lprof --gpu run warmed the cache of lprof's compile variant (exit {rw2.returncode})",
+            rw2.returncode == 0,
+        )
+    )
     prof_path, folded = os.path.join(tmp, "p.lprof"), os.path.join(tmp, "gpu.folded")
     r, _ = run(
         [
