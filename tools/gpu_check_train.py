@@ -10,6 +10,8 @@ graph and a sleep while the GPU is idle, run:
   line's forward ops; the copy's bytes exact; the tiny loop's kernels exact
   after it wrapped lprof's launch ring; the graph replay's kernels exact;
   nothing unattributed, aged out or incomplete;
+- a torch.compile'd three-line function: its fused kernel split over its
+  lines (Inductor's provenance), together torch.profiler's calling line;
 - tensor memory after the allocator history wrapped: the 1 GiB tensor held
   from the start live at exit on its line, the peak equal to the allocator's
   own, backward allocations on lines (none frameless);
@@ -85,6 +87,44 @@ def forward_checks(lprof_lines, torch_lines, markers):
         )
     )
     return out
+
+
+COMPILED = ("compiled a", "compiled b", "compiled c")  # one function, fused into one kernel
+
+
+def compiled_checks(lprof_lines, torch_lines, markers, tolerance=gpu_check.TOLERANCE):
+    """torch.compile's kernel on the lines it fused (Inductor's provenance):
+    the three lines of the compiled function together have the device time
+    and kernels torch.profiler charges to the line calling it, each about a
+    third (an even split), and the calling line keeps none."""
+    call = markers["compiled call"]
+    ours = [lprof_lines.get(markers[n], {}) for n in COMPILED]
+    ours_s = sum(r.get("kernel_s", 0.0) + r.get("copy_s", 0.0) for r in ours)
+    ours_k = sum(r.get("kernels", 0) for r in ours)
+    theirs, their_k = torch_lines.get(str(call), 0.0), torch_lines.get(f"kernels:{call}", 0)
+    kept = lprof_lines.get(call, {})
+    kept_s = kept.get("kernel_s", 0.0) + kept.get("copy_s", 0.0)
+    ratio = ours_s / theirs if theirs else float("nan")
+    shares = [(r.get("kernel_s", 0.0) + r.get("copy_s", 0.0)) / ours_s if ours_s else 0.0 for r in ours]
+    return [
+        (
+            f"torch.compile: the compiled function's 3 lines {ours_s * 1e3:.2f} ms, torch.profiler's "
+            f"calling line {theirs * 1e3:.2f} ms (ratio {ratio:.3f}, within {tolerance:.0%})",
+            bool(theirs) and abs(ratio - 1) <= tolerance,
+        ),
+        (
+            f"torch.compile: {ours_k:.3f} kernels on the 3 lines, torch.profiler {their_k:.0f}",
+            bool(their_k) and abs(ours_k - their_k) < 1e-6 * max(1, their_k),
+        ),
+        (
+            "torch.compile: each line a third of it (" + ", ".join(f"{x:.3f}" for x in shares) + ")",
+            all(abs(x - 1 / 3) <= 0.01 for x in shares),
+        ),
+        (
+            f"torch.compile: the calling line keeps {kept_s * 1e3:.3f} ms of device time",
+            bool(ours_s) and kept_s <= 0.01 * ours_s,
+        ),
+    ]
 
 
 def count_checks(lprof_lines, markers, info, what="lprof --gpu"):
@@ -305,6 +345,13 @@ def run_all(py, tmp):
     if _ran(checks, "a plain run", rp):
         times["plain"] = program_info(rp.stdout)
 
+    # lprof's compile variant (Inductor's provenance map is in its cache key)
+    # warmed by a short run, so that the measured one does not autotune
+    rw, _ = run(
+        [py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "w.lprof"), WORKLOAD]
+        + ["--steps", "1", "--warmup", "0", "--tiny", "10", "--nodes", "10", "--device", DEVICE]
+    )
+    _ran(checks, "a short lprof --gpu run (compile cache warm-up)", rw)
     prof = os.path.join(tmp, "train.lprof")
     r1, _ = run([py, "-m", "lprof", "--gpu", "-q", "-o", prof, WORKLOAD] + _args())
     doc = export(py, prof, tmp, "train.json") if _ran(checks, "lprof --gpu", r1) else {}
@@ -333,6 +380,7 @@ def run_all(py, tmp):
         )
     )
     checks += forward_checks(lprof_lines, torch_lines, markers)
+    checks += compiled_checks(lprof_lines, torch_lines, markers)
     checks += count_checks(lprof_lines, markers, info)
     checks += gpu_check.join_checks((doc.get("gpu") or {}).get("stats", {}))
     checks += tensor_wrap_checks(doc, markers, info, WORKLOAD)

@@ -15,7 +15,7 @@ import gpu_check
 import gpu_check_train as train
 
 MARKERS = gpu_check.marker_lines(open(train.WORKLOAD).read())
-SMALL = ["--steps", "2", "--warmup", "1", "--tiny", "50", "--hold-mib", "1", "--device", "cpu"]
+SMALL = ["--steps", "2", "--warmup", "1", "--tiny", "50", "--hold-mib", "1", "--device", "cpu", "--no-compile"]
 
 
 def test_every_checked_part_has_a_marker_and_an_annotation():
@@ -119,3 +119,16 @@ def test_overhead_is_a_share_of_torch_profilers():
                                             "ok\ngpu-check-steps 1.9\n")
     assert checks[0][1] and rows[0][4] == pytest.approx(1 / 9)
     assert not gpu_check.steps_overhead("", "", "")[1][0][1]
+
+
+def test_a_compiled_kernel_split_over_its_lines():
+    call = MARKERS["compiled call"]
+    third = {"kernel_s": 0.001, "kernels": 23 / 3}
+    lines = _lines(**{n: dict(third) for n in train.COMPILED})
+    theirs = {str(call): 0.00302, f"kernels:{call}": 23}
+    assert all(ok for _t, ok in train.compiled_checks(lines, theirs, MARKERS))
+    kept = {**lines, call: {"kernel_s": 0.003}}  # the calling line kept it: the old charging
+    assert [ok for _t, ok in train.compiled_checks(kept, theirs, MARKERS)] == [True, True, True, False]
+    uneven = {**lines, MARKERS["compiled a"]: {"kernel_s": 0.002, "kernels": 23 / 3}}
+    assert [ok for _t, ok in train.compiled_checks(uneven, theirs, MARKERS)][2] is False
+    assert not any(ok for _t, ok in train.compiled_checks({}, {}, MARKERS))

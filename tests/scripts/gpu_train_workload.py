@@ -4,13 +4,13 @@ own (each inside a record_function annotation named after its marker, so
 that torch.profiler's backward ops, joined by autograd sequence number to
 the forward op that made them, land on the same lines), a pinned batch
 copy, a `.item()` that waits for the GPU, the backward, the optimizer, a
-launch-bound loop of tiny kernels (it wraps lprof's launch ring and
+torch.compile'd three-line function (one fused kernel), a launch-bound loop of tiny kernels (it wraps lprof's launch ring and
 PyTorch's allocator history), a replay of a large captured CUDA graph, and
 a sleep while the GPU is idle. A 1 GiB tensor is allocated first and held:
 it is live at exit and part of the peak, before the history's window.
 
 python3 this.py --steps N --tiny N --nodes N [--hold-mib N] [--sleep S]
-[--device cpu]. It prints "ok" and one line `gpu-check-train {json}` with
+[--device cpu] [--no-compile]. It prints "ok" and one line `gpu-check-train {json}` with
 the step times (median seconds of the training part and of the tiny loop,
 each ended by a synchronize), the allocator's own peak and the counts a
 tool should find."""
@@ -31,6 +31,7 @@ p.add_argument("--nodes", type=int, default=1000, help="loop iterations captured
 p.add_argument("--hold-mib", type=int, default=1024)
 p.add_argument("--sleep", type=float, default=0.01)
 p.add_argument("--device", default="cuda")
+p.add_argument("--no-compile", action="store_true", help="leave out the torch.compile'd part")
 args = p.parse_args()
 dev = torch.device(args.device)
 cuda = dev.type == "cuda"
@@ -75,6 +76,14 @@ def tiny(t, n):
     return t
 
 
+def body(x):  # torch.compile fuses these three lines into one kernel
+    a = torch.sin(x)  # marker: compiled a
+    b = a * 2.0  # marker: compiled b
+    return b + x  # marker: compiled c
+
+
+fused = body if args.no_compile else torch.compile(body)
+x_small = torch.randn(1 << 20, device=dev)
 static_in = torch.zeros(1024, device=dev)
 graph = None
 if cuda:  # a large capture, reduce-overhead style: 2 kernels per captured iteration
@@ -108,6 +117,8 @@ def train_step(t):
     opt.zero_grad()
     sync()
     t1 = time.perf_counter()
+    with mark("gpu-check: compiled call"):
+        fused(x_small)  # marker: compiled call
     with mark("gpu-check: tiny"):
         t = tiny(t, args.tiny)  # marker: tiny call
     sync()
