@@ -44,7 +44,7 @@ NODES = 1000  # captured loop iterations: 2000 kernels per replay
 FORWARD = ("fwd fc1", "fwd gelu", "fwd fc2", "fwd loss")
 # not the .item() line: a 4-byte copy a step, whose time is noise between runs
 COMPARED = FORWARD + ("batch", "backward", "optimizer", "graph replay")
-SAME_COUNTS = COMPARED  # lines whose kernels every lprof run must count alike
+SAME_COUNTS = COMPARED + ("captured",)  # lines whose kernels every lprof run must count alike
 OVERHEAD_SHARE = 1 / 3  # lprof's added step time at most a third of torch.profiler's
 IDLE_SHARE = 0.9  # the sleep line: the GPU idle for at least this share of its time
 BUSY_SHARE = 0.25  # the .item() line: idle for at most this share
@@ -131,7 +131,8 @@ def count_checks(lprof_lines, markers, info, what="lprof --gpu"):
     """Kernels and bytes the program knows it made: the tiny loop's (after
     it wrapped the launch ring), the graph replay's, the batch copy's."""
     tiny = lprof_lines.get(markers["tiny"], {}).get("kernels", 0)
-    replay = lprof_lines.get(markers["graph replay"], {}).get("kernels", 0)
+    replay = lprof_lines.get(markers["captured"], {}).get("kernels", 0)
+    left = lprof_lines.get(markers["graph replay"], {}).get("kernels", 0)
     copied = lprof_lines.get(markers["batch"], {}).get("h2d_bytes", 0)
     return [
         (
@@ -140,9 +141,9 @@ def count_checks(lprof_lines, markers, info, what="lprof --gpu"):
             bool(info) and tiny == info.get("tiny_kernels"),
         ),
         (
-            f"{what}: the graph replay's line ran {replay:.0f} kernels, the replays hold "
-            f"{info.get('replay_kernels', 0)}",
-            bool(info) and replay == info.get("replay_kernels"),
+            f"{what}: the line captured into the graph ran {replay:.0f} kernels in the replays, which "
+            f"hold {info.get('replay_kernels', 0)}; the replay line kept {left:.0f}",
+            bool(info) and replay == info.get("replay_kernels") and not left,
         ),
         (
             f"{what}: the batch line copied {copied:.0f} bytes to the device, the batches hold "

@@ -201,3 +201,14 @@ def test_backward_work_goes_to_the_line_of_the_forward_op_that_made_its_node():
     assert gpu_check.covering([(0, 10, "a"), (2, 4, "b")], 5) == (0, 10, "a")
     assert gpu_check.covering([(0, 10, "a"), (2, 4, "b")], 3) == (2, 4, "b")
     assert gpu_check.covering([], 3) is None
+
+
+def test_a_replay_is_compared_with_its_captured_lines():
+    markers = {"graph replay": 57, "captured": 107, "call graph replay": 89}
+    lprof = {57: {"kernel_s": 0.0, "kernels": 0, "launches": 105},
+             107: {"kernel_s": 0.59, "kernels": 210, "launches": 2}}  # launched twice at capture
+    torch = {"57": 0.6, "kernels:57": 210}
+    rows, checks = gpu_check.compare(lprof, torch, markers, names=("graph replay",))
+    assert [ok for _t, ok in checks] == [True, True] and rows[0][5:] == (210, 107)
+    line = {89: {"gpu_s": 0.59, "kernels": 210, "launches": 105}}
+    assert gpu_check.line_mode_checks(line, lprof, markers, names=("graph replay",))[0][1]

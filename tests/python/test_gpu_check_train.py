@@ -54,9 +54,11 @@ def test_backward_must_leave_the_backward_line_for_the_forward_lines():
 
 def test_counts_the_program_knows_must_be_exact():
     info = {"tiny_kernels": 299000, "replay_kernels": 46000, "batch_bytes": 96 << 20}
-    lines = _lines(tiny={"kernels": 299000}, **{"graph replay": {"kernels": 46000}},
-                   batch={"h2d_bytes": 96 << 20})
+    lines = _lines(tiny={"kernels": 299000}, captured={"kernels": 46000}, batch={"h2d_bytes": 96 << 20})
     assert all(ok for _t, ok in train.count_checks(lines, MARKERS, info))
+    on_replay = _lines(tiny={"kernels": 299000}, **{"graph replay": {"kernels": 46000}},
+                       batch={"h2d_bytes": 96 << 20})  # the old charging: all on the replay line
+    assert [ok for _t, ok in train.count_checks(on_replay, MARKERS, info)] == [True, False, True]
     lines[MARKERS["tiny"]] = {"kernels": 298999}
     assert [ok for _t, ok in train.count_checks(lines, MARKERS, info)] == [False, True, True]
     assert not any(ok for _t, ok in train.count_checks(lines, MARKERS, {}))
