@@ -131,8 +131,9 @@ static uint32_t graft(uint32_t replay, uint32_t captured) {
     return s;
 }
 
-uint32_t lp_gpu_graph_replay_stack(uint32_t replay, uint64_t node) {
+uint32_t lp_gpu_graph_replay_stack(uint32_t replay, uint64_t node, uint32_t *captured_out) {
     uint32_t captured = lp_gpu_graph_node_stack(node);
+    *captured_out = captured;
     if (captured == LP_STACK_NONE || captured == LP_STACK_OVERFLOW) {
         ADD(missed, 1);
         return LP_STACK_NONE;

@@ -36,9 +36,9 @@ LP_INTERNAL void lp_gpu_graph_node_cloned(uint64_t clone, uint64_t original);
 LP_INTERNAL uint32_t lp_gpu_graph_node_stack(uint64_t node);
 /* The stack a kernel of `node`, replayed from `replay` (the graph launch's
  * stack), is charged under: replay + "[graph replay]" + the node's captured
- * frames; LP_STACK_NONE when the node has no stack (the caller keeps the
- * replay stack) or the stack table is full. */
-LP_INTERNAL uint32_t lp_gpu_graph_replay_stack(uint32_t replay, uint64_t node);
+ * frames (the captured stack itself in *captured); LP_STACK_NONE when the
+ * node has no stack (the caller keeps the replay stack). */
+LP_INTERNAL uint32_t lp_gpu_graph_replay_stack(uint32_t replay, uint64_t node, uint32_t *captured);
 
 typedef struct {
     uint64_t nodes;  /* nodes noted with a stack (clones included) */

@@ -230,11 +230,9 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
     /* a graph node's work: under the line captured into the graph */
     uint32_t parent = launch, captured = LP_STACK_NONE;
     if (attributed && a->graph_node) {
-        uint32_t g = lp_gpu_graph_replay_stack(launch, a->graph_node);
-        if (g != LP_STACK_NONE) {
-            parent = g;
-            captured = lp_gpu_graph_node_stack(a->graph_node);
-        }
+        uint32_t g = lp_gpu_graph_replay_stack(launch, a->graph_node, &captured);
+        if (g != LP_STACK_NONE) parent = g;
+        else captured = LP_STACK_NONE;
     }
     const char *name = op_name(a);
     uint32_t leaf = name ? lp_agg_extend(parent, (void *)name, LP_OFFSET_GPU_OP) : LP_STACK_OVERFLOW;

@@ -353,6 +353,51 @@ TEST(graph_replays_go_to_the_captured_stack) {
     CHECK_EQ_INT(lp_gpu_graph_node_stack(0x77), LP_STACK_NONE);
 }
 
+/* Capturing threads note nodes and clones while another thread joins
+ * replays naming them: every record lands on the grafted stack or, for a
+ * node not noted yet, on the replay's; none is lost or double counted. */
+#define GRAPH_NOTERS    2
+#define NODES_PER_NOTER 2000
+static uint32_t graph_captured;
+
+static void *graph_noter(void *arg) {
+    uint64_t base = ((uint64_t)(intptr_t)arg + 1) << 32;
+    for (uint64_t i = 1; i <= NODES_PER_NOTER; i++) {
+        lp_gpu_graph_node_created(base + 2 * i, graph_captured);
+        lp_gpu_graph_node_cloned(base + 2 * i + 1, base + 2 * i);
+    }
+    return NULL;
+}
+
+TEST(graph_nodes_noted_while_replays_join) {
+    fresh();
+    graph_captured = launch_stack(1, 0x3000);
+    uint32_t replay = launch_stack(2, 0x4000);
+    lp_gpu_join_note_launch(43, replay);
+    pthread_t th[GRAPH_NOTERS];
+    for (int t = 0; t < GRAPH_NOTERS; t++) pthread_create(&th[t], NULL, graph_noter, (void *)(intptr_t)t);
+    int64_t n = 0;
+    for (int t = 0; t < GRAPH_NOTERS; t++)
+        for (uint64_t i = 1; i <= NODES_PER_NOTER; i++, n++) {
+            uint64_t clone = (((uint64_t)t + 1) << 32) + 2 * i + 1;
+            lp_gpu_activity k = {LP_GPU_KERNEL, 43, 1000, 1001, 0,    LP_GPU_DIR_OTHER,
+                                 "graph_k",     0,  0,    0,    clone};
+            REQUIRE(lp_gpu_join_add(&k) != LP_STACK_NONE);
+        }
+    for (int t = 0; t < GRAPH_NOTERS; t++) pthread_join(th[t], NULL);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.graph_nodes, 2 * GRAPH_NOTERS * NODES_PER_NOTER);
+    CHECK_EQ_INT(st.graph_joined + st.graph_missed, n);
+    uint32_t on_replay = lp_agg_extend(replay, (void *)lp_gpu_name("graph_k", 7), LP_OFFSET_GPU_OP);
+    uint32_t grafted = lp_agg_extend(lp_agg_extend(replay, NULL, LP_OFFSET_GPU_GRAPH), (void *)0x9000, 4);
+    grafted = lp_agg_extend(lp_agg_extend(grafted, (void *)0x3000, 10), (void *)lp_gpu_name("graph_k", 7),
+                            LP_OFFSET_GPU_OP);
+    /* two threads' stacks share no frame: the whole captured stack is grafted */
+    CHECK_EQ_INT(col(grafted, LP_M_GPU_KERNELS), (int64_t)st.graph_joined);
+    CHECK_EQ_INT(col(on_replay, LP_M_GPU_KERNELS), (int64_t)st.graph_missed);
+}
+
 TEST(graph_node_table_full_is_counted) {
     fresh();
     uint32_t captured = launch_stack(1, 0x3000), replay = launch_stack(1, 0x4000);
@@ -377,4 +422,5 @@ RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, backwar
           kernel_and_copies_join_their_launch, unknown_and_incomplete_records, late_records_keep_their_launch,
           kept_launches_age_out_counted, concurrent_launches_then_concurrent_joins,
           device_memory_peak_is_replayed_per_stack, device_memory_table_survives_churn,
-          graph_replays_go_to_the_captured_stack, graph_node_table_full_is_counted)
+          graph_replays_go_to_the_captured_stack, graph_nodes_noted_while_replays_join,
+          graph_node_table_full_is_counted)
