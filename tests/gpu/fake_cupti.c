@@ -35,16 +35,18 @@
  * when another CUPTI client holds it; fake_cupti_hang_flushes(1) makes
  * every later flush block, as a stuck CUPTI flush does.
  *
- * CUDA graphs (fake_cupti_begin_capture ... fake_cupti_graph_replay): a
- * kernel launched while the calling thread captures makes a graph node
- * instead of running: GRAPHNODE_CREATED (resource domain, CUpti_GraphData)
- * fires inside the launch's nested driver call, on that thread, and no
- * record is written. Instantiating clones every node into the executable
- * graph (GRAPHNODE_CLONED: node = the clone, originalNode = the node).
+ * CUDA graphs (fake_cupti_begin_capture ... fake_cupti_graph_replay), as
+ * CUPTI 13.0 did on an H200 (2026-11-27): a kernel launched while the
+ * calling thread captures makes a graph node instead of running:
+ * GRAPHNODE_CREATED (resource domain; CUpti_ResourceData whose
+ * resourceDescriptor is the CUpti_GraphData) fires inside the launch, on
+ * that thread, and no record is written. Instantiating makes each clone
+ * (GRAPHNODE_CREATED inside cudaGraphInstantiate) and reports it cloned
+ * (GRAPHNODE_CLONED: node = the clone, originalNode = the captured node).
  * A replay is one cudaGraphLaunch whose kernel records carry its
- * correlation id and a graphNodeId: the clone's (the executable graph's
- * node ran), or the original node's after fake_cupti_graph_ids(1). A node
- * handle is its id cast to CUgraphNode (cuptiGetGraphNodeId reads it back). */
+ * correlation id and a graphNodeId: the clone's, as the device run saw,
+ * or the original node's after fake_cupti_graph_ids(1). A node handle is
+ * its id cast to CUgraphNode (cuptiGetGraphNodeId reads it back). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -277,7 +279,10 @@ static void graph_event(CUpti_CallbackIdResource id, uint64_t node, uint64_t ori
     data.node = (CUgraphNode)(uintptr_t)node;
     data.originalNode = (CUgraphNode)(uintptr_t)original;
     data.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
-    callback(callback_data, CUPTI_CB_DOMAIN_RESOURCE, id, &data);
+    CUpti_ResourceData res;
+    memset(&res, 0, sizeof res);
+    res.resourceDescriptor = &data;
+    callback(callback_data, CUPTI_CB_DOMAIN_RESOURCE, id, &res);
 }
 
 /* A new node of graph g (a captured launch or a node added by hand);
@@ -568,7 +573,10 @@ int fake_cupti_graph_instantiate(int g) {
         dst->nnodes = n;
     }
     pthread_mutex_unlock(&graph_lock);
-    for (int i = 0; i < n; i++) graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, clone[i], from[i]);
+    for (int i = 0; i < n; i++) {
+        graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, clone[i], 0);
+        graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, clone[i], from[i]);
+    }
     api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_EXIT, corr, NULL,
         &status);
     return e;

@@ -78,7 +78,7 @@ static int forked;          /* in a fork child: never call CUPTI */
 static unsigned generation; /* bumped per start: stale thread state resets */
 static lp_cupti_info info;
 
-enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4, ROLE_GRAPH = 5 };
+enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4, ROLE_GRAPH = 5, ROLE_REPLAY = 6 };
 static unsigned char roles[2][1024]; /* [domain runtime/driver][cbid] */
 
 static __thread struct {
@@ -86,6 +86,7 @@ static __thread struct {
     int depth;
     uint32_t stack;
     uint32_t primary; /* the nesting's first WORK call's correlation id, 0: none yet */
+    int replay;       /* that call launches a graph */
 } tls;
 
 /* The delivery gate: buffers parsed while `closed` is 0 are joined; stop
@@ -132,18 +133,22 @@ static void align_clock(void) {
     __atomic_store_n(&info.clock_aligned, 1, __ATOMIC_RELAXED);
 }
 
-/* A graph node made or cloned (resource domain). Made: inside the call
- * that made it, on that call's thread (a launch into a capturing stream,
- * or a node added by hand): the node takes the call's stack, and a
- * captured launch runs nothing, so no record is awaited for it. Cloned
- * (an instantiate): the clone takes its original's stack. */
-static void on_graph_node(uint32_t cbid, const lp_cupti_graph_data *g) {
+/* A graph node made or cloned (resource domain; the graph data is the
+ * resource data's descriptor). Made: inside the call that made it, on that
+ * call's thread (a launch into a capturing stream, or a node added by
+ * hand): the node takes the call's stack, and a captured launch runs
+ * nothing, so no record is awaited for it. An instantiate makes each clone
+ * (outside any traced call: no stack) and then reports it cloned: the
+ * clone takes its original's stack. */
+static void on_graph_node(uint32_t cbid, const lp_cupti_resource_data *r) {
     uint64_t node = 0, original = 0;
-    if (!fn.graph_node_id || !g->node || fn.graph_node_id(g->node, &node) != LP_CUPTI_SUCCESS) return;
+    if (cbid != LP_CUPTI_CBID_GRAPHNODE_CREATED && cbid != LP_CUPTI_CBID_GRAPHNODE_CLONED) return;
+    const lp_cupti_graph_data *g = r->resource_descriptor;
+    if (!g || !fn.graph_node_id || !g->node || fn.graph_node_id(g->node, &node) != LP_CUPTI_SUCCESS) return;
     if (cbid == LP_CUPTI_CBID_GRAPHNODE_CREATED) {
         if (tls.generation != __atomic_load_n(&generation, __ATOMIC_RELAXED) || tls.depth == 0) return;
         lp_gpu_graph_node_created(node, tls.stack);
-        if (tls.primary) lp_gpu_join_forget(tls.primary);
+        if (tls.primary && !tls.replay) lp_gpu_join_forget(tls.primary);
     } else if (cbid == LP_CUPTI_CBID_GRAPHNODE_CLONED && g->original_node &&
                fn.graph_node_id(g->original_node, &original) == LP_CUPTI_SUCCESS) {
         lp_gpu_graph_node_cloned(node, original);
@@ -183,12 +188,13 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
                 lp_gpu_devmem_free(ptr);
             }
         }
-        if (role == ROLE_WORK) {
+        if (role == ROLE_WORK || role == ROLE_REPLAY) {
             /* records carry the id of the outermost launching call (the
              * runtime's, for a runtime launch); a nested driver call's id is
              * noted too, but no record is awaited for it */
             if (!tls.primary) {
                 tls.primary = d->correlation_id;
+                tls.replay = role == ROLE_REPLAY;
                 lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
                 lp_gpu_join_note_launch(d->correlation_id, tls.stack);
                 lp_gpu_trace_note_launch(d->correlation_id, lp_clock_monotonic_ns());
@@ -200,7 +206,7 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
     }
     /* EXIT: a failed launch queued nothing; an allocation of the outermost
      * call, if it succeeded */
-    if (role == ROLE_WORK && !status_ok(d)) lp_gpu_join_forget(d->correlation_id);
+    if ((role == ROLE_WORK || role == ROLE_REPLAY) && !status_ok(d)) lp_gpu_join_forget(d->correlation_id);
     if (tls.depth == 1 && (role == ROLE_ALLOC || role == ROLE_MAP) && d->params && status_ok(d)) {
         uint64_t ptr = 0, size;
         memcpy(&size, (const char *)d->params + sizeof(void *), sizeof size);

@@ -63,7 +63,16 @@ typedef struct {
     uint32_t correlation_id;
 } lp_cupti_callback_data;
 
-/* CUpti_GraphData (the resource callbacks' data for graphs) */
+/* CUpti_ResourceData: a resource callback's data; for the graph callbacks
+ * resource_descriptor points to a CUpti_GraphData (seen on CUPTI 13.0,
+ * H200, 2026-11-27: the callback data itself is not the graph data) */
+typedef struct {
+    void *context;             /* CUcontext */
+    void *resource_handle;     /* union { CUstream stream; } */
+    void *resource_descriptor; /* lp_cupti_graph_data * for graph callbacks */
+} lp_cupti_resource_data;
+
+/* CUpti_GraphData (the graph callbacks' resource descriptor) */
 typedef struct {
     void *graph;          /* CUgraph */
     void *original_graph; /* CUgraph the graph was cloned from */
@@ -132,8 +141,10 @@ typedef struct {
  * API of PyTorch's expandable segments) makes an address range usable: the
  * address is the first field itself, the size second; cuMemCreate is not
  * charged (its physical handle has no address, and charging both would
- * count the memory twice). GRAPH adds a node to a graph by hand: it queues
- * nothing, but the node it makes takes its stack (GRAPHNODE_CREATED). */
+ * count the memory twice). REPLAY is WORK that launches a graph: a node
+ * made inside it (none is expected) must not cancel its records. GRAPH adds
+ * a node to a graph by hand: it queues nothing, but the node it makes takes
+ * its stack (GRAPHNODE_CREATED). */
 #define LP_CUPTI_CBIDS(X)                                         \
     X(cudaLaunchKernel_v7000, RUNTIME, 211, WORK)                 \
     X(cudaLaunchKernel_ptsz_v7000, RUNTIME, 214, WORK)            \
@@ -141,8 +152,8 @@ typedef struct {
     X(cudaLaunchKernelExC_ptsz_v11060, RUNTIME, 431, WORK)        \
     X(cudaLaunchCooperativeKernel_v9000, RUNTIME, 269, WORK)      \
     X(cudaLaunchCooperativeKernel_ptsz_v9000, RUNTIME, 270, WORK) \
-    X(cudaGraphLaunch_v10000, RUNTIME, 311, WORK)                 \
-    X(cudaGraphLaunch_ptsz_v10000, RUNTIME, 312, WORK)            \
+    X(cudaGraphLaunch_v10000, RUNTIME, 311, REPLAY)               \
+    X(cudaGraphLaunch_ptsz_v10000, RUNTIME, 312, REPLAY)          \
     X(cudaGraphAddKernelNode_v10000, RUNTIME, 289, GRAPH)         \
     X(cudaMemcpy_v3020, RUNTIME, 31, WORK)                        \
     X(cudaMemcpy2D_v3020, RUNTIME, 32, WORK)                      \
@@ -189,8 +200,8 @@ typedef struct {
     X(cuLaunchKernelEx_ptsz, DRIVER, 653, WORK)                   \
     X(cuLaunchCooperativeKernel, DRIVER, 477, WORK)               \
     X(cuLaunchCooperativeKernel_ptsz, DRIVER, 478, WORK)          \
-    X(cuGraphLaunch, DRIVER, 514, WORK)                           \
-    X(cuGraphLaunch_ptsz, DRIVER, 515, WORK)                      \
+    X(cuGraphLaunch, DRIVER, 514, REPLAY)                         \
+    X(cuGraphLaunch_ptsz, DRIVER, 515, REPLAY)                    \
     X(cuGraphAddKernelNode, DRIVER, 502, GRAPH)                   \
     X(cuGraphAddKernelNode_v2, DRIVER, 689, GRAPH)                \
     X(cuMemcpy, DRIVER, 305, WORK)                                \

@@ -38,6 +38,8 @@ AT(CUpti_CallbackData, functionParams, offsetof(lp_cupti_callback_data, params))
 AT(CUpti_CallbackData, functionReturnValue, offsetof(lp_cupti_callback_data, return_value));
 AT(CUpti_CallbackData, correlationId, offsetof(lp_cupti_callback_data, correlation_id));
 SAME(sizeof(lp_cupti_subscriber_params), sizeof(CUpti_SubscriberParams));
+SAME(sizeof(lp_cupti_resource_data), sizeof(CUpti_ResourceData));
+AT(CUpti_ResourceData, resourceDescriptor, offsetof(lp_cupti_resource_data, resource_descriptor));
 SAME(sizeof(lp_cupti_graph_data), sizeof(CUpti_GraphData));
 AT(CUpti_GraphData, node, offsetof(lp_cupti_graph_data, node));
 AT(CUpti_GraphData, originalNode, offsetof(lp_cupti_graph_data, original_node));
