@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "aggregate/agg.h"
+#include "aggregate/gpu_graph.h"
 #include "aggregate/gpu_names.h"
 #include "aggregate/gpu_trace.h"
 #include "common/hash.h"
@@ -52,6 +53,7 @@ void lp_gpu_join_reset(void) {
     memset(&stats, 0, sizeof stats);
     memset(wait_tab, 0, sizeof wait_tab);
     wait_head = wait_count = 0;
+    lp_gpu_graph_reset();
 }
 
 static size_t wait_home(uint32_t corr) { return (size_t)(lp_hash_mix64(corr) & (WAIT_HASH - 1)); }
@@ -205,6 +207,13 @@ static void note_span(uint64_t start, uint64_t end) {
                                                      __ATOMIC_RELAXED)) {}
 }
 
+static int under_backward(uint32_t stack) {
+    lp_stacktab *t = lp_agg_stacks();
+    if (!t || stack == LP_STACK_NONE || stack == LP_STACK_OVERFLOW) return 0;
+    lp_stacknode n = lp_stacktab_node(t, stack);
+    return n.valid && n.offset == LP_OFFSET_GPU_BACKWARD;
+}
+
 uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
     if ((a->start_ns == 0 && a->end_ns == 0) || a->end_ns < a->start_ns) {
         ADD(incomplete, 1);
@@ -218,17 +227,22 @@ uint32_t lp_gpu_join_add(const lp_gpu_activity *a) {
         ADD(unattributed, 1);
         launch = unattributed_stack();
     }
+    /* a graph node's work: under the line captured into the graph */
+    uint32_t parent = launch, captured = LP_STACK_NONE;
+    if (attributed && a->graph_node) {
+        uint32_t g = lp_gpu_graph_replay_stack(launch, a->graph_node, &captured);
+        if (g != LP_STACK_NONE) parent = g;
+        else captured = LP_STACK_NONE;
+    }
     const char *name = op_name(a);
-    uint32_t leaf = name ? lp_agg_extend(launch, (void *)name, LP_OFFSET_GPU_OP) : LP_STACK_OVERFLOW;
+    uint32_t leaf = name ? lp_agg_extend(parent, (void *)name, LP_OFFSET_GPU_OP) : LP_STACK_OVERFLOW;
     lp_gpu_trace_add(a, name, leaf, attributed);
     int64_t dur = (int64_t)(a->end_ns - a->start_ns);
     /* launched by backward for a forward line's op (the "[backward]" marker
-     * the launch put under that line's stack): its backward part too */
-    lp_stacktab *t = lp_agg_stacks();
-    if (attributed && t && launch != LP_STACK_OVERFLOW) {
-        lp_stacknode n = lp_stacktab_node(t, launch);
-        if (n.valid && n.offset == LP_OFFSET_GPU_BACKWARD) lp_agg_add(leaf, LP_M_GPU_BACKWARD, dur);
-    }
+     * the launch put under that line's stack): its backward part too; a
+     * graph replayed in backward, or captured there, alike */
+    if (attributed && (under_backward(launch) || under_backward(captured)))
+        lp_agg_add(leaf, LP_M_GPU_BACKWARD, dur);
     if (a->op == LP_GPU_KERNEL) {
         lp_agg_add(leaf, LP_M_GPU_KERNEL, dur);
         lp_agg_add(leaf, LP_M_GPU_KERNELS, 1);
@@ -258,4 +272,10 @@ void lp_gpu_join_get_stats(lp_gpu_join_stats *out) {
     out->device_ns = __atomic_load_n(&stats.device_ns, __ATOMIC_RELAXED);
     out->first_start_ns = __atomic_load_n(&stats.first_start_ns, __ATOMIC_RELAXED);
     out->last_end_ns = __atomic_load_n(&stats.last_end_ns, __ATOMIC_RELAXED);
+    lp_gpu_graph_stats g;
+    lp_gpu_graph_get_stats(&g);
+    out->graph_nodes = g.nodes;
+    out->graph_full = g.full;
+    out->graph_joined = g.joined;
+    out->graph_missed = g.missed;
 }

@@ -43,12 +43,13 @@ typedef struct {
     uint32_t name_len;         /* 0: NUL-terminated */
     uint32_t device;           /* the backend's device index (gpu_trace.h) */
     uint32_t stream;           /* CUDA stream id, Level Zero command list index */
+    uint64_t graph_node;       /* the CUDA graph node it ran from (gpu_graph.h), 0 none */
 } lp_gpu_activity;
 
 /* Slots in the correlation ring (a power of two). */
 #define LP_GPU_CORR_SLOTS (1u << 18)
 
-/* Forget every launch and counter (no join running). */
+/* Forget every launch, graph node and counter (no join running). */
 LP_INTERNAL void lp_gpu_join_reset(void);
 /* Launches kept past their ring slot until a record arrives (power of two). */
 #define LP_GPU_WAIT_SLOTS (1u << 16)
@@ -67,7 +68,9 @@ LP_INTERNAL uint32_t lp_gpu_join_lookup(uint32_t corr);
  * with its launch stack; start/end must be CLOCK_MONOTONIC there); returns the leaf stack it was added to, or
  * LP_STACK_NONE for an incomplete record (counted, not added). A record
  * whose launch is unknown goes under the "[GPU work without a launch
- * record]" stack of thread 0, so no device time is dropped. */
+ * record]" stack of thread 0, so no device time is dropped. Work of a
+ * graph node with a captured stack goes under the graph launch's stack,
+ * "[graph replay]" and that captured stack (gpu_graph.h). */
 LP_INTERNAL uint32_t lp_gpu_join_add(const lp_gpu_activity *a);
 
 typedef struct {
@@ -79,6 +82,10 @@ typedef struct {
     uint64_t late;         /* records joined to such a kept launch */
     uint64_t aged_out;     /* kept launches dropped, no record arrived */
     uint64_t device_ns;    /* device time of all complete records */
+    uint64_t graph_nodes;  /* CUDA graph nodes noted with a captured stack */
+    uint64_t graph_full;   /* graph nodes not kept: the node table was full */
+    uint64_t graph_joined; /* records charged to a node's captured stack */
+    uint64_t graph_missed; /* graph records whose node had none: on the replay line */
     uint64_t first_start_ns, last_end_ns;
 } lp_gpu_join_stats;
 

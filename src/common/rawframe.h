@@ -45,5 +45,9 @@ typedef struct {
  * is charged to the stack of the forward line that created the node
  * ("[backward]", collect/cpython/gpu.c; code NULL). */
 #define LP_OFFSET_GPU_BACKWARD (INT32_MIN + 7)
+/* A marker between a CUDA graph replay's stack and the captured stack of
+ * the graph node a kernel ran from ("[graph replay]",
+ * aggregate/gpu_graph.h; code NULL). */
+#define LP_OFFSET_GPU_GRAPH (INT32_MIN + 8)
 
 #endif

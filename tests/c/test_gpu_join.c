@@ -2,13 +2,14 @@
  * activity records joined to their launch stack as named leaves with device
  * time and bytes; eviction, incomplete and unknown records; concurrent
  * noting and joining; the device memory account's peak replay; the name
- * arena's interning. */
+ * arena's interning; CUDA graph replays charged to their captured stacks. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_devmem.h"
+#include "aggregate/gpu_graph.h"
 #include "aggregate/gpu_join.h"
 #include "aggregate/gpu_names.h"
 #include "harness.h"
@@ -305,7 +306,121 @@ TEST(device_memory_table_survives_churn) {
     CHECK_EQ_INT(st.peak_bytes, 50000);
 }
 
+/* The stack a graph kernel must land on: the replay's, the marker, the
+ * captured frames below those both share (launch_stack's root-side frame),
+ * the kernel. */
+static uint32_t grafted_leaf(uint32_t replay, uintptr_t captured_code, const char *kernel) {
+    uint32_t s = lp_agg_extend(replay, NULL, LP_OFFSET_GPU_GRAPH);
+    s = lp_agg_extend(s, (void *)captured_code, 10);
+    return lp_agg_extend(s, (void *)lp_gpu_name(kernel, strlen(kernel)), LP_OFFSET_GPU_OP);
+}
+
+TEST(graph_replays_go_to_the_captured_stack) {
+    fresh();
+    uint32_t captured = launch_stack(1, 0x3000), replay = launch_stack(1, 0x4000);
+    uint32_t bwd = lp_agg_extend(launch_stack(1, 0x5000), NULL, LP_OFFSET_GPU_BACKWARD);
+    lp_gpu_graph_node_created(0x77, captured);
+    lp_gpu_graph_node_created(0x77, replay); /* a node keeps its first stack */
+    lp_gpu_graph_node_cloned(0x78, 0x77);    /* instantiate: the clone takes it */
+    lp_gpu_graph_node_cloned(0x79, 0x55);    /* a clone of an unknown node: none */
+    lp_gpu_graph_node_created(0x80, bwd);    /* captured in backward */
+    CHECK_EQ_INT(lp_gpu_graph_node_stack(0x78), captured);
+    CHECK_EQ_INT(lp_gpu_graph_node_stack(0x79), LP_STACK_NONE);
+    lp_gpu_join_note_launch(41, replay);
+    lp_gpu_activity clone = {LP_GPU_KERNEL, 41, 1000, 1300, 0, LP_GPU_DIR_OTHER, "graph_k", 0, 0, 0, 0x78};
+    lp_gpu_activity orig = {LP_GPU_KERNEL, 41, 2000, 2100, 0, LP_GPU_DIR_OTHER, "graph_k", 0, 0, 0, 0x77};
+    lp_gpu_activity unknown = {LP_GPU_KERNEL, 41, 3000, 3050, 0, LP_GPU_DIR_OTHER, "graph_k", 0, 0, 0, 0x79};
+    lp_gpu_activity back = {LP_GPU_KERNEL, 41, 4000, 4020, 0, LP_GPU_DIR_OTHER, "graph_k", 0, 0, 0, 0x80};
+    uint32_t a = lp_gpu_join_add(&clone), b = lp_gpu_join_add(&orig), c = lp_gpu_join_add(&unknown);
+    uint32_t d = lp_gpu_join_add(&back);
+    CHECK_EQ_INT(a, grafted_leaf(replay, 0x3000, "graph_k"));
+    CHECK_EQ_INT(b, a); /* either id a record carries finds the captured stack */
+    CHECK_EQ_INT(col(a, LP_M_GPU_KERNEL), 400);
+    CHECK_EQ_INT(col(a, LP_M_GPU_KERNELS), 2);
+    CHECK_EQ_INT(col(a, LP_M_GPU_BACKWARD), 0);
+    /* no captured stack: on the replay's, as without graphs */
+    CHECK_EQ_INT(c, lp_agg_extend(replay, (void *)lp_gpu_name("graph_k", 7), LP_OFFSET_GPU_OP));
+    CHECK_EQ_INT(col(c, LP_M_GPU_KERNEL), 50);
+    /* a node captured in backward keeps counting as backward */
+    CHECK_EQ_INT(col(d, LP_M_GPU_BACKWARD), 20);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.graph_nodes, 3);
+    CHECK_EQ_INT(st.graph_joined, 3);
+    CHECK_EQ_INT(st.graph_missed, 1);
+    CHECK_EQ_INT(st.records, 4);
+    lp_gpu_join_reset(); /* reset with the join */
+    CHECK_EQ_INT(lp_gpu_graph_node_stack(0x77), LP_STACK_NONE);
+}
+
+/* Capturing threads note nodes and clones while another thread joins
+ * replays naming them: every record lands on the grafted stack or, for a
+ * node not noted yet, on the replay's; none is lost or double counted. */
+#define GRAPH_NOTERS    2
+#define NODES_PER_NOTER 2000
+static uint32_t graph_captured;
+
+static void *graph_noter(void *arg) {
+    uint64_t base = ((uint64_t)(intptr_t)arg + 1) << 32;
+    for (uint64_t i = 1; i <= NODES_PER_NOTER; i++) {
+        lp_gpu_graph_node_created(base + 2 * i, graph_captured);
+        lp_gpu_graph_node_cloned(base + 2 * i + 1, base + 2 * i);
+    }
+    return NULL;
+}
+
+TEST(graph_nodes_noted_while_replays_join) {
+    fresh();
+    graph_captured = launch_stack(1, 0x3000);
+    uint32_t replay = launch_stack(2, 0x4000);
+    lp_gpu_join_note_launch(43, replay);
+    pthread_t th[GRAPH_NOTERS];
+    for (int t = 0; t < GRAPH_NOTERS; t++) pthread_create(&th[t], NULL, graph_noter, (void *)(intptr_t)t);
+    int64_t n = 0;
+    for (int t = 0; t < GRAPH_NOTERS; t++)
+        for (uint64_t i = 1; i <= NODES_PER_NOTER; i++, n++) {
+            uint64_t clone = (((uint64_t)t + 1) << 32) + 2 * i + 1;
+            lp_gpu_activity k = {LP_GPU_KERNEL, 43, 1000, 1001, 0,    LP_GPU_DIR_OTHER,
+                                 "graph_k",     0,  0,    0,    clone};
+            REQUIRE(lp_gpu_join_add(&k) != LP_STACK_NONE);
+        }
+    for (int t = 0; t < GRAPH_NOTERS; t++) pthread_join(th[t], NULL);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.graph_nodes, 2 * GRAPH_NOTERS * NODES_PER_NOTER);
+    CHECK_EQ_INT(st.graph_joined + st.graph_missed, n);
+    uint32_t on_replay = lp_agg_extend(replay, (void *)lp_gpu_name("graph_k", 7), LP_OFFSET_GPU_OP);
+    uint32_t grafted = lp_agg_extend(lp_agg_extend(replay, NULL, LP_OFFSET_GPU_GRAPH), (void *)0x9000, 4);
+    grafted = lp_agg_extend(lp_agg_extend(grafted, (void *)0x3000, 10), (void *)lp_gpu_name("graph_k", 7),
+                            LP_OFFSET_GPU_OP);
+    /* two threads' stacks share no frame: the whole captured stack is grafted */
+    CHECK_EQ_INT(col(grafted, LP_M_GPU_KERNELS), (int64_t)st.graph_joined);
+    CHECK_EQ_INT(col(on_replay, LP_M_GPU_KERNELS), (int64_t)st.graph_missed);
+}
+
+TEST(graph_node_table_full_is_counted) {
+    fresh();
+    uint32_t captured = launch_stack(1, 0x3000), replay = launch_stack(1, 0x4000);
+    for (uint64_t id = 1; id <= LP_GPU_GRAPH_NODES + 10; id++) lp_gpu_graph_node_created(id << 20, captured);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.graph_nodes, LP_GPU_GRAPH_NODES);
+    CHECK_EQ_INT(st.graph_full, 10);
+    CHECK_EQ_INT(lp_gpu_graph_node_stack((uint64_t)1 << 20), captured);
+    CHECK_EQ_INT(lp_gpu_graph_node_stack((uint64_t)LP_GPU_GRAPH_NODES << 20), captured);
+    /* a node past the table: its kernel stays on the replay line */
+    lp_gpu_join_note_launch(42, replay);
+    uint64_t late = (uint64_t)(LP_GPU_GRAPH_NODES + 1) << 20;
+    lp_gpu_activity k = {LP_GPU_KERNEL, 42, 1000, 1100, 0, LP_GPU_DIR_OTHER, "graph_k", 0, 0, 0, late};
+    CHECK_EQ_INT(lp_gpu_join_add(&k),
+                 lp_agg_extend(replay, (void *)lp_gpu_name("graph_k", 7), LP_OFFSET_GPU_OP));
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.graph_missed, 1);
+}
+
 RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, backward_work_counts_as_backward,
           kernel_and_copies_join_their_launch, unknown_and_incomplete_records, late_records_keep_their_launch,
           kept_launches_age_out_counted, concurrent_launches_then_concurrent_joins,
-          device_memory_peak_is_replayed_per_stack, device_memory_table_survives_churn)
+          device_memory_peak_is_replayed_per_stack, device_memory_table_survives_churn,
+          graph_replays_go_to_the_captured_stack, graph_nodes_noted_while_replays_join,
+          graph_node_table_full_is_counted)

@@ -33,7 +33,20 @@
  * same device time, as ranks on one host whose collectives start apart by
  * a known amount. FAKE_CUPTI_BUSY=name makes subscribing fail as
  * when another CUPTI client holds it; fake_cupti_hang_flushes(1) makes
- * every later flush block, as a stuck CUPTI flush does. */
+ * every later flush block, as a stuck CUPTI flush does.
+ *
+ * CUDA graphs (fake_cupti_begin_capture ... fake_cupti_graph_replay), as
+ * CUPTI 13.0 did on an H200 (2026-11-27): a kernel launched while the
+ * calling thread captures makes a graph node instead of running:
+ * GRAPHNODE_CREATED (resource domain; CUpti_ResourceData whose
+ * resourceDescriptor is the CUpti_GraphData) fires inside the launch, on
+ * that thread, and no record is written. Instantiating makes each clone
+ * (GRAPHNODE_CREATED inside cudaGraphInstantiate) and reports it cloned
+ * (GRAPHNODE_CLONED: node = the clone, originalNode = the captured node).
+ * A replay is one cudaGraphLaunch whose kernel records carry its
+ * correlation id and a graphNodeId: the clone's, as the device run saw,
+ * or the original node's after fake_cupti_graph_ids(1). A node handle is
+ * its id cast to CUgraphNode (cuptiGetGraphNodeId reads it back). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -235,6 +248,68 @@ CUptiResult cuptiActivityFlushAll(uint32_t flag) {
 
 static uint32_t take_corr(void) { return __atomic_fetch_add(&next_corr, 1, __ATOMIC_RELAXED); }
 
+/* Graph state (see the top); one lock, graphs are few and small. */
+#define MAX_GRAPHS 32
+#define MAX_NODES  64
+typedef struct {
+    int nnodes;
+    uint64_t node[MAX_NODES];     /* ids: the graph's own */
+    uint64_t original[MAX_NODES]; /* an executable graph's: the node each was cloned from */
+    const char *name[MAX_NODES];
+    uint64_t dur[MAX_NODES];
+} graph;
+static graph graphs[MAX_GRAPHS];
+static int ngraphs;
+static uint64_t next_node = 0x1000;
+static int report_original; /* records carry the original node's id */
+static __thread int capturing = -1; /* the graph this thread's launches go to */
+static __thread int announce;       /* deliver GRAPHNODE_CREATED for them */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId) {
+    if (!node || !nodeId) return CUPTI_ERROR_INVALID_PARAMETER;
+    *nodeId = (uint64_t)(uintptr_t)node;
+    return CUPTI_SUCCESS;
+}
+
+static void graph_event(CUpti_CallbackIdResource id, uint64_t node, uint64_t original) {
+    if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !callback || !enabled[CUPTI_CB_DOMAIN_RESOURCE][id]) return;
+    CUpti_GraphData data;
+    memset(&data, 0, sizeof data);
+    data.node = (CUgraphNode)(uintptr_t)node;
+    data.originalNode = (CUgraphNode)(uintptr_t)original;
+    data.nodeType = CU_GRAPH_NODE_TYPE_KERNEL;
+    CUpti_ResourceData res;
+    memset(&res, 0, sizeof res);
+    res.resourceDescriptor = &data;
+    callback(callback_data, CUPTI_CB_DOMAIN_RESOURCE, id, &res);
+}
+
+/* A new node of graph g (a captured launch or a node added by hand);
+ * GRAPHNODE_CREATED on the calling thread if `tell`. */
+static void add_node(int g, const char *name, uint64_t dur_ns, int tell) {
+    pthread_mutex_lock(&graph_lock);
+    graph *gr = g >= 0 && g < ngraphs ? &graphs[g] : NULL;
+    uint64_t id = 0;
+    if (gr && gr->nnodes < MAX_NODES) {
+        id = next_node++;
+        gr->node[gr->nnodes] = id;
+        gr->name[gr->nnodes] = name;
+        gr->dur[gr->nnodes] = dur_ns;
+        gr->nnodes++;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    if (id && tell) graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, id, 0);
+}
+
+static int new_graph(void) {
+    pthread_mutex_lock(&graph_lock);
+    int g = ngraphs < MAX_GRAPHS ? ngraphs++ : -1;
+    if (g >= 0) memset(&graphs[g], 0, sizeof graphs[g]);
+    pthread_mutex_unlock(&graph_lock);
+    return g;
+}
+
 static void api(CUpti_CallbackDomain d, CUpti_CallbackId id, CUpti_ApiCallbackSite site, uint32_t corr,
                 const void *params, void *ret) {
     if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !callback || !enabled[d][id]) return;
@@ -385,9 +460,10 @@ static void runtime_launch(CUpti_CallbackId runtime_cbid, const char *name, uint
     api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_ENTER, corr, NULL, &status);
     uint32_t inner = take_corr();
     api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, inner, NULL, &status);
+    if (capturing >= 0) add_node(capturing, keep_name(name), dur_ns, announce); /* captured: runs later */
     api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, inner, NULL, &status);
     api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_EXIT, corr, NULL, &status);
-    kernel_record(corr, name, dur_ns, running);
+    if (capturing < 0) kernel_record(corr, name, dur_ns, running);
 }
 
 /* cudaLaunchKernel (CUDA 12's <<<>>> path, and explicit launches). */
@@ -445,6 +521,94 @@ void fake_cupti_graph_launch(int n, uint64_t dur_ns) {
         r.kernel.correlationId = corr;
         r.kernel.graphId = 1;
         r.kernel.name = "graph_node_kernel";
+        emit(r, 0);
+    }
+}
+
+/* cudaStreamBeginCapture on the calling thread's stream: its launches go
+ * to a new graph (returned) until fake_cupti_end_capture. announce = 0: no
+ * GRAPHNODE_CREATED is delivered, as for a graph captured before lprof
+ * subscribed. */
+int fake_cupti_begin_capture(int tell) {
+    capturing = new_graph();
+    announce = tell;
+    return capturing;
+}
+
+void fake_cupti_end_capture(void) { capturing = -1; }
+
+/* cudaGraphCreate, then cudaGraphAddKernelNode of one kernel to it (the
+ * node is made inside the add call, on the calling thread). */
+int fake_cupti_graph_create(void) { return new_graph(); }
+
+void fake_cupti_graph_add_kernel_node(int g, const char *name, uint64_t dur_ns) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_ENTER, corr,
+        NULL, &status);
+    add_node(g, keep_name(name), dur_ns, 1);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_EXIT, corr,
+        NULL, &status);
+}
+
+/* cudaGraphInstantiate: a new executable graph (returned) whose nodes are
+ * clones of g's, each announced with GRAPHNODE_CLONED. */
+int fake_cupti_graph_instantiate(int g) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_ENTER, corr, NULL,
+        &status);
+    int e = new_graph();
+    uint64_t clone[MAX_NODES], from[MAX_NODES];
+    int n = 0;
+    pthread_mutex_lock(&graph_lock);
+    if (e >= 0 && g >= 0 && g < ngraphs) {
+        graph *src = &graphs[g], *dst = &graphs[e];
+        for (n = 0; n < src->nnodes; n++) {
+            dst->node[n] = clone[n] = next_node++;
+            dst->original[n] = from[n] = src->node[n];
+            dst->name[n] = src->name[n];
+            dst->dur[n] = src->dur[n];
+        }
+        dst->nnodes = n;
+    }
+    pthread_mutex_unlock(&graph_lock);
+    for (int i = 0; i < n; i++) {
+        graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, clone[i], 0);
+        graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, clone[i], from[i]);
+    }
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_EXIT, corr, NULL,
+        &status);
+    return e;
+}
+
+/* Records name the original (captured) node instead of the clone. */
+void fake_cupti_graph_ids(int original) { __atomic_store_n(&report_original, original, __ATOMIC_RELAXED); }
+
+/* cudaGraphLaunch of executable graph e: one record per node, with the
+ * launch's correlation id and the node's id. */
+void fake_cupti_graph_replay(int e) {
+    uint32_t corr = take_corr();
+    int status = 0;
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr, NULL, &status);
+    graph gr;
+    pthread_mutex_lock(&graph_lock);
+    int ok = e >= 0 && e < ngraphs;
+    if (ok) gr = graphs[e];
+    pthread_mutex_unlock(&graph_lock);
+    if (!ok) return;
+    int original = __atomic_load_n(&report_original, __ATOMIC_RELAXED);
+    for (int i = 0; i < gr.nnodes; i++) {
+        record r;
+        memset(&r, 0, sizeof r);
+        r.kernel.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        r.kernel.start = advance(gr.dur[i]);
+        r.kernel.end = r.kernel.start + gr.dur[i];
+        r.kernel.correlationId = corr;
+        r.kernel.graphId = (uint32_t)e + 1;
+        r.kernel.graphNodeId = original && gr.original[i] ? gr.original[i] : gr.node[i];
+        r.kernel.name = gr.name[i];
         emit(r, 0);
     }
 }

@@ -18,6 +18,7 @@ from ..model.sections import GPU_BACKEND_NAMES as _BACKEND_NAMES
 from ..model.sections import gpu_line_rows as line_rows
 
 LAUNCHES_KEPT = 65536  # LP_GPU_WAIT_SLOTS (src/aggregate/gpu_join.h)
+GRAPH_NODES_KEPT = 65536  # LP_GPU_GRAPH_NODES (src/aggregate/gpu_graph.h)
 BACKENDS = ("cuda", "levelzero")
 
 
@@ -408,6 +409,11 @@ def _warnings(stats):
         )
     if cupti.get("dropped"):
         out.append(f"CUPTI dropped {cupti['dropped']} activity records")
+    if join.get("graph_full"):
+        out.append(
+            f"{join['graph_full']} CUDA graph nodes past the {GRAPH_NODES_KEPT} lprof keeps: their "
+            f"replays' work is charged to the replay line"
+        )
     launches = stats.get("join", {}).get("launches", 0)
     if cupti.get("callbacks") and launches and not stats.get("join", {}).get("records"):
         out.append(

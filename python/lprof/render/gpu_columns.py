@@ -161,6 +161,16 @@ def summary(profile):
         )
     if join.get("aged_out"):
         out.append(f"  {join['aged_out']} launches aged out before their records arrived")
+    if join.get("graph_joined"):
+        out.append(
+            f"  {join['graph_joined']} kernels/copies of CUDA graph replays charged to the lines "
+            f"captured into the graph (stacks under '[graph replay]')"
+        )
+    if join.get("graph_missed"):
+        out.append(
+            f"  {join['graph_missed']} kernels/copies of CUDA graph replays had no captured line "
+            f"(graph captured before lprof started, or past its node table): charged to the replay line"
+        )
     out.extend(levelzero_summary(stats.get("levelzero") or {}))
     out.extend(f"  {note}" for note in gpu.get("notes", []))
     tensors = gpu.get("tensor_memory")

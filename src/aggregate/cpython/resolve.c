@@ -183,6 +183,7 @@ static uint32_t resolve_node(uint32_t id, lp_stacknode n) {
     else if (n.offset == LP_OFFSET_GPU_ORPHAN) f = marker_frame("[GPU work from a thread without Python]");
     else if (n.offset == LP_OFFSET_OTHER_THREADS) f = marker_frame("[threads without Python]");
     else if (n.offset == LP_OFFSET_GPU_BACKWARD) f = marker_frame("[backward]");
+    else if (n.offset == LP_OFFSET_GPU_GRAPH) f = marker_frame("[graph replay]");
     else if (n.code && PyCode_Check((PyObject *)n.code)) f = code_frame(n.code, n.offset);
     else f = marker_frame("[unknown]");
     R.node_frame[id] = f;

@@ -181,14 +181,16 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     lp_levelzero_info z;
     lp_levelzero_get_info(&z);
     return Py_BuildValue(
-        "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
+        "{s:{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K},s:{s:K,s:K,s:K,s:K,s:K,s:K,s:i},"
         "s:{s:i,s:I,s:s,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i},"
         "s:{s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:i,s:i,s:K,s:K,s:K,s:K,s:K,s:s,s:s,s:i}}",
         "join", "records", (unsigned long long)j.records, "unattributed", (unsigned long long)j.unattributed,
         "incomplete", (unsigned long long)j.incomplete, "launches", (unsigned long long)j.launches, "kept",
         (unsigned long long)j.kept, "late", (unsigned long long)j.late, "aged_out",
         (unsigned long long)j.aged_out, "device_ns", (unsigned long long)j.device_ns, "first_start_ns",
-        (unsigned long long)j.first_start_ns, "last_end_ns", (unsigned long long)j.last_end_ns, "memory",
+        (unsigned long long)j.first_start_ns, "last_end_ns", (unsigned long long)j.last_end_ns, "graph_nodes",
+        (unsigned long long)j.graph_nodes, "graph_full", (unsigned long long)j.graph_full, "graph_joined",
+        (unsigned long long)j.graph_joined, "graph_missed", (unsigned long long)j.graph_missed, "memory",
         "live_bytes", (unsigned long long)m.live_bytes, "peak_bytes", (unsigned long long)m.peak_bytes,
         "allocs", (unsigned long long)m.allocs, "frees", (unsigned long long)m.frees, "unknown_frees",
         (unsigned long long)m.unknown_frees, "dropped", (unsigned long long)m.dropped, "peak_exact",

@@ -29,6 +29,7 @@
 
 #include "aggregate/agg.h"
 #include "aggregate/gpu_devmem.h"
+#include "aggregate/gpu_graph.h"
 #include "aggregate/gpu_join.h"
 #include "aggregate/gpu_trace.h"
 #include "collect/gpu/cupti_view.h"
@@ -59,6 +60,7 @@ static struct {
     lp_cupti_result (*flush_all)(uint32_t);
     lp_cupti_result (*flush_period)(uint32_t);
     lp_cupti_result (*get_timestamp)(uint64_t *);
+    lp_cupti_result (*graph_node_id)(void *, uint64_t *); /* cuptiGetGraphNodeId */
 } fn;
 
 /* CUPTI's timestamps to CLOCK_MONOTONIC: add this (mod 2^64), from one
@@ -76,7 +78,7 @@ static int forked;          /* in a fork child: never call CUPTI */
 static unsigned generation; /* bumped per start: stale thread state resets */
 static lp_cupti_info info;
 
-enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4 };
+enum { ROLE_WORK = 1, ROLE_ALLOC = 2, ROLE_FREE = 3, ROLE_MAP = 4, ROLE_GRAPH = 5, ROLE_REPLAY = 6 };
 static unsigned char roles[2][1024]; /* [domain runtime/driver][cbid] */
 
 static __thread struct {
@@ -84,6 +86,7 @@ static __thread struct {
     int depth;
     uint32_t stack;
     uint32_t primary; /* the nesting's first WORK call's correlation id, 0: none yet */
+    int replay;       /* that call launches a graph */
 } tls;
 
 /* The delivery gate: buffers parsed while `closed` is 0 are joined; stop
@@ -130,9 +133,35 @@ static void align_clock(void) {
     __atomic_store_n(&info.clock_aligned, 1, __ATOMIC_RELAXED);
 }
 
+/* A graph node made or cloned (resource domain; the graph data is the
+ * resource data's descriptor). Made: inside the call that made it, on that
+ * call's thread (a launch into a capturing stream, or a node added by
+ * hand): the node takes the call's stack, and a captured launch runs
+ * nothing, so no record is awaited for it. An instantiate makes each clone
+ * (outside any traced call: no stack) and then reports it cloned: the
+ * clone takes its original's stack. */
+static void on_graph_node(uint32_t cbid, const lp_cupti_resource_data *r) {
+    uint64_t node = 0, original = 0;
+    if (cbid != LP_CUPTI_CBID_GRAPHNODE_CREATED && cbid != LP_CUPTI_CBID_GRAPHNODE_CLONED) return;
+    const lp_cupti_graph_data *g = r->resource_descriptor;
+    if (!g || !fn.graph_node_id || !g->node || fn.graph_node_id(g->node, &node) != LP_CUPTI_SUCCESS) return;
+    if (cbid == LP_CUPTI_CBID_GRAPHNODE_CREATED) {
+        if (tls.generation != __atomic_load_n(&generation, __ATOMIC_RELAXED) || tls.depth == 0) return;
+        lp_gpu_graph_node_created(node, tls.stack);
+        if (tls.primary && !tls.replay) lp_gpu_join_forget(tls.primary);
+    } else if (cbid == LP_CUPTI_CBID_GRAPHNODE_CLONED && g->original_node &&
+               fn.graph_node_id(g->original_node, &original) == LP_CUPTI_SUCCESS) {
+        lp_gpu_graph_node_cloned(node, original);
+    }
+}
+
 static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata) {
     (void)userdata;
     if (!__atomic_load_n(&active, __ATOMIC_ACQUIRE) || forked || !cbdata) return;
+    if (domain == LP_CUPTI_DOMAIN_RESOURCE) {
+        on_graph_node(cbid, cbdata);
+        return;
+    }
     const lp_cupti_callback_data *d = cbdata;
     int role = role_of(domain, cbid);
     if (!role) return;
@@ -159,12 +188,13 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
                 lp_gpu_devmem_free(ptr);
             }
         }
-        if (role == ROLE_WORK) {
+        if (role == ROLE_WORK || role == ROLE_REPLAY) {
             /* records carry the id of the outermost launching call (the
              * runtime's, for a runtime launch); a nested driver call's id is
              * noted too, but no record is awaited for it */
             if (!tls.primary) {
                 tls.primary = d->correlation_id;
+                tls.replay = role == ROLE_REPLAY;
                 lp_agg_add(tls.stack, LP_M_GPU_LAUNCHES, 1);
                 lp_gpu_join_note_launch(d->correlation_id, tls.stack);
                 lp_gpu_trace_note_launch(d->correlation_id, lp_clock_monotonic_ns());
@@ -176,7 +206,7 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
     }
     /* EXIT: a failed launch queued nothing; an allocation of the outermost
      * call, if it succeeded */
-    if (role == ROLE_WORK && !status_ok(d)) lp_gpu_join_forget(d->correlation_id);
+    if ((role == ROLE_WORK || role == ROLE_REPLAY) && !status_ok(d)) lp_gpu_join_forget(d->correlation_id);
     if (tls.depth == 1 && (role == ROLE_ALLOC || role == ROLE_MAP) && d->params && status_ok(d)) {
         uint64_t ptr = 0, size;
         memcpy(&size, (const char *)d->params + sizeof(void *), sizeof size);
@@ -232,6 +262,7 @@ static void parse_record(const uint8_t *rec) {
             a.correlation = u32_at(rec, LP_CUPTI_KERNEL_CORRELATION);
             a.device = u32_at(rec, LP_CUPTI_KERNEL_DEVICE);
             a.stream = u32_at(rec, LP_CUPTI_KERNEL_STREAM);
+            a.graph_node = u64_at(rec, LP_CUPTI_KERNEL_GRAPH_NODE);
             const char *name;
             memcpy(&name, rec + LP_CUPTI_KERNEL_NAME, sizeof name);
             a.name = name;
@@ -246,6 +277,7 @@ static void parse_record(const uint8_t *rec) {
             a.correlation = u32_at(rec, LP_CUPTI_MEMCPY_CORRELATION);
             a.device = u32_at(rec, LP_CUPTI_MEMCPY_DEVICE);
             a.stream = u32_at(rec, LP_CUPTI_MEMCPY_STREAM);
+            a.graph_node = u64_at(rec, LP_CUPTI_MEMCPY_GRAPH_NODE);
             break;
         case LP_CUPTI_KIND_MEMSET:
             a.op = LP_GPU_MEMSET;
@@ -255,6 +287,7 @@ static void parse_record(const uint8_t *rec) {
             a.correlation = u32_at(rec, LP_CUPTI_MEMSET_CORRELATION);
             a.device = u32_at(rec, LP_CUPTI_MEMSET_DEVICE);
             a.stream = u32_at(rec, LP_CUPTI_MEMSET_STREAM);
+            a.graph_node = u64_at(rec, LP_CUPTI_MEMSET_GRAPH_NODE);
             break;
         default: return;
     }
@@ -469,6 +502,7 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     BIND(flush_all, "cuptiActivityFlushAll");
     BIND(flush_period, "cuptiActivityFlushPeriod");
     BIND(get_timestamp, "cuptiGetTimestamp");
+    BIND(graph_node_id, "cuptiGetGraphNodeId");
     memset(&info, 0, sizeof info);
     Dl_info where;
     if (fn.get_version && dladdr(*(void **)&fn.get_version, &where) && where.dli_fname)
@@ -519,6 +553,10 @@ int lp_cupti_start(const lp_gpu_host *h, const char *const *candidates, size_t n
     (void)fn.enable_callback(1, subscriber, LP_CUPTI_DOMAIN_##domain, id);
     LP_CUPTI_CBIDS(LP_ENABLE_CBID_)
 #undef LP_ENABLE_CBID_
+    if (fn.graph_node_id) { /* graph replays' kernels to their captured lines */
+        (void)fn.enable_callback(1, subscriber, LP_CUPTI_DOMAIN_RESOURCE, LP_CUPTI_CBID_GRAPHNODE_CREATED);
+        (void)fn.enable_callback(1, subscriber, LP_CUPTI_DOMAIN_RESOURCE, LP_CUPTI_CBID_GRAPHNODE_CLONED);
+    }
     r = fn.register_callbacks(buffer_requested, buffer_completed);
     static const int kinds[] = {LP_CUPTI_KIND_CONCURRENT_KERNEL, LP_CUPTI_KIND_MEMCPY, LP_CUPTI_KIND_MEMSET};
     for (size_t i = 0; r == LP_CUPTI_SUCCESS && i < LP_ARRAY_LEN(kinds); i++) r = fn.enable(kinds[i]);

@@ -25,10 +25,17 @@ typedef void (*lp_cupti_buffer_complete)(void *ctx, uint32_t stream, uint8_t *bu
 #define LP_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS  39
 #define LP_CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN 64
 
-#define LP_CUPTI_API_ENTER      0
-#define LP_CUPTI_API_EXIT       1
-#define LP_CUPTI_DOMAIN_DRIVER  1
-#define LP_CUPTI_DOMAIN_RUNTIME 2
+#define LP_CUPTI_API_ENTER       0
+#define LP_CUPTI_API_EXIT        1
+#define LP_CUPTI_DOMAIN_DRIVER   1
+#define LP_CUPTI_DOMAIN_RUNTIME  2
+#define LP_CUPTI_DOMAIN_RESOURCE 3
+
+/* resource callbacks (CUpti_CallbackIdResource): a graph node made (by a
+ * launch into a capturing stream, or added by hand), and one cloned from
+ * another (an instantiate copies each node into the executable graph) */
+#define LP_CUPTI_CBID_GRAPHNODE_CREATED 13
+#define LP_CUPTI_CBID_GRAPHNODE_CLONED  20
 
 #define LP_CUPTI_KIND_MEMCPY            1
 #define LP_CUPTI_KIND_MEMSET            2
@@ -55,6 +62,26 @@ typedef struct {
     uint64_t *correlation_data;
     uint32_t correlation_id;
 } lp_cupti_callback_data;
+
+/* CUpti_ResourceData: a resource callback's data; for the graph callbacks
+ * resource_descriptor points to a CUpti_GraphData (seen on CUPTI 13.0,
+ * H200, 2026-11-27: the callback data itself is not the graph data) */
+typedef struct {
+    void *context;             /* CUcontext */
+    void *resource_handle;     /* union { CUstream stream; } */
+    void *resource_descriptor; /* lp_cupti_graph_data * for graph callbacks */
+} lp_cupti_resource_data;
+
+/* CUpti_GraphData (the graph callbacks' resource descriptor) */
+typedef struct {
+    void *graph;          /* CUgraph */
+    void *original_graph; /* CUgraph the graph was cloned from */
+    void *node;           /* CUgraphNode: for cuptiGetGraphNodeId */
+    void *original_node;  /* CUgraphNode a cloned node was cloned from */
+    int node_type;        /* CUgraphNodeType */
+    void *dependency;     /* CUgraphNode */
+    void *graph_exec;     /* CUgraphExec */
+} lp_cupti_graph_data;
 
 /* CUpti_SubscriberParams (cuptiSubscribe_v2) */
 typedef struct {
@@ -88,19 +115,24 @@ typedef struct {
 #define LP_CUPTI_KERNEL_NAME        104
 #define LP_CUPTI_KERNEL_DEVICE      40 /* uint32_t deviceId */
 #define LP_CUPTI_KERNEL_STREAM      48 /* uint32_t streamId */
-#define LP_CUPTI_MEMCPY_COPY_KIND   4  /* uint8_t */
+/* uint64_t graphNodeId: the node a graph launch ran this from, 0 outside
+ * graphs (cuptiGetGraphNodeId's ids) */
+#define LP_CUPTI_KERNEL_GRAPH_NODE  144
+#define LP_CUPTI_MEMCPY_COPY_KIND   4 /* uint8_t */
 #define LP_CUPTI_MEMCPY_BYTES       8
 #define LP_CUPTI_MEMCPY_START       16
 #define LP_CUPTI_MEMCPY_END         24
 #define LP_CUPTI_MEMCPY_CORRELATION 44
 #define LP_CUPTI_MEMCPY_DEVICE      32
 #define LP_CUPTI_MEMCPY_STREAM      40
+#define LP_CUPTI_MEMCPY_GRAPH_NODE  64
 #define LP_CUPTI_MEMSET_BYTES       8
 #define LP_CUPTI_MEMSET_START       16
 #define LP_CUPTI_MEMSET_END         24
 #define LP_CUPTI_MEMSET_CORRELATION 44
 #define LP_CUPTI_MEMSET_DEVICE      32
 #define LP_CUPTI_MEMSET_STREAM      40
+#define LP_CUPTI_MEMSET_GRAPH_NODE  64
 
 /* The callback ids lprof enables: X(api name, domain, id, role). WORK
  * queues device work (its correlation id meets activity records); ALLOC
@@ -109,7 +141,10 @@ typedef struct {
  * API of PyTorch's expandable segments) makes an address range usable: the
  * address is the first field itself, the size second; cuMemCreate is not
  * charged (its physical handle has no address, and charging both would
- * count the memory twice). */
+ * count the memory twice). REPLAY is WORK that launches a graph: a node
+ * made inside it (none is expected) must not cancel its records. GRAPH adds
+ * a node to a graph by hand: it queues nothing, but the node it makes takes
+ * its stack (GRAPHNODE_CREATED). */
 #define LP_CUPTI_CBIDS(X)                                         \
     X(cudaLaunchKernel_v7000, RUNTIME, 211, WORK)                 \
     X(cudaLaunchKernel_ptsz_v7000, RUNTIME, 214, WORK)            \
@@ -117,8 +152,9 @@ typedef struct {
     X(cudaLaunchKernelExC_ptsz_v11060, RUNTIME, 431, WORK)        \
     X(cudaLaunchCooperativeKernel_v9000, RUNTIME, 269, WORK)      \
     X(cudaLaunchCooperativeKernel_ptsz_v9000, RUNTIME, 270, WORK) \
-    X(cudaGraphLaunch_v10000, RUNTIME, 311, WORK)                 \
-    X(cudaGraphLaunch_ptsz_v10000, RUNTIME, 312, WORK)            \
+    X(cudaGraphLaunch_v10000, RUNTIME, 311, REPLAY)               \
+    X(cudaGraphLaunch_ptsz_v10000, RUNTIME, 312, REPLAY)          \
+    X(cudaGraphAddKernelNode_v10000, RUNTIME, 289, GRAPH)         \
     X(cudaMemcpy_v3020, RUNTIME, 31, WORK)                        \
     X(cudaMemcpy2D_v3020, RUNTIME, 32, WORK)                      \
     X(cudaMemcpyToSymbol_v3020, RUNTIME, 39, WORK)                \
@@ -164,8 +200,10 @@ typedef struct {
     X(cuLaunchKernelEx_ptsz, DRIVER, 653, WORK)                   \
     X(cuLaunchCooperativeKernel, DRIVER, 477, WORK)               \
     X(cuLaunchCooperativeKernel_ptsz, DRIVER, 478, WORK)          \
-    X(cuGraphLaunch, DRIVER, 514, WORK)                           \
-    X(cuGraphLaunch_ptsz, DRIVER, 515, WORK)                      \
+    X(cuGraphLaunch, DRIVER, 514, REPLAY)                         \
+    X(cuGraphLaunch_ptsz, DRIVER, 515, REPLAY)                    \
+    X(cuGraphAddKernelNode, DRIVER, 502, GRAPH)                   \
+    X(cuGraphAddKernelNode_v2, DRIVER, 689, GRAPH)                \
     X(cuMemcpy, DRIVER, 305, WORK)                                \
     X(cuMemcpyAsync, DRIVER, 306, WORK)                           \
     X(cuMemcpyHtoD_v2, DRIVER, 276, WORK)                         \

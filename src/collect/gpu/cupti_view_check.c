@@ -18,6 +18,9 @@ SAME(LP_CUPTI_API_ENTER, CUPTI_API_ENTER);
 SAME(LP_CUPTI_API_EXIT, CUPTI_API_EXIT);
 SAME(LP_CUPTI_DOMAIN_DRIVER, CUPTI_CB_DOMAIN_DRIVER_API);
 SAME(LP_CUPTI_DOMAIN_RUNTIME, CUPTI_CB_DOMAIN_RUNTIME_API);
+SAME(LP_CUPTI_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+SAME(LP_CUPTI_CBID_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+SAME(LP_CUPTI_CBID_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
 SAME(LP_CUPTI_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
 SAME(LP_CUPTI_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
 SAME(LP_CUPTI_KIND_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
@@ -35,6 +38,15 @@ AT(CUpti_CallbackData, functionParams, offsetof(lp_cupti_callback_data, params))
 AT(CUpti_CallbackData, functionReturnValue, offsetof(lp_cupti_callback_data, return_value));
 AT(CUpti_CallbackData, correlationId, offsetof(lp_cupti_callback_data, correlation_id));
 SAME(sizeof(lp_cupti_subscriber_params), sizeof(CUpti_SubscriberParams));
+SAME(sizeof(lp_cupti_resource_data), sizeof(CUpti_ResourceData));
+AT(CUpti_ResourceData, resourceDescriptor, offsetof(lp_cupti_resource_data, resource_descriptor));
+SAME(sizeof(lp_cupti_graph_data), sizeof(CUpti_GraphData));
+AT(CUpti_GraphData, node, offsetof(lp_cupti_graph_data, node));
+AT(CUpti_GraphData, originalNode, offsetof(lp_cupti_graph_data, original_node));
+/* cuptiGetGraphNodeId(CUgraphNode, uint64_t *): how cupti.c calls it */
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuptiGetGraphNodeId),
+                                            CUptiResult (*)(CUgraphNode, uint64_t *)),
+               "cuptiGetGraphNodeId's signature");
 AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_params, old_subscriber_name));
 
 /* the records of CUDA 13 (delivered there) and of CUDA 12 (older CUPTI) */
@@ -45,6 +57,7 @@ AT(CUpti_SubscriberParams, oldSubscriberName, offsetof(lp_cupti_subscriber_param
     AT(T, correlationId, LP_CUPTI_KERNEL_CORRELATION); \
     AT(T, deviceId, LP_CUPTI_KERNEL_DEVICE);           \
     AT(T, streamId, LP_CUPTI_KERNEL_STREAM);           \
+    AT(T, graphNodeId, LP_CUPTI_KERNEL_GRAPH_NODE);    \
     AT(T, name, LP_CUPTI_KERNEL_NAME)
 KERNEL_FIELDS(CUpti_ActivityKernel9);
 #if CUPTI_API_VERSION >= 130000 /* CUDA 12's headers lack CUDA 13's records and ids */
@@ -61,24 +74,26 @@ KERNEL_FIELDS(CUpti_ActivityKernel13);
 /* headers newer than LP_CUPTI_NEWEST_API: their record versions are not
  * asserted here, and lprof refuses such a CUPTI at run time until they are
  * read and added to LP_CUPTI_LAYOUTS */
-#define MEMCPY_FIELDS(T)                        \
-    AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND); \
-    AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);        \
-    AT(T, start, LP_CUPTI_MEMCPY_START);        \
-    AT(T, end, LP_CUPTI_MEMCPY_END);            \
-    AT(T, deviceId, LP_CUPTI_MEMCPY_DEVICE);    \
-    AT(T, streamId, LP_CUPTI_MEMCPY_STREAM);    \
+#define MEMCPY_FIELDS(T)                            \
+    AT(T, copyKind, LP_CUPTI_MEMCPY_COPY_KIND);     \
+    AT(T, bytes, LP_CUPTI_MEMCPY_BYTES);            \
+    AT(T, start, LP_CUPTI_MEMCPY_START);            \
+    AT(T, end, LP_CUPTI_MEMCPY_END);                \
+    AT(T, deviceId, LP_CUPTI_MEMCPY_DEVICE);        \
+    AT(T, streamId, LP_CUPTI_MEMCPY_STREAM);        \
+    AT(T, graphNodeId, LP_CUPTI_MEMCPY_GRAPH_NODE); \
     AT(T, correlationId, LP_CUPTI_MEMCPY_CORRELATION)
 MEMCPY_FIELDS(CUpti_ActivityMemcpy5);
 #if CUPTI_API_VERSION >= 130000
 MEMCPY_FIELDS(CUpti_ActivityMemcpy6);
 #endif
-#define MEMSET_FIELDS(T)                     \
-    AT(T, bytes, LP_CUPTI_MEMSET_BYTES);     \
-    AT(T, start, LP_CUPTI_MEMSET_START);     \
-    AT(T, end, LP_CUPTI_MEMSET_END);         \
-    AT(T, deviceId, LP_CUPTI_MEMSET_DEVICE); \
-    AT(T, streamId, LP_CUPTI_MEMSET_STREAM); \
+#define MEMSET_FIELDS(T)                            \
+    AT(T, bytes, LP_CUPTI_MEMSET_BYTES);            \
+    AT(T, start, LP_CUPTI_MEMSET_START);            \
+    AT(T, end, LP_CUPTI_MEMSET_END);                \
+    AT(T, deviceId, LP_CUPTI_MEMSET_DEVICE);        \
+    AT(T, streamId, LP_CUPTI_MEMSET_STREAM);        \
+    AT(T, graphNodeId, LP_CUPTI_MEMSET_GRAPH_NODE); \
     AT(T, correlationId, LP_CUPTI_MEMSET_CORRELATION)
 MEMSET_FIELDS(CUpti_ActivityMemset3);
 #if CUPTI_API_VERSION >= 130000
