@@ -434,7 +434,7 @@ def report(meta, rows, checks, runs, listing, train_rows=(), step_overhead=()):
         "",
         f"Measured by tools/gpu_check.py on {meta['date']}: {meta['device']}, driver {meta['driver']}, "
         f"PyTorch {meta['torch']} (CUDA {meta['cuda']}, git {meta['git']}), CUPTI API {meta['cupti']} "
-        f"({meta['library']}); {meta['steps']} steps + {WARMUP} warm-up.",
+        f"({meta['library']}); {meta['steps']} steps + {meta.get('warmup', WARMUP)} warm-up.",
         "",
         "| line | what | lprof GPU ms | torch.profiler ms | ratio | kernels | launches |",
         "|---|---|---|---|---|---|---|",
@@ -639,6 +639,45 @@ def uninitialised_check(py, tmp, name, source, what):
     )
 
 
+ONLY = os.environ.get("GPU_CHECK_ONLY", "")  # "train": the training view alone (a short lease)
+
+
+def device_meta(torch, stats, steps):
+    import datetime
+
+    cupti = stats.get("cupti", {})
+    return {
+        "date": datetime.date.today().isoformat(),
+        "device": torch.cuda.get_device_name(0),
+        "driver": driver_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "git": getattr(torch.version, "git_version", "?")[:12],
+        "steps": steps,
+        "cupti": cupti.get("version"),
+        "library": cupti.get("library"),
+    }
+
+
+def train_only(torch, py, tmp):
+    """GPU_CHECK_ONLY=train: the training view alone, its own report."""
+    import gpu_check_train
+
+    rows, checks, overhead = gpu_check_train.run_all(py, tmp)
+    meta = device_meta(
+        torch,
+        gpu_check_train.LAST_STATS,
+        f"the training view alone (GPU_CHECK_ONLY=train), {gpu_check_train.STEPS}",
+    )
+    meta["warmup"] = 3
+    text = report(meta, [], checks, {}, "", rows, overhead)
+    with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
+        fh.write(text)
+    save("gpu-check.md", text)
+    print(text)
+    return 0 if all(good for _t, good in checks) else 1
+
+
 def main():
     t_start = time.perf_counter()
     try:
@@ -652,6 +691,8 @@ def main():
         print("gpu-check: no CUDA device (torch.cuda.is_available() is False)")
         return 2
     tmp = tempfile.mkdtemp(prefix="gpu-check-")
+    if ONLY == "train":
+        return train_only(torch, sys.executable, tmp)
     py = sys.executable
     markers = marker_lines(open(WORKLOAD).read())
     checks = []

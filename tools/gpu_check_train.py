@@ -298,6 +298,8 @@ def overhead_rows(times):
 
 # ---- the runs (need a GPU) ----
 
+LAST_STATS = {}  # the GPU stats of the last lprof --gpu run (CUPTI's version for the report)
+
 
 DEVICE = os.environ.get("GPU_CHECK_TRAIN_DEVICE", "cuda")  # cpu: a dry run of the orchestration
 
@@ -359,6 +361,8 @@ def run_all(py, tmp):
     info = program_info(r1.stdout)
     times["lprof --gpu"] = info
     lprof_lines = _lines(doc)
+    LAST_STATS.clear()
+    LAST_STATS.update((doc.get("gpu") or {}).get("stats", {}))
     if doc:
         save("train.json", json.dumps(doc))
 
