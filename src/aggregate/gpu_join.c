@@ -11,9 +11,9 @@
 #include "common/hash.h"
 #include "common/spinlock.h"
 
-/* A ring slot: bit 63 valid, 62 a record joined it, 61 nested (no record
- * expected), bits 32..45 the correlation id's bits above the slot index,
- * bits 0..31 the stack id. 0 = empty. */
+/* A ring slot: bit 63 valid, 62 a record joined it (or its pair), 61
+ * nested (never counted as aged out), bits 32..45 the correlation id's bits
+ * above the slot index, bits 0..31 the stack id. 0 = empty. */
 #define SLOT_BITS 18
 _Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "slot index width");
 #define F_VALID   (1ull << 63)
@@ -23,6 +23,9 @@ _Static_assert(LP_GPU_CORR_SLOTS == 1u << SLOT_BITS, "slot index width");
 #define TAG(corr) ((uint64_t)((corr) >> SLOT_BITS) << 32)
 
 static uint64_t ring[LP_GPU_CORR_SLOTS];
+/* the other id of a nesting (runtime call <-> nested driver call) by slot,
+ * 0 none; valid while the slot holds the id it was written for */
+static uint32_t partner[LP_GPU_CORR_SLOTS];
 static lp_gpu_join_stats stats;
 
 /* Launches kept past their ring slot: open addressing (twice the capacity,
@@ -32,6 +35,8 @@ typedef struct {
     uint32_t corr; /* 0 = empty */
     uint32_t stack;
     uint32_t joined;
+    uint32_t partner; /* its nesting's other id, 0 none */
+    uint32_t nested;
 } waiter;
 static waiter wait_tab[WAIT_HASH];
 static uint32_t wait_fifo[LP_GPU_WAIT_SLOTS];
@@ -50,6 +55,7 @@ void lp_gpu_join_reset(void) {
     if (!atfork_set && pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork) == 0)
         atfork_set = 1;
     memset(ring, 0, sizeof ring);
+    memset(partner, 0, sizeof partner);
     memset(&stats, 0, sizeof stats);
     memset(wait_tab, 0, sizeof wait_tab);
     wait_head = wait_count = 0;
@@ -83,11 +89,11 @@ static void wait_remove(waiter *e) {
 
 /* Lock held. Keeps a launch whose slot was reused; the oldest kept one
  * ages out when the table is full. */
-static void wait_keep(uint32_t corr, uint32_t stack) {
+static void wait_keep(uint32_t corr, uint32_t stack, uint32_t pair, int nested) {
     if (wait_count == LP_GPU_WAIT_SLOTS) {
         waiter *old = wait_find(wait_fifo[wait_head]);
         if (old) {
-            if (!old->joined) ADD(aged_out, 1);
+            if (!old->joined && !old->nested) ADD(aged_out, 1);
             wait_remove(old);
         }
         wait_head = (wait_head + 1) & (LP_GPU_WAIT_SLOTS - 1);
@@ -99,13 +105,13 @@ static void wait_keep(uint32_t corr, uint32_t stack) {
         while (wait_tab[i].corr) i = (i + 1) & (WAIT_HASH - 1);
         e = &wait_tab[i];
     }
-    *e = (waiter){corr, stack, 0};
+    *e = (waiter){corr, stack, 0, pair, (uint32_t)nested};
     wait_fifo[(wait_head + wait_count) & (LP_GPU_WAIT_SLOTS - 1)] = corr;
     wait_count++;
     ADD(kept, 1);
 }
 
-static int waiting(uint64_t v) { return (v & F_VALID) && !(v & (F_JOINED | F_NESTED)); }
+static int waiting(uint64_t v) { return (v & F_VALID) && !(v & F_JOINED); }
 
 static uint32_t corr_of(uint64_t v, size_t slot) {
     return (uint32_t)((v & TAG_MASK) >> 32) << SLOT_BITS | (uint32_t)slot;
@@ -121,31 +127,72 @@ static void note(uint32_t corr, uint32_t stack, uint64_t flags) {
          * Exchange under the lock, so a join that misses the ring finds it
          * in the table (joins take the lock on a miss). */
         lp_spin_lock(&wait_lock);
+        uint32_t pair = __atomic_load_n(&partner[slot], __ATOMIC_RELAXED);
+        __atomic_store_n(&partner[slot], 0, __ATOMIC_RELAXED);
         uint64_t old = __atomic_exchange_n(&ring[slot], v, __ATOMIC_ACQ_REL);
-        if (waiting(old)) wait_keep(corr_of(old, slot), (uint32_t)old);
+        if (waiting(old)) wait_keep(corr_of(old, slot), (uint32_t)old, pair, (old & F_NESTED) != 0);
         lp_spin_unlock(&wait_lock);
     } else {
+        uint32_t pair = __atomic_load_n(&partner[slot], __ATOMIC_RELAXED);
+        __atomic_store_n(&partner[slot], 0, __ATOMIC_RELAXED);
         uint64_t old = __atomic_exchange_n(&ring[slot], v, __ATOMIC_ACQ_REL);
         if (waiting(old)) { /* a launch noted between the load and here */
             lp_spin_lock(&wait_lock);
-            wait_keep(corr_of(old, slot), (uint32_t)old);
+            wait_keep(corr_of(old, slot), (uint32_t)old, pair, (old & F_NESTED) != 0);
             lp_spin_unlock(&wait_lock);
         }
     }
     ADD(launches, 1);
 }
 
-void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack) { note(corr, stack, 0); }
-void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack) { note(corr, stack, F_NESTED); }
-
 static int slot_holds(uint64_t v, uint32_t corr) { return (v & F_VALID) && (v & TAG_MASK) == TAG(corr); }
 
-void lp_gpu_join_forget(uint32_t corr) {
-    if (corr == 0) return;
+void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack) { note(corr, stack, 0); }
+
+void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack, uint32_t primary) {
+    note(corr, stack, F_NESTED);
+    if (corr == 0 || primary == 0) return;
+    __atomic_store_n(&partner[corr & (LP_GPU_CORR_SLOTS - 1)], primary, __ATOMIC_RELAXED);
+    size_t ps = primary & (LP_GPU_CORR_SLOTS - 1);
+    if (slot_holds(__atomic_load_n(&ring[ps], __ATOMIC_ACQUIRE), primary))
+        __atomic_store_n(&partner[ps], corr, __ATOMIC_RELAXED);
+}
+
+/* The paired id of corr (0 none), from the ring while its slot holds corr. */
+static uint32_t pair_in_ring(uint32_t corr) {
+    size_t slot = corr & (LP_GPU_CORR_SLOTS - 1);
+    uint32_t pair = __atomic_load_n(&partner[slot], __ATOMIC_RELAXED);
+    return slot_holds(__atomic_load_n(&ring[slot], __ATOMIC_ACQUIRE), corr) ? pair : 0;
+}
+
+static void forget_one(uint32_t corr) {
     uint64_t *p = &ring[corr & (LP_GPU_CORR_SLOTS - 1)];
     uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
     while (slot_holds(v, corr) &&
            !__atomic_compare_exchange_n(p, &v, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+}
+
+void lp_gpu_join_forget(uint32_t corr) {
+    if (corr == 0) return;
+    uint32_t pair = pair_in_ring(corr);
+    forget_one(corr);
+    if (pair) forget_one(pair);
+}
+
+/* A record joined pair's partner: pair waits no more (ring or table). */
+static void mark_joined(uint32_t pair) {
+    if (pair == 0) return;
+    uint64_t *p = &ring[pair & (LP_GPU_CORR_SLOTS - 1)];
+    uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (slot_holds(v, pair)) {
+        if ((v & F_JOINED) ||
+            __atomic_compare_exchange_n(p, &v, v | F_JOINED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return;
+    }
+    lp_spin_lock(&wait_lock);
+    waiter *e = wait_find(pair);
+    if (e) e->joined = 1;
+    lp_spin_unlock(&wait_lock);
 }
 
 /* The stack of corr; with `join`, marks it as having received a record. */
@@ -155,18 +202,23 @@ static uint32_t find(uint32_t corr, int join, int *late) {
     uint64_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
     while (slot_holds(v, corr)) {
         if (!join || (v & F_JOINED)) return (uint32_t)v;
-        if (__atomic_compare_exchange_n(p, &v, v | F_JOINED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        uint32_t pair = pair_in_ring(corr);
+        if (__atomic_compare_exchange_n(p, &v, v | F_JOINED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            mark_joined(pair);
             return (uint32_t)v;
+        }
         /* the slot changed: reused (then the launch is in the table) or joined by another record */
     }
     lp_spin_lock(&wait_lock);
     waiter *e = wait_find(corr);
-    uint32_t s = e ? e->stack : LP_STACK_NONE;
+    uint32_t s = e ? e->stack : LP_STACK_NONE, pair = 0;
     if (e && join) {
         *late = 1;
+        pair = e->joined ? 0 : e->partner;
         e->joined = 1;
     }
     lp_spin_unlock(&wait_lock);
+    mark_joined(pair);
     return s;
 }
 

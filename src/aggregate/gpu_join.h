@@ -57,10 +57,15 @@ LP_INTERNAL void lp_gpu_join_reset(void);
 /* Records that GPU work of correlation id `corr` was launched from `stack`;
  * its records are expected (kept until one arrives, within bounds). */
 LP_INTERNAL void lp_gpu_join_note_launch(uint32_t corr, uint32_t stack);
-/* The same for a call nested in a noted launch (a driver call under a
- * runtime call): joined if records carry its id, never kept waiting. */
-LP_INTERNAL void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack);
-/* The call of `corr` failed: it queued nothing, expect no records. */
+/* The same for a call nested in the noted launch `primary` (a driver call
+ * under a runtime call). Records carry one of the two ids: CUDA 13 with
+ * PyTorch's cu130 build gives the driver call's (an H200 run, 2026-11-27),
+ * the stand-ins the runtime call's. The two are paired: a record of either
+ * counts for both, so neither is left waiting; a nested call is never
+ * counted as aged out. */
+LP_INTERNAL void lp_gpu_join_note_nested(uint32_t corr, uint32_t stack, uint32_t primary);
+/* The call of `corr` failed, or queued nothing (a captured launch): expect
+ * no records for it or its pair. */
 LP_INTERNAL void lp_gpu_join_forget(uint32_t corr);
 /* The launch stack of `corr`, LP_STACK_NONE if unknown or aged out. */
 LP_INTERNAL uint32_t lp_gpu_join_lookup(uint32_t corr);

@@ -185,10 +185,16 @@ TEST(late_records_keep_their_launch) {
     lp_gpu_join_add(&k);
     lp_gpu_join_note_launch(6 + LP_GPU_CORR_SLOTS, s2);
     CHECK(lp_gpu_join_lookup(6) == LP_STACK_NONE);
-    /* nested and failed calls expect no record: not kept either */
-    lp_gpu_join_note_nested(7, s1);
+    /* a nested call whose pair's record arrived, and failed calls, expect
+     * no record: not kept either */
+    lp_gpu_join_note_launch(3, s1);
+    lp_gpu_join_note_nested(7, s1, 3);
+    k.correlation = 3;
+    lp_gpu_join_add(&k);
+    lp_gpu_join_note_launch(3 + LP_GPU_CORR_SLOTS, s2);
     lp_gpu_join_note_launch(7 + LP_GPU_CORR_SLOTS, s2);
     CHECK(lp_gpu_join_lookup(7) == LP_STACK_NONE);
+    CHECK(lp_gpu_join_lookup(3) == LP_STACK_NONE);
     lp_gpu_join_note_launch(8, s1);
     lp_gpu_join_forget(8);
     CHECK(lp_gpu_join_lookup(8) == LP_STACK_NONE);
@@ -200,6 +206,40 @@ TEST(late_records_keep_their_launch) {
     CHECK_EQ_INT(st.kept, 1);
     CHECK_EQ_INT(st.late, 2);
     CHECK_EQ_INT(st.aged_out, 0);
+}
+
+/* CUDA 13 (cu130 PyTorch on an H200): a runtime launch's records carry
+ * its nested driver call's id. The pair counts as joined, so nothing is
+ * left waiting; before the pairing, 300k such launches aged out 236,006
+ * launches that had their records. A late record of the nested id, after
+ * both slots were reused, still finds its stack. */
+TEST(records_of_the_nested_id_join_the_pair) {
+    fresh();
+    uint32_t s1 = launch_stack(1, 0x1000), s2 = launch_stack(2, 0x3000);
+    const uint32_t n = LP_GPU_WAIT_SLOTS + 10; /* pairs: runtime id 2i, driver id 2i + 1 */
+    for (uint32_t i = 1; i <= n; i++) {
+        lp_gpu_join_note_launch(2 * i, s1);
+        lp_gpu_join_note_nested(2 * i + 1, s1, 2 * i);
+        lp_gpu_activity k = {LP_GPU_KERNEL, 2 * i + 1, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+        CHECK(lp_stacktab_node(lp_agg_stacks(), lp_gpu_join_add(&k)).parent == s1);
+    }
+    lp_gpu_join_note_launch(2 * n + 2, s1); /* one whose record comes late, by the driver id */
+    lp_gpu_join_note_nested(2 * n + 3, s1, 2 * n + 2);
+    for (uint32_t i = 1; i <= 2 * n + 3; i++) lp_gpu_join_note_launch(i + LP_GPU_CORR_SLOTS, s2);
+    lp_gpu_join_stats st;
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.kept, 2);
+    CHECK_EQ_INT(st.aged_out, 0);
+    lp_gpu_activity late = {LP_GPU_KERNEL, 2 * n + 3, 10, 20, 0, LP_GPU_DIR_OTHER, "k", 0};
+    CHECK(lp_stacktab_node(lp_agg_stacks(), lp_gpu_join_add(&late)).parent == s1);
+    /* a captured launch queues nothing: forgetting it forgets its pair */
+    lp_gpu_join_note_launch(9, s1);
+    lp_gpu_join_note_nested(10, s1, 9);
+    lp_gpu_join_forget(9);
+    CHECK(lp_gpu_join_lookup(10) == LP_STACK_NONE);
+    lp_gpu_join_get_stats(&st);
+    CHECK_EQ_INT(st.unattributed, 0);
+    CHECK_EQ_INT(st.late, 1);
 }
 
 /* The kept launches are bounded: past LP_GPU_WAIT_SLOTS the oldest ages
@@ -420,7 +460,7 @@ TEST(graph_node_table_full_is_counted) {
 
 RUN_TESTS(names_are_interned_once, collective_kernels_are_communication, backward_work_counts_as_backward,
           kernel_and_copies_join_their_launch, unknown_and_incomplete_records, late_records_keep_their_launch,
-          kept_launches_age_out_counted, concurrent_launches_then_concurrent_joins,
-          device_memory_peak_is_replayed_per_stack, device_memory_table_survives_churn,
-          graph_replays_go_to_the_captured_stack, graph_nodes_noted_while_replays_join,
-          graph_node_table_full_is_counted)
+          records_of_the_nested_id_join_the_pair, kept_launches_age_out_counted,
+          concurrent_launches_then_concurrent_joins, device_memory_peak_is_replayed_per_stack,
+          device_memory_table_survives_churn, graph_replays_go_to_the_captured_stack,
+          graph_nodes_noted_while_replays_join, graph_node_table_full_is_counted)

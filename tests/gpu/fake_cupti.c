@@ -87,7 +87,7 @@ void fake_cupti_set_stream(uint32_t device, uint32_t stream) {
 
 CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
     *timestamp = __atomic_load_n(&realtime, __ATOMIC_RELAXED) ? mono_ns() + FAKE_CUPTI_SKEW_NS
-                                                               : __atomic_load_n(&clock_ns, __ATOMIC_RELAXED);
+                                                              : __atomic_load_n(&clock_ns, __ATOMIC_RELAXED);
     return CUPTI_SUCCESS;
 }
 
@@ -103,8 +103,8 @@ typedef union {
 #define MAX_RUNNING 256
 typedef struct {
     int used_slot;
-    int thread;        /* the owner's index (fake_thread) */
-    int full;          /* no further record fits: the thread has a new one */
+    int thread; /* the owner's index (fake_thread) */
+    int full;   /* no further record fits: the thread has a new one */
     uint8_t *buf;
     size_t size, used;
     int nrunning;
@@ -128,7 +128,8 @@ CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
     return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud, CUpti_SubscriberParams *p) {
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
+                              CUpti_SubscriberParams *p) {
     const char *busy = getenv("FAKE_CUPTI_BUSY");
     if (busy && *busy) {
         if (p && p->oldSubscriberName && p->oldSubscriberSize) {
@@ -154,14 +155,16 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
     return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d, CUpti_CallbackId id) {
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s, CUpti_CallbackDomain d,
+                                CUpti_CallbackId id) {
     (void)s;
     if ((unsigned)d >= 8 || id >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
     enabled[d][id] = (unsigned char)enable;
     return CUPTI_SUCCESS;
 }
 
-CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq, CUpti_BuffersCallbackCompleteFunc cp) {
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc rq,
+                                           CUpti_BuffersCallbackCompleteFunc cp) {
     request = rq;
     complete = cp;
     return CUPTI_SUCCESS;
@@ -186,9 +189,9 @@ CUptiResult cuptiActivityFlushPeriod(uint32_t ms) {
 
 static size_t record_size(const CUpti_Activity *r) {
     switch (r->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    default: return sizeof(CUpti_ActivityMemset4);
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+        case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+        default: return sizeof(CUpti_ActivityMemset4);
     }
 }
 
@@ -200,7 +203,8 @@ CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Acti
 }
 
 CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped) {
-    (void)ctx; (void)stream;
+    (void)ctx;
+    (void)stream;
     *dropped = 0;
     return CUPTI_SUCCESS;
 }
@@ -261,7 +265,7 @@ typedef struct {
 static graph graphs[MAX_GRAPHS];
 static int ngraphs;
 static uint64_t next_node = 0x1000;
-static int report_original; /* records carry the original node's id */
+static int report_original;         /* records carry the original node's id */
 static __thread int capturing = -1; /* the graph this thread's launches go to */
 static __thread int announce;       /* deliver GRAPHNODE_CREATED for them */
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -273,7 +277,9 @@ CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId) {
 }
 
 static void graph_event(CUpti_CallbackIdResource id, uint64_t node, uint64_t original) {
-    if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !callback || !enabled[CUPTI_CB_DOMAIN_RESOURCE][id]) return;
+    if (!__atomic_load_n(&subscribed, __ATOMIC_ACQUIRE) || !callback ||
+        !enabled[CUPTI_CB_DOMAIN_RESOURCE][id])
+        return;
     CUpti_GraphData data;
     memset(&data, 0, sizeof data);
     data.node = (CUgraphNode)(uintptr_t)node;
@@ -329,8 +335,10 @@ void fake_cupti_other_calls(int n) {
     for (int i = 0; i < n; i++) {
         uint32_t corr = take_corr();
         int status = 0;
-        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_ENTER, corr, NULL, &status);
-        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_EXIT, corr, NULL, &status);
+        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_ENTER, corr,
+            NULL, &status);
+        api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_API_EXIT, corr,
+            NULL, &status);
     }
 }
 
@@ -419,11 +427,14 @@ static uint64_t start_at; /* fake_cupti_launch_kernel_at's start, 0 none */
 static uint64_t advance(uint64_t dur_ns) {
     uint64_t at = __atomic_exchange_n(&start_at, 0, __ATOMIC_RELAXED);
     if (at) return at + (__atomic_load_n(&realtime, __ATOMIC_RELAXED) ? FAKE_CUPTI_SKEW_NS : 0);
-    if (!__atomic_load_n(&realtime, __ATOMIC_RELAXED)) return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
-    uint64_t now = mono_ns() + FAKE_CUPTI_SKEW_NS, free_at = __atomic_load_n(&clock_ns, __ATOMIC_RELAXED), start;
+    if (!__atomic_load_n(&realtime, __ATOMIC_RELAXED))
+        return __atomic_fetch_add(&clock_ns, dur_ns + 10, __ATOMIC_RELAXED);
+    uint64_t now = mono_ns() + FAKE_CUPTI_SKEW_NS, free_at = __atomic_load_n(&clock_ns, __ATOMIC_RELAXED),
+             start;
     do {
         start = free_at > now ? free_at : now;
-    } while (!__atomic_compare_exchange_n(&clock_ns, &free_at, start + dur_ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    } while (!__atomic_compare_exchange_n(&clock_ns, &free_at, start + dur_ns, 0, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
     return start;
 }
 
@@ -452,18 +463,32 @@ static void kernel_record(uint32_t corr, const char *name, uint64_t dur_ns, int 
     emit(r, running);
 }
 
+/* Which id a runtime launch's record carries: the runtime call's, or, with
+ * FAKE_CUPTI_RECORD_DRIVER_ID=1, the nested driver call's, as CUDA 13 did
+ * for PyTorch's cu130 launches on an H200 (2026-11-27). */
+static int record_driver_id(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        const char *v = getenv("FAKE_CUPTI_RECORD_DRIVER_ID");
+        cached = v && v[0] == '1';
+    }
+    return cached;
+}
+
 /* A runtime launch `runtime_cbid` with the driver's cuLaunchKernel nested
- * in it, as the runtime does; the record carries the runtime call's id. */
+ * in it, as the runtime does; the record carries one of the two ids. */
 static void runtime_launch(CUpti_CallbackId runtime_cbid, const char *name, uint64_t dur_ns, int running) {
     uint32_t corr = take_corr();
     int status = 0;
     api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_ENTER, corr, NULL, &status);
     uint32_t inner = take_corr();
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, inner, NULL, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, inner, NULL,
+        &status);
     if (capturing >= 0) add_node(capturing, keep_name(name), dur_ns, announce); /* captured: runs later */
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, inner, NULL, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, inner, NULL,
+        &status);
     api(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_cbid, CUPTI_API_EXIT, corr, NULL, &status);
-    if (capturing < 0) kernel_record(corr, name, dur_ns, running);
+    if (capturing < 0) kernel_record(record_driver_id() ? inner : corr, name, dur_ns, running);
 }
 
 /* cudaLaunchKernel (CUDA 12's <<<>>> path, and explicit launches). */
@@ -500,9 +525,11 @@ void fake_cupti_launch_many(const char *name, int n, int other, uint64_t dur_ns)
 void fake_cupti_failed_launch(void) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, corr,
+        NULL, &status);
     status = 9;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, corr,
+        NULL, &status);
 }
 
 /* cudaGraphLaunch of a graph of `n` kernels (each dur_ns): every kernel's
@@ -510,8 +537,10 @@ void fake_cupti_failed_launch(void) {
 void fake_cupti_graph_launch(int n, uint64_t dur_ns) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr, NULL, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr,
+        NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr,
+        NULL, &status);
     for (int i = 0; i < n; i++) {
         record r;
         memset(&r, 0, sizeof r);
@@ -544,11 +573,11 @@ int fake_cupti_graph_create(void) { return new_graph(); }
 void fake_cupti_graph_add_kernel_node(int g, const char *name, uint64_t dur_ns) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_ENTER, corr,
-        NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_ENTER,
+        corr, NULL, &status);
     add_node(g, keep_name(name), dur_ns, 1);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_EXIT, corr,
-        NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, CUPTI_API_EXIT,
+        corr, NULL, &status);
 }
 
 /* cudaGraphInstantiate: a new executable graph (returned) whose nodes are
@@ -556,8 +585,8 @@ void fake_cupti_graph_add_kernel_node(int g, const char *name, uint64_t dur_ns) 
 int fake_cupti_graph_instantiate(int g) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_ENTER, corr, NULL,
-        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_ENTER,
+        corr, NULL, &status);
     int e = new_graph();
     uint64_t clone[MAX_NODES], from[MAX_NODES];
     int n = 0;
@@ -577,8 +606,8 @@ int fake_cupti_graph_instantiate(int g) {
         graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, clone[i], 0);
         graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, clone[i], from[i]);
     }
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_EXIT, corr, NULL,
-        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, CUPTI_API_EXIT,
+        corr, NULL, &status);
     return e;
 }
 
@@ -590,8 +619,10 @@ void fake_cupti_graph_ids(int original) { __atomic_store_n(&report_original, ori
 void fake_cupti_graph_replay(int e) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr, NULL, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_ENTER, corr,
+        NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, CUPTI_API_EXIT, corr,
+        NULL, &status);
     graph gr;
     pthread_mutex_lock(&graph_lock);
     int ok = e >= 0 && e < ngraphs;
@@ -631,8 +662,10 @@ static void copy_record(uint32_t corr, int kind, uint64_t bytes, uint64_t dur_ns
 void fake_cupti_memcpy(int kind, uint64_t bytes, uint64_t dur_ns) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_ENTER, corr, NULL, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_EXIT, corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_ENTER, corr, NULL,
+        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_API_EXIT, corr, NULL,
+        &status);
     copy_record(corr, kind, bytes, dur_ns);
 }
 
@@ -641,10 +674,10 @@ void fake_cupti_memcpy(int kind, uint64_t bytes, uint64_t dur_ns) {
 void fake_cupti_memcpy_batch(int kind, int count, uint64_t bytes, uint64_t dur_ns) {
     uint32_t corr = take_corr();
     int status = 0;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_ENTER, corr, NULL,
-        &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_EXIT, corr, NULL,
-        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_ENTER,
+        corr, NULL, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000, CUPTI_API_EXIT,
+        corr, NULL, &status);
     for (int i = 0; i < count; i++) copy_record(corr, kind, bytes, dur_ns);
 }
 
@@ -654,17 +687,21 @@ void fake_cupti_malloc(uint64_t ptr, uint64_t size) {
     cudaMalloc_v3020_params p = {&dev, (size_t)size};
     int status = 0;
     uint32_t corr = take_corr();
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_ENTER, corr, &p, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_ENTER, corr, &p,
+        &status);
     dev = (void *)(uintptr_t)ptr;
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_EXIT, corr, &p, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, CUPTI_API_EXIT, corr, &p,
+        &status);
 }
 
 void fake_cupti_free(uint64_t ptr) {
     cudaFree_v3020_params p = {(void *)(uintptr_t)ptr};
     int status = 0;
     uint32_t corr = take_corr();
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_ENTER, corr, &p, &status);
-    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_EXIT, corr, &p, &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_ENTER, corr, &p,
+        &status);
+    api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, CUPTI_API_EXIT, corr, &p,
+        &status);
 }
 
 /* PyTorch's expandable segments: cuMemCreate (a physical handle), then
@@ -697,9 +734,11 @@ void fake_cupti_pool_alloc(uint64_t ptr, uint64_t size) {
     cuMemAllocFromPoolAsync_params p = {&dev, (size_t)size, NULL, NULL};
     int status = 0;
     uint32_t corr = take_corr();
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_ENTER, corr, &p, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_ENTER, corr,
+        &p, &status);
     dev = (CUdeviceptr)ptr;
-    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_EXIT, corr, &p, &status);
+    api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync, CUPTI_API_EXIT, corr, &p,
+        &status);
 }
 
 /* A kernel launched from a thread that has no Python (autograd's device

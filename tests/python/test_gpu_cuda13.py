@@ -38,11 +38,16 @@ def _lines(doc, script):
     return {row["line"]: row for row in doc["gpu"]["lines"] if row["file"] == str(script)}
 
 
-def test_a_thread_that_launches_rarely_keeps_its_launches(run_lprof, tmp_path, fake_cuda, write_script):
+@pytest.mark.parametrize("record_id", ["runtime", "driver"])
+def test_a_thread_that_launches_rarely_keeps_its_launches(run_lprof, tmp_path, fake_cuda, write_script, record_id):
     """Three busy threads launch enough to reuse every slot of the 2^18
     correlation ring (ids advance on every API call) while a fourth launched
     five kernels at the start and then waits: its per-thread buffer never
-    fills, so its records come back late. None may end up unattributed."""
+    fills, so its records come back late. None may end up unattributed, and
+    no launch may age out, whichever of a runtime launch's two ids (its own,
+    its nested driver call's) the records carry: on an H200 (CUDA 13,
+    PyTorch cu130) they carried the driver call's, and 236,006 launches that
+    had their records aged out before the two ids were paired."""
     script = _prog(write_script, "rare.py", """\
         done = threading.Event()
         def rare():
@@ -62,8 +67,10 @@ def test_a_thread_that_launches_rarely_keeps_its_launches(run_lprof, tmp_path, f
         r.join()
         print("done")
         """)
-    r = run_lprof("--gpu", "-q", "-o", tmp_path / "p.lprof", script, env=_cuda_env(fake_cuda), timeout=300)
+    env = dict(_cuda_env(fake_cuda), FAKE_CUPTI_RECORD_DRIVER_ID="1" if record_id == "driver" else "0")
+    r = run_lprof("--gpu", "-q", "-o", tmp_path / "p.lprof", script, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
+    assert "waited longer than lprof keeps them" not in r.stderr
     doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
     lines = _lines(doc, script)
     join = doc["gpu"]["stats"]["join"]

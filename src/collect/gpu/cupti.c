@@ -199,7 +199,7 @@ static void on_api(void *userdata, int domain, uint32_t cbid, const void *cbdata
                 lp_gpu_join_note_launch(d->correlation_id, tls.stack);
                 lp_gpu_trace_note_launch(d->correlation_id, lp_clock_monotonic_ns());
             } else {
-                lp_gpu_join_note_nested(d->correlation_id, tls.stack);
+                lp_gpu_join_note_nested(d->correlation_id, tls.stack, tls.primary);
             }
         }
         return;
