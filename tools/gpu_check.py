@@ -663,18 +663,21 @@ def train_only(torch, py, tmp):
     """GPU_CHECK_ONLY=train: the training view alone, its own report."""
     import gpu_check_train
 
-    rows, checks, overhead = gpu_check_train.run_all(py, tmp)
-    meta = device_meta(
-        torch,
-        gpu_check_train.LAST_STATS,
-        f"the training view alone (GPU_CHECK_ONLY=train), {gpu_check_train.STEPS}",
-    )
-    meta["warmup"] = 3
-    text = report(meta, [], checks, {}, "", rows, overhead)
-    with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
-        fh.write(text)
-    save("gpu-check.md", text)
-    print(text)
+    def write(rows, checks, overhead=()):
+        meta = device_meta(
+            torch,
+            gpu_check_train.LAST_STATS,
+            f"the training view alone (GPU_CHECK_ONLY=train), {gpu_check_train.STEPS}",
+        )
+        meta["warmup"] = 3
+        text = report(meta, [], checks, {}, "", rows, overhead)
+        with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
+            fh.write(text)
+        save("gpu-check.md", text)
+        return text
+
+    rows, checks, overhead = gpu_check_train.run_all(py, tmp, write)
+    print(write(rows, checks, overhead))
     return 0 if all(good for _t, good in checks) else 1
 
 
@@ -835,7 +838,11 @@ def main():
     import gpu_check_train
 
     try:
-        train_rows, train_checks, train_overhead = gpu_check_train.run_all(py, tmp)
+        train_rows, train_checks, train_overhead = gpu_check_train.run_all(
+            py,
+            tmp,
+            lambda r, c: save("gpu-check-train-partial.md", report(meta, rows, checks + c, {}, "", r)),
+        )
     except Exception as exc:  # the report keeps what ran, and says where this broke
         LOG.append(traceback.format_exc())
         save("gpu-check.log", "\n".join(LOG))

@@ -338,8 +338,10 @@ def _ran(checks, what, r):
     return ok
 
 
-def run_all(py, tmp):
-    """Every run and check of the training view: (rows, checks, overhead rows)."""
+def run_all(py, tmp, progress=lambda rows, checks: None):
+    """Every run and check of the training view: (rows, checks, overhead
+    rows). progress(rows, checks) is called after each stage, so a report
+    written there survives a lease that ends first."""
     run, export, save = gpu_check.run, gpu_check.export, gpu_check.save
     markers = gpu_check.marker_lines(open(WORKLOAD).read())
     checks, times = [], {}
@@ -386,6 +388,7 @@ def run_all(py, tmp):
     )
     checks += forward_checks(lprof_lines, torch_lines, markers)
     checks += compiled_checks(lprof_lines, torch_lines, markers)
+    progress(rows, checks)
     checks += count_checks(lprof_lines, markers, info)
     checks += gpu_check.join_checks((doc.get("gpu") or {}).get("stats", {}))
     checks += tensor_wrap_checks(doc, markers, info, WORKLOAD)
@@ -399,11 +402,13 @@ def run_all(py, tmp):
         events = loaded.get("traceEvents", []) if isinstance(loaded, dict) else loaded
     records = (((doc.get("gpu") or {}).get("stats") or {}).get("timeline") or {}).get("records", 0)
     checks += chrome_checks(events, records) if events else [("Chrome trace export (failed)", False)]
+    progress(rows, checks)
 
     lprof_l = os.path.join(tmp, "train-l.lprof")
     rl, _ = run([py, "-m", "lprof", "-l", "--gpu", "-q", "-o", lprof_l, WORKLOAD] + _args(TINY_REFERENCE))
     line_prof = _line_mode(lprof_l) if _ran(checks, "lprof -l --gpu", rl) else {}
     checks += idle_checks(line_prof, markers)
+    progress(rows, checks)
     fwd_kernels = sum(lprof_lines.get(markers[n], {}).get("kernels", 0) for n in FORWARD)
     got = (line_prof.get("gpu") or {}).get(markers["forward call"], {}).get("kernels", 0)
     checks.append(
@@ -438,6 +443,7 @@ def run_all(py, tmp):
             )
         )
         checks.append(devmem_check(other, program_info(r.stdout), what))
+        progress(rows, checks)
 
     orows, ochecks = overhead_rows(times)
     return rows, checks + ochecks, orows
