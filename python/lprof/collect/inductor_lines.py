@@ -40,6 +40,7 @@ def install():
     if _STATE.get("installed"):
         return
     _STATE.update(installed=True, undo=[], finders=[], notes=[], without_map=0)
+    _STATE.pop("seen", None)
     del _GRAPHS[:]
     _when_imported("torch._inductor.config", _turn_on_tracking)
     _when_imported("torch._inductor.output_code", _wrap_post_compile)
@@ -109,6 +110,9 @@ def _note_graph(graph, callable_before):
     text = getattr(graph, "inductor_provenance_stack_traces_str", None)
     if not text:
         _STATE["without_map"] = _STATE.get("without_map", 0) + 1
+        # what this torch has instead (torch 2.11 on an H200 gave no map at
+        # level 2): named in the note, so a run there says where to look
+        _STATE.setdefault("seen", sorted(a for a in dir(graph) if "provenance" in a.lower()))
         return
     module_file = _generated_file(callable_before) or _generated_file(
         getattr(graph, "current_callable", None)
@@ -139,6 +143,11 @@ def notes():
         out.append(
             f"{n} torch.compile graph{'s' if n > 1 else ''} had no kernel-to-line map "
             f"(provenance tracking off or failed): their kernels stay on the calling line"
+            + (
+                f" (the graph's provenance attributes: {', '.join(_STATE['seen']) or 'none'})"
+                if "seen" in _STATE
+                else ""
+            )
         )
     return out
 
