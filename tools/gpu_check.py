@@ -659,6 +659,33 @@ def device_meta(torch, stats, steps):
     }
 
 
+def overhead_only(torch, py, tmp):
+    """GPU_CHECK_ONLY=overhead: the training workload's step times under
+    lprof --gpu with its parts turned off one by one, beside plain and
+    torch.profiler (about 3 minutes); docs/gpu-check.md gets the table."""
+    import gpu_check_train
+
+    rows = gpu_check_train.overhead_table(gpu_check_train.overhead_only(py, tmp))
+    text = "\n".join(
+        [
+            "# make gpu-check: where the step overhead goes (GPU_CHECK_ONLY=overhead)",
+            "",
+            f"Measured by tools/gpu_check.py on {device_meta(torch, {}, '')['date']}: "
+            f"{torch.cuda.get_device_name(0)}, driver {driver_version()}, PyTorch {torch.__version__}; "
+            "tests/scripts/gpu_train_workload.py, one run each, medians of its steps.",
+            "",
+            "| run | training step ms (added) | tiny launch us (added) |",
+            "|---|---|---|",
+        ]
+        + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    )
+    with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
+        fh.write(text + "\n")
+    save("gpu-check.md", text)
+    print(text)
+    return 0
+
+
 def train_only(torch, py, tmp):
     """GPU_CHECK_ONLY=train: the training view alone, its own report."""
     import gpu_check_train
@@ -696,6 +723,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="gpu-check-")
     if ONLY == "train":
         return train_only(torch, sys.executable, tmp)
+    if ONLY == "overhead":
+        return overhead_only(torch, sys.executable, tmp)
     py = sys.executable
     markers = marker_lines(open(WORKLOAD).read())
     checks = []

@@ -447,3 +447,58 @@ def run_all(py, tmp, progress=lambda rows, checks: None):
 
     orows, ochecks = overhead_rows(times)
     return rows, checks + ochecks, orows
+
+
+# GPU_CHECK_ONLY=overhead: where lprof --gpu's step overhead goes (the H200
+# run of 2026-11-27 found it far above a third of torch.profiler's)
+VARIANTS = (
+    ("plain", None, {}),
+    ("lprof --gpu", [], {}),
+    ("lprof --gpu, no allocator history", [], {"LPROF_TORCH_MEMORY": "0"}),
+    ("lprof --gpu, no backward mapping", [], {"LPROF_GPU_BACKWARD": "0"}),
+    ("lprof --gpu, neither", [], {"LPROF_TORCH_MEMORY": "0", "LPROF_GPU_BACKWARD": "0"}),
+    ("torch.profiler", "torch", {}),
+)
+
+
+def overhead_table(times):
+    """times: {variant: program_info}. Rows (variant, training step ms,
+    tiny launch us, each added over plain)."""
+    plain = times.get("plain") or {}
+    rows = []
+    for name, _how, _env in VARIANTS:
+        t = times.get(name) or {}
+        step, tiny = t.get("train_step_s"), t.get("tiny_launch_s")
+        if not (step and tiny and plain):
+            rows.append((name, "n/a", "n/a"))
+            continue
+        rows.append(
+            (
+                name,
+                f"{step * 1e3:.3f} (+{(step - plain['train_step_s']) * 1e3:.3f})",
+                f"{tiny * 1e6:.2f} (+{(tiny - plain['tiny_launch_s']) * 1e6:.2f})",
+            )
+        )
+    return rows
+
+
+def overhead_only(py, tmp, tiny=2000):
+    """Each variant once, the same small workload: {variant: program_info}."""
+    args = ["--steps", str(STEPS), "--tiny", str(tiny), "--nodes", "10", "--device", DEVICE, "--no-compile"]
+    times = {}
+    for name, how, env in VARIANTS:
+        os.environ.update(env)
+        try:
+            if how is None:
+                cmd = [py, WORKLOAD] + args
+            elif how == "torch":
+                cmd = [py, "-c", gpu_check.TORCH_PROFILE, WORKLOAD, os.path.join(tmp, "o.json")]
+                cmd += [os.path.join(ROOT, "tools")] + args
+            else:
+                cmd = [py, "-m", "lprof", "--gpu", "-q", "-o", os.path.join(tmp, "o.lprof"), WORKLOAD] + args
+            r, _ = gpu_check.run(cmd)
+        finally:
+            for k in env:
+                os.environ.pop(k, None)
+        times[name] = program_info(r.stdout) if r.returncode == 0 else {}
+    return times

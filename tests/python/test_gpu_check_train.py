@@ -134,3 +134,14 @@ def test_a_compiled_kernel_split_over_its_lines():
     uneven = {**lines, MARKERS["compiled a"]: {"kernel_s": 0.002, "kernels": 23 / 3}}
     assert [ok for _t, ok in train.compiled_checks(uneven, theirs, MARKERS)][2] is False
     assert not any(ok for _t, ok in train.compiled_checks({}, {}, MARKERS))
+
+
+def test_the_overhead_table_says_what_each_part_adds():
+    times = {"plain": {"train_step_s": 0.005, "tiny_launch_s": 12e-6},
+             "lprof --gpu": {"train_step_s": 0.0056, "tiny_launch_s": 24e-6},
+             "lprof --gpu, no allocator history": {"train_step_s": 0.0052, "tiny_launch_s": 15e-6}}
+    rows = dict((r[0], r[1:]) for r in train.overhead_table(times))
+    assert rows["lprof --gpu"] == ("5.600 (+0.600)", "24.00 (+12.00)")
+    assert rows["lprof --gpu, no allocator history"] == ("5.200 (+0.200)", "15.00 (+3.00)")
+    assert rows["torch.profiler"] == ("n/a", "n/a")
+    assert all(tuple(r) == ("n/a", "n/a") for _n, *r in train.overhead_table({}))

@@ -452,3 +452,25 @@ def test_xpu_without_the_history_api_is_said(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     assert torch_memory.start_recording(["xpu"]) == []
     assert torch_memory.NOTES == ["no XPU tensor memory: this torch's torch.xpu lacks _record_memory_history"]
+
+
+def test_lprof_torch_memory_0_leaves_the_history_off(run_lprof, tmp_path, fake_cuda, write_script):
+    """LPROF_TORCH_MEMORY=0 (to measure the history's own cost on a GPU):
+    no allocator history, said in the listing; the program runs the same."""
+    write_script("torch/__init__.py", FAKE_TORCH)
+    script = write_script("train.py", """\
+        import ctypes, os
+        import torch
+        lib = ctypes.CDLL(os.environ["LPROF_CUPTI_PATH"])
+        torch.empty(1 << 20, 0x1000)  # marker: activations
+        lib.fake_cupti_launch_kernel(b"k", 1000)
+        print("history on:", torch._hist["on"])
+        """)
+    env = dict(_cuda_env(fake_cuda), LPROF_TORCH_MEMORY="0")
+    r = run_lprof("--gpu=cuda", "-o", tmp_path / "p.lprof", script, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("history on: False\n")
+    assert "tensor memory (PyTorch's allocator history)" not in r.stdout
+    assert "no CUDA tensor memory: LPROF_TORCH_MEMORY=0" in r.stdout + r.stderr
+    doc = _export(run_lprof, tmp_path, tmp_path / "p.lprof")
+    assert "tensor_memory" not in doc["gpu"]

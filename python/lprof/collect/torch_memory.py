@@ -388,10 +388,18 @@ def start_recording(backends=("cuda",)):
     torch = sys.modules.get("torch")
     started = []
     del NOTES[:]
+    # LPROF_TORCH_MEMORY=0: no allocator history (its Python stack per
+    # allocation is a cost of its own); backward's mapping stays
+    off = os.environ.get("LPROF_TORCH_MEMORY") == "0"
+    devices = False
     for backend in backends:
         try:
             mod = _device_module(torch, backend)
             if mod is None:
+                continue
+            devices = True
+            if off:
+                NOTES.append(f"no {backend.upper()} tensor memory: LPROF_TORCH_MEMORY=0")
                 continue
             # not is_available(): it may initialise the driver, and a
             # program that forks before its first device call needs it untouched
@@ -402,7 +410,7 @@ def start_recording(backends=("cuda",)):
             started.append(backend)
         except Exception:  # an old torch: GPU columns as before
             continue
-    if started:
+    if started or (off and devices):
         _install_backward_hooks(torch)
     return started
 
