@@ -642,6 +642,14 @@ def uninitialised_check(py, tmp, name, source, what):
 ONLY = os.environ.get("GPU_CHECK_ONLY", "")  # "train": the training view alone (a short lease)
 
 
+def write_report(text):
+    """docs/gpu-check.md, and its copy for the device tool to bring back."""
+    with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
+        fh.write(text)
+    save("gpu-check.md", text)
+    return text
+
+
 def device_meta(torch, stats, steps):
     import datetime
 
@@ -679,10 +687,7 @@ def overhead_only(torch, py, tmp):
         ]
         + [f"| {a} | {b} | {c} |" for a, b, c in rows]
     )
-    with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
-        fh.write(text + "\n")
-    save("gpu-check.md", text)
-    print(text)
+    print(write_report(text + "\n"))
     return 0
 
 
@@ -697,11 +702,7 @@ def train_only(torch, py, tmp):
             f"the training view alone (GPU_CHECK_ONLY=train), {gpu_check_train.STEPS}",
         )
         meta["warmup"] = 3
-        text = report(meta, [], checks, {}, "", rows, overhead)
-        with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
-            fh.write(text)
-        save("gpu-check.md", text)
-        return text
+        return write_report(report(meta, [], checks, {}, "", rows, overhead))
 
     rows, checks, overhead = gpu_check_train.run_all(py, tmp, write)
     print(write(rows, checks, overhead))
@@ -835,31 +836,14 @@ def main():
         )
     )
 
-    import datetime
-
-    cupti = stats.get("cupti", {})
-    meta = {
-        "date": datetime.date.today().isoformat(),
-        "device": torch.cuda.get_device_name(0),
-        "driver": driver_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "git": getattr(torch.version, "git_version", "?")[:12],
-        "steps": STEPS,
-        "cupti": cupti.get("version"),
-        "library": cupti.get("library"),
-    }
+    meta = device_meta(torch, stats, STEPS)
 
     step_rows, step_checks = steps_overhead(rw.stdout, r.stdout, r3.stdout)
     checks += step_checks
     train_rows = []
 
     def write(runs):
-        text = report(meta, rows, checks, runs, listing, train_rows, step_rows)
-        with open(os.path.join(ROOT, "docs", "gpu-check.md"), "w") as fh:
-            fh.write(text)
-        save("gpu-check.md", text)
-        return text
+        return write_report(report(meta, rows, checks, runs, listing, train_rows, step_rows))
 
     write({})  # the checks so far are kept even if what follows does not finish
     import traceback
