@@ -159,15 +159,8 @@ def split(section, kmap, source_function=None, read_lines=_module_lines):
     raw_frames = section["frames"]
     frames = frame_table(raw_frames)
     kinds = stacks_model.merge_kinds(section)
-    index = {tuple(f): i for i, f in enumerate(raw_frames)}
+    frame_id = stacks_model.frame_interner(raw_frames)
     modules = {mf for mf, _key in kmap.by_launch}
-
-    def frame_id(raw):
-        key = tuple(raw)
-        if key not in index:
-            index[key] = len(raw_frames)
-            raw_frames.append(list(raw))
-        return index[key]
 
     def op_frame(file, line, func):
         qualname, first = source_function(file, line, func)

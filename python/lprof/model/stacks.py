@@ -160,20 +160,29 @@ def merge_kinds(section):
     return {name: merge for name, _unit, merge in section.get("columns") or columns()}
 
 
+def frame_interner(frames):
+    """A function giving a raw frame's index in `frames` (a section's list of
+    [file, function, first_line, line]), appending it the first time."""
+    index = {tuple(f): i for i, f in enumerate(frames)}
+
+    def frame_id(raw):
+        key = tuple(raw)
+        if key not in index:
+            index[key] = len(frames)
+            frames.append(list(raw))
+        return index[key]
+
+    return frame_id
+
+
 def merge(into, more):
     """Merges stacks section `more` into `into`: frames are matched by value,
     rows of the same stack and thread combine by their columns' merge kinds
     (sums add, peaks take the maximum). Returns `into`."""
     kinds = merge_kinds(into)
     kinds.update(merge_kinds(more))
-    index = {tuple(f): i for i, f in enumerate(into["frames"])}
-    remap = []
-    for f in more.get("frames", []):
-        key = tuple(f)
-        if key not in index:
-            index[key] = len(into["frames"])
-            into["frames"].append(list(f))
-        remap.append(index[key])
+    frame_id = frame_interner(into["frames"])
+    remap = [frame_id(f) for f in more.get("frames", [])]
     rows = {(tuple(ids), th): m for ids, th, m in into["stacks"]}
     for ids, th, m in more.get("stacks", []):
         key = (tuple(remap[i] for i in ids), th)

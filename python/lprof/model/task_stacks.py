@@ -100,14 +100,7 @@ def view(profile):
     section = stacks.row_form(profile.get("stacks") or {})
     table = _table(profile)
     frames = [list(f) for f in section.get("frames", [])]
-    index = {tuple(f): i for i, f in enumerate(frames)}
-
-    def fid(raw):
-        key = tuple(raw)
-        if key not in index:
-            index[key] = len(frames)
-            frames.append(list(raw))
-        return index[key]
+    fid = stacks.frame_interner(frames)
 
     prefixes = {}
 
