@@ -18,6 +18,9 @@ from . import awaits
 from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 
 _DRAIN_PERIOD_S = 0.1
+# the name of thread 0: CPU time of threads without Python that no Python
+# thread took (collect/other_threads.h), on no line
+UNPLACED_THREAD_NAME = "threads without Python"
 
 
 def _call_opcodes():
@@ -298,9 +301,18 @@ class SamplingCollector:
             if self._cpu0 is not None
             else 0.0,
             "lprof_cpu_s": _lprof_cpu_s(self.mode, stats),
-            "threads": {str(k): v for k, v in self._threads.items()},
+            "threads": self._thread_names(others),
             "lines": line_rows(stacks, per_line),
         }
+
+    def _thread_names(self, others):
+        """Each sampled thread's name; thread 0 is the CPU time of threads
+        without Python that no Python thread was in native code to take
+        (collect/other_threads.h): on no line, and named so, not "thread 0"."""
+        names = {str(k): v for k, v in self._threads.items()}
+        if others["uncharged_s"] > 0 and "0" not in names:
+            names["0"] = UNPLACED_THREAD_NAME
+        return names
 
     def _waits_section(self, total):
         """The await waits' total and counts, in wall mode (else nothing)."""

@@ -367,10 +367,11 @@ def header(profile, parts=None, cols=None):
     samp = profile.get("sampling") or {}
     mode = samp.get("mode", "cpu")
     parts = parts or shares.breakdown(profile)
-    nthreads = len(samp.get("threads") or {}) or parts["threads"]
+    # thread 0 is no thread: CPU time of threads without Python on no line
+    nthreads = len([k for k in samp.get("threads") or {} if k != "0"]) or parts["threads"]
     run = samp.get("duration_s", 0.0)
     if mode == "wall":
-        reads = samp.get("rate_hz_effective", 0.0) * run * max(1, len(samp.get("threads") or {}))
+        reads = samp.get("rate_hz_effective", 0.0) * run * max(1, nthreads)
         per = reads / parts["wall_whole_s"] if parts["wall_whole_s"] else 0.0
         text = (
             f"lprof sampled wall time: {samp.get('rate_hz_requested', 0):g} Hz per thread "
