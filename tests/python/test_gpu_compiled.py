@@ -117,3 +117,23 @@ def test_without_the_map_the_launching_line_keeps_the_kernels(run_lprof, tmp_pat
     assert _at("op sin") not in lines
     folded = _export(run_lprof, tmp_path, prof, "folded", "--metric", "gpu")
     assert "[compiled" not in folded
+
+
+def test_a_graph_cached_by_a_run_without_lprof_is_compiled_anew_with_its_map(
+        run_lprof, run_python, tmp_path, fake_cuda):
+    """Torch before 2.13 (2.11 on an H200) leaves the tracking level out of
+    Inductor's cache key: the program's own run caches the graph without a
+    map, and lprof's run loaded it so, its kernels left on the launching line.
+    lprof keys the level itself; emulated here on this torch."""
+    cache = tmp_path / "shared-cache"
+    plain = run_python(SCRIPT, timeout=600, env=_cuda_env(
+        fake_cuda, STEPS="1", TORCHINDUCTOR_CACHE_DIR=str(cache), KEY_WITHOUT_TRACKING_LEVEL="1"))
+    if plain.returncode != 0 and "torch._dynamo" in plain.stderr and "not supported" in plain.stderr:
+        pytest.skip("torch.compile is not supported on this Python")
+    assert plain.returncode == 0, plain.stderr
+    prof, kernels = _run(run_lprof, tmp_path, fake_cuda, cache, name="after-plain",
+                         KEY_WITHOUT_TRACKING_LEVEL="1")
+    lines = _lines(json.loads(_export(run_lprof, tmp_path, prof, "json")))
+    on_mul = lines.get(_at("op mul"), {}).get("kernel_s")
+    assert on_mul == pytest.approx(STEPS * KERNEL_US * len(kernels) / 3 * US), lines
+    assert lines[_at("kernel launch")]["kernel_s"] == 0, lines

@@ -6,7 +6,8 @@ compiled call (the stand-in for that call: on a GPU, the kernels are
 launched from inside it). Each fused kernel runs 30 us a step; a kernel
 Inductor did not make (plain_kernel, 5 us) is launched from its own line.
 The names come from the generated modules under TORCHINDUCTOR_CACHE_DIR,
-not from lprof. Environment: STEPS (3), TORCHINDUCTOR_CACHE_DIR."""
+not from lprof. Environment: STEPS (3), TORCHINDUCTOR_CACHE_DIR,
+KEY_WITHOUT_TRACKING_LEVEL=1 (Inductor's cache key as before torch 2.13)."""
 import ctypes
 import glob
 import os
@@ -34,6 +35,18 @@ def generated_kernel_names():
             names.update(re.findall(r"^(cpp_fused_\w+) = async_compile", fh.read(), re.MULTILINE))
     return sorted(names)
 
+
+if os.environ.get("KEY_WITHOUT_TRACKING_LEVEL") == "1":
+    # torch before 2.13: the tracking level is not in Inductor's cache key
+    from torch._inductor import codecache
+
+    details_init = codecache.FxGraphHashDetails.__init__
+
+    def init_as_before_2_13(self, *args, **kwargs):
+        details_init(self, *args, **kwargs)
+        self.__dict__.pop("provenance_tracking_level", None)
+
+    codecache.FxGraphHashDetails.__init__ = init_as_before_2_13
 
 compiled = torch.compile(fused)
 x, y = torch.randn(64), torch.randn(64)

@@ -14,8 +14,11 @@ Under --gpu, when the program imports torch._inductor, lprof turns the
 tracking on at its lightest level (2, "basic": the kernel map only) unless
 the program chose a level, and wraps CompiledFxGraph.post_compile, which
 every compiled or cache-loaded graph passes once, to keep that text and the
-generated module's file. Nothing here runs per call of compiled code, nor in
-uncompiled code. The map is read at the end by model/compiled_kernels.py.
+generated module's file. Torch before 2.13 (2.11 on an H200) leaves the
+tracking level out of the cache key: a graph that a run without lprof cached
+was loaded under lprof without its map. lprof puts the level into the key
+itself (FxGraphHashDetails, which AOTAutograd's cache details extend).
+Nothing here runs per call of compiled code, nor in uncompiled code. The map is read at the end by model/compiled_kernels.py.
 LPROF_GPU_COMPILED=0 turns this off. Design: docs/design-gpu.md."""
 
 import functools
@@ -44,6 +47,7 @@ def install():
     del _GRAPHS[:]
     _when_imported("torch._inductor.config", _turn_on_tracking)
     _when_imported("torch._inductor.output_code", _wrap_post_compile)
+    _when_imported("torch._inductor.codecache", _key_on_tracking)
 
 
 def _when_imported(name, fn):
@@ -80,6 +84,34 @@ def _turn_on_tracking(config):
     if trace.provenance_tracking_level == 0:
         trace.provenance_tracking_level = BASIC_TRACKING
         _STATE["undo"].append((trace, "provenance_tracking_level", 0, BASIC_TRACKING))
+
+
+# lprof's own entry in Inductor's cache key (torch's own name for it is
+# absent before 2.13; ours is there whatever the torch)
+KEY_ATTRIBUTE = "lprof_provenance_tracking_level"
+
+
+def _key_on_tracking(codecache):
+    cls = getattr(codecache, "FxGraphHashDetails", None)
+    orig = cls.__dict__.get("__init__") if cls is not None else None
+    if not callable(orig):
+        _STATE["notes"].append(
+            "torch.compile kernels may stay on the calling line: this torch's Inductor has no "
+            "FxGraphHashDetails, so a graph cached without lprof may be loaded without its map"
+        )
+        return
+
+    @functools.wraps(orig)
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        from torch._inductor import config
+
+        level = getattr(getattr(config, "trace", None), "provenance_tracking_level", 0)
+        if level:  # a graph keyed so was compiled with its map
+            setattr(self, KEY_ATTRIBUTE, level)
+
+    cls.__init__ = __init__
+    _STATE["undo"].append((cls, "__init__", orig, __init__))
 
 
 def _wrap_post_compile(module):
