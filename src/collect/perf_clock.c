@@ -11,6 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/thread_start.h"
+
 static size_t page_size(void) {
     long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? (size_t)p : 4096;
@@ -47,4 +49,33 @@ void lp_perf_clock_close(void *handle) {
     /* the last reference: the kernel frees the event before munmap returns
      * to this thread, waiting for any signal it was about to send */
     if (handle) munmap(handle, page_size());
+}
+
+static struct { int started, done; } warm;
+
+static void *warm_main(void *arg) {
+    (void)arg;
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.disabled = 1; /* counts nothing, signals nothing: only the hooks' switch-on */
+    int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) close(fd);
+    __atomic_store_n(&warm.done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int lp_perf_clock_warm(void) {
+    if (warm.started) return 0;
+    pthread_t thread;
+    if (lp_thread_create_quiet(&thread, warm_main, NULL) != 0) return -1;
+    pthread_detach(thread);
+    warm.started = 1;
+    return 0;
+}
+
+void lp_perf_clock_warm_wait(void) {
+    if (warm.started) lp_wait_for_flag(&warm.done, LP_THREAD_START_WAIT_NS);
 }

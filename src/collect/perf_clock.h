@@ -27,4 +27,15 @@ LP_INTERNAL void *lp_perf_clock_open(pid_t tid, uint64_t period_ns, int signo);
 /* Frees it; when it returns, the event sends no more signals. */
 LP_INTERNAL void lp_perf_clock_close(void *handle);
 
+/* The first task event a process opens waits 5-25 ms in the kernel (seen on
+ * a 2-core VM: it turns the scheduler's perf hooks on, a code patch
+ * synchronised across CPUs), wall time, not CPU time; the hooks stay on for
+ * about a second after the last event closes. lp_perf_clock_warm opens and
+ * closes one on a quiet thread of its own, so that wait overlaps lprof's
+ * start-up; lp_perf_clock_warm_wait waits (bounded) until that thread is
+ * done: called before the program runs, so none of its code races the
+ * thread. 0 when started (or already), -1 when the thread could not start. */
+LP_INTERNAL int lp_perf_clock_warm(void);
+LP_INTERNAL void lp_perf_clock_warm_wait(void);
+
 #endif

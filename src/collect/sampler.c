@@ -300,6 +300,7 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         }
         S.installed_signo = cfg->signo;
     }
+    lp_perf_clock_warm_wait(); /* its thread is over before the program runs */
     if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
         /* a probe on this thread (the handler is in, not running: a signal
          * it sends before the close is ignored) */

@@ -169,3 +169,28 @@ def test_a_thread_blocking_the_signal_does_not_end_the_process(run_lprof, write_
     # said, and the blocked second is in the whole the shares are of
     assert "1 thread blocked the sampling signal" in " ".join(r.stdout.split()), r.stdout
     assert samp["process_cpu_s"] >= 0.9, samp
+
+
+def test_the_perf_warm_up_thread_is_gone_before_the_program_runs(run_lprof, write_script, tmp_path,
+                                                                 load_profile):
+    """lprof switches the kernel's perf hooks on in a thread of its own while it
+    starts (collect/perf_clock.h). The program's first line must find that
+    thread over and none of its descriptors left: the same threads and open
+    descriptors as under lprof with the hooks' warm-up left out (the thread
+    source opens no perf event), whatever the machine's load."""
+    write_script("first.py", """
+        import os
+        names = sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
+        fds = sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                     if os.path.exists(f"/proc/self/fd/{fd}"))
+        print(len(names), [f for f in fds if "perf" in f])
+        """)
+    warmed = run_lprof("-q", "-o", "w.lprof", "first.py")
+    plain = run_lprof("-q", "-o", "t.lprof", "first.py", env={"LPROF_CPU_SAMPLER": "thread"})
+    assert warmed.returncode == 0 and plain.returncode == 0, (warmed.stderr, plain.stderr)
+    if load_profile(str(tmp_path / "w.lprof"))["sampling"]["cpu_source"] != "perf":
+        pytest.skip("perf events refused here")
+    threads_warmed, perf_fds = warmed.stdout.split(" ", 1)
+    # the thread source runs lprof's sampler thread; perf events need none
+    assert int(threads_warmed) == int(plain.stdout.split(" ", 1)[0]) - 1, (warmed.stdout, plain.stdout)
+    assert perf_fds.strip() == "[]", warmed.stdout

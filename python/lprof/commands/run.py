@@ -10,7 +10,7 @@ import threading
 
 from ..process import faults, follow, runner
 from . import output_paths as outputs
-from ..collect import make as make_collectors, options_of
+from ..collect import make as make_collectors, options_of, warm_up as warm_up_collectors
 
 # imported here, not where it pauses: an import there ran importlib's Python
 # code (_handle_fromlist) while the sampler still ran, a stack of its own
@@ -309,6 +309,7 @@ def _target(args):
 
 def main(args):
     runner.end_like_python_on_ctrl_c()
+    warm_up_collectors(args)
     program = runner.prepare(lambda: _target(args))
     if program is None:
         return 1

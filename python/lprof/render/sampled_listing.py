@@ -30,7 +30,7 @@ def shows_gil(profile):
     """The gil% column: where more than one thread ran Python (the GIL is
     shared) and the profile measured it (files before gil_s have none)."""
     samp = profile.get("sampling") or {}
-    if len(samp.get("threads") or {}) < 2:
+    if len([k for k in samp.get("threads") or {} if k != "0"]) < 2:  # thread 0 is no thread
         return False
     st = profile.get("stacks") or {}
     return any(

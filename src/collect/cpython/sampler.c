@@ -25,6 +25,7 @@
 #include "collect/eh_frames.h"
 #include "collect/native_unwind.h"
 #include "collect/other_threads.h"
+#include "collect/perf_clock.h"
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
@@ -354,6 +355,12 @@ static PyObject *py_pause(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_perf_warm(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(lp_perf_clock_warm() == 0);
+}
+
 static PyObject *py_resume(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -506,6 +513,10 @@ static PyMethodDef methods[] = {
      "[(lo, hi), ...]: the interpreter's eval loop code as found."},
     {"unwind_table_range", py_unwind_table_range, METH_O,
      "unwind_table_range(address): (start, end) of its function in the unwind tables, or None."},
+    {"sampler_perf_warm", py_perf_warm, METH_NOARGS,
+     "sampler_perf_warm(): switches the kernel's perf hooks on in a thread of its own while lprof "
+     "starts (collect/perf_clock.h); sampler_start waits for it. False when the thread could not "
+     "start."},
     {"sampler_start", py_start, METH_VARARGS,
      "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of "
      "them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 "
