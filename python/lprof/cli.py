@@ -29,6 +29,11 @@ def main(argv=None, as_kernprof=False):
     if reason:
         print(f"lprof: error: {reason}", file=sys.stderr)
         return 2
+    if not as_kernprof and not (argv and argv[0] in VERBS):
+        # the run command: perf's switch-on overlaps the option parsing and imports
+        from .collect import perf_warm
+
+        perf_warm.start()
     if os.environ.get("LPROF_FOLLOW"):  # an lprof command run by a followed program
         from .process import follow
 

@@ -41,15 +41,6 @@ def make(opts, quiet=False):
     return collectors, modes
 
 
-def warm_up(opts):
-    """Starts, ahead of make(), what takes long to start and can run beside
-    lprof's own start-up: CPU sampling's perf events (collect/sampling.py)."""
-    if (not opts.line_by_line or opts.sample) and not opts.wall:
-        from . import sampling
-
-        sampling.warm_up()
-
-
 OPTION_NAMES = (
     "line_by_line",
     "sample",

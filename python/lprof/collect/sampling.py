@@ -385,14 +385,6 @@ def default_rate(mode):
     return _lprof.SAMPLER_DEFAULT_RATE_HZ if mode == "wall" else _lprof.SAMPLER_DEFAULT_CPU_RATE_HZ
 
 
-def warm_up():
-    """CPU mode on perf events: the kernel's switch-on of its perf hooks
-    (5-25 ms of waiting, the first event a process opens) runs in a thread
-    of its own beside the rest of lprof's start-up (collect/perf_clock.h)."""
-    if _cpu_source() == CPU_SOURCES["perf"]:
-        _lprof.sampler_perf_warm()
-
-
 def _cpu_source():
     return CPU_SOURCES.get(os.environ.get("LPROF_CPU_SAMPLER", "perf"), CPU_SOURCES["perf"])
 

@@ -10,11 +10,11 @@ import threading
 
 from ..process import faults, follow, runner
 from . import output_paths as outputs
-from ..collect import make as make_collectors, options_of, warm_up as warm_up_collectors
+from ..collect import make as make_collectors, options_of
 
 # imported here, not where it pauses: an import there ran importlib's Python
 # code (_handle_fromlist) while the sampler still ran, a stack of its own
-from ..collect import sampling
+from ..collect import perf_warm, sampling
 from ..common import headroom
 from ..model import profile_file, task_stacks
 from ..common.errors import LprofError
@@ -309,7 +309,6 @@ def _target(args):
 
 def main(args):
     runner.end_like_python_on_ctrl_c()
-    warm_up_collectors(args)
     program = runner.prepare(lambda: _target(args))
     if program is None:
         return 1
@@ -395,6 +394,7 @@ def main(args):
         sys.stdout = sink
         if args.verbosity <= -3:
             sys.stderr = sink
+    perf_warm.over()  # its thread ended: the program's first line races none of lprof's
     try:
         outcome = runner.run(target, args.args, kind=kind, code=code, setup=args.setup, on_start=on_start)
     finally:

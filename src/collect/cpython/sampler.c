@@ -361,6 +361,13 @@ static PyObject *py_perf_warm(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(lp_perf_clock_warm() == 0);
 }
 
+static PyObject *py_perf_warm_wait(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    Py_BEGIN_ALLOW_THREADS lp_perf_clock_warm_wait();
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
 static PyObject *py_resume(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -517,6 +524,8 @@ static PyMethodDef methods[] = {
      "sampler_perf_warm(): switches the kernel's perf hooks on in a thread of its own while lprof "
      "starts (collect/perf_clock.h); sampler_start waits for it. False when the thread could not "
      "start."},
+    {"sampler_perf_warm_wait", py_perf_warm_wait, METH_NOARGS,
+     "sampler_perf_warm_wait(): returns once sampler_perf_warm's thread is over (bounded)."},
     {"sampler_start", py_start, METH_VARARGS,
      "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of "
      "them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 "

@@ -1,0 +1,25 @@
+"""The kernel's switch-on of its perf hooks, beside lprof's start-up.
+
+The first task-clock perf event a process opens waits 5-25 ms in the kernel
+(seen on a 2-core VM; wall time, not CPU time) while the scheduler's perf
+hooks are switched on; they stay on about a second after the last event
+closes. CPU sampling opens such events (collect/perf_clock.h), so the run
+command starts a thread that opens and closes one first thing, before its
+options are read and its modules imported (a run that samples no CPU
+wastes a thread start); over(), and the sampler's start, wait for that
+thread: the program's first line never races it. Only os and the extension
+are imported here: a --memory run re-executes itself after this."""
+
+import os
+
+from .. import _lprof
+
+
+def start():
+    # the sources without perf events (collect/sampling.py: LPROF_CPU_SAMPLER)
+    if os.environ.get("LPROF_CPU_SAMPLER") not in ("thread", "timers"):
+        _lprof.sampler_perf_warm()
+
+
+def over():
+    _lprof.sampler_perf_warm_wait()
