@@ -472,7 +472,9 @@ def test_lprof_threads_are_invisible_and_unsampled(run_lprof, write_script, tmp_
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == [1, ["MainThread"], [1, 1], 1]
     prof = load_profile(str(tmp_path / "own.lprof"))
-    threads = {str(th) for _ids, th, _m in prof.get("stacks", {}).get("stacks", [])}
+    # thread 0 is no thread: CPU of threads without Python that no Python
+    # thread took (a busy machine's clock reads leave a little now and then)
+    threads = {str(th) for _ids, th, _m in prof.get("stacks", {}).get("stacks", [])} - {"0"}
     assert len(threads) == 1, threads  # the program's one thread, nothing of lprof's
     if mode == ["--wall"]:
         samp = prof["sampling"]
