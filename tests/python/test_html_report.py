@@ -101,11 +101,11 @@ def test_report_numbers_are_the_profile_s(hot_report, load_profile):
     # between the two by chance)
     hot = line_of(script, "hot")
     assert top in ((str(script), hot), (str(script), hot - 1)), per_line
-    # the program's two threads; thread 0, when the run has one, is CPU time of
-    # threads without Python that no Python thread took, named so
+    # the program's two threads; thread 0, when the run has one, is no thread:
+    # CPU time of threads without Python that no Python thread took, named so
     named = dict(data["threads"])
     assert sorted(v for k, v in named.items() if k != "0") == ["MainThread", "worker"], named
-    assert named.get("0", "threads without Python") == "threads without Python"
+    assert named.get("0", "no Python thread") == "no Python thread"
     assert data["sources"][str(script)][str(line_of(script, "hot"))].strip().startswith("s += i * i")
 
 

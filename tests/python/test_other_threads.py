@@ -137,7 +137,7 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     alone = _marker_rows(prof).get(None, 0.0)
     assert abs(alone - others["uncharged_s"]) < 0.01, (alone, others)
     # its thread, 0, is named for what it is in every view, not "thread 0"
-    assert samp["threads"].get("0") == "threads without Python", samp["threads"]
+    assert samp["threads"].get("0") == "no Python thread", samp["threads"]
     # the pure-Python loop line took little of it (it was not in native code;
     # on a busy machine the holder's latest sample is older and now and then
     # says native: 13% once under two CPU hogs on 3.13)

@@ -175,3 +175,16 @@ def test_export_from_the_stored_columns_matches_the_run(run_lprof, write_script,
     r = run_lprof("export", "d.lprof", "--format", "svg", "--metric", "cpu", "-o", "f.svg")
     assert r.returncode == 0, r.stderr
     assert "deep (" in (tmp_path / "f.svg").read_text()
+
+
+def test_thread_zero_is_named_no_python_thread_in_pictures():
+    """Thread 0 is no thread (model/frames.py): a picture of several threads
+    names its root so, and names a real thread by its name and id."""
+    from lprof.model.frames import thread_name
+    section = {"frames": [["a.py", "f", 1, 2]], "columns": [["cpu_python_s", "s", "sum"]],
+               "stacks": [[[0], 123, {"cpu_python_s": 1.0}], [[0], 0, {"cpu_python_s": 0.5}]]}
+    out = model.row_form(model.thread_roots(section, {"123": "MainThread"}))
+    roots = sorted(out["frames"][ids[0]][1] for ids, _t, _m in out["stacks"])
+    assert roots == ["no Python thread", "thread MainThread (123)"], roots
+    assert thread_name({}, 0) == "no Python thread" and thread_name({}, 7, "thread 7") == "thread 7"
+    assert thread_name({"0": "kept"}, "0") == "kept"

@@ -15,12 +15,10 @@ import types
 
 from .. import _lprof
 from . import awaits
+from ..model.frames import NO_THREAD, NO_THREAD_NAME
 from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 
 _DRAIN_PERIOD_S = 0.1
-# the name of thread 0: CPU time of threads without Python that no Python
-# thread took (collect/other_threads.h), on no line
-UNPLACED_THREAD_NAME = "threads without Python"
 
 
 def _call_opcodes():
@@ -306,12 +304,12 @@ class SamplingCollector:
         }
 
     def _thread_names(self, others):
-        """Each sampled thread's name; thread 0 is the CPU time of threads
-        without Python that no Python thread was in native code to take
-        (collect/other_threads.h): on no line, and named so, not "thread 0"."""
+        """Each sampled thread's name; thread 0 (model/frames.py: no thread)
+        where it holds CPU time of threads without Python that no Python
+        thread was in native code to take (collect/other_threads.h)."""
         names = {str(k): v for k, v in self._threads.items()}
-        if others["uncharged_s"] > 0 and "0" not in names:
-            names["0"] = UNPLACED_THREAD_NAME
+        if others["uncharged_s"] > 0 and NO_THREAD not in names:
+            names[NO_THREAD] = NO_THREAD_NAME
         return names
 
     def _waits_section(self, total):

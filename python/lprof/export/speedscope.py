@@ -4,7 +4,7 @@ one sampled profile per thread, weights in the metric's unit."""
 import json
 
 from ..common.files import atomic_path
-from ..model.frames import table as frame_table
+from ..model.frames import table as frame_table, thread_name
 from ..model.stacks import row_form
 from . import stack_rows
 
@@ -30,7 +30,7 @@ def write(profile, path, metric="cpu"):
     profiles = []
     for t in sorted(by_thread):
         samples, weights = by_thread[t]
-        name = thread_names.get(str(t), f"thread {t}")
+        name = thread_name(thread_names, t, f"thread {t}")
         profiles.append(
             {
                 "type": "sampled",

@@ -22,6 +22,11 @@ GPU_FILE = "<gpu>"
 MARKER_FILE = "<lprof>"
 THREAD_FILE = "<thread>"
 TASK_FILE = "<task>"
+# Thread 0 is no thread: it holds what no Python thread can be charged with
+# (CPU time of threads without Python that none was there to take, GPU work
+# whose launch is unknown), on no line; named so in every view
+NO_THREAD = "0"
+NO_THREAD_NAME = "no Python thread"
 
 _SPECIAL_FILES = {GPU_FILE: GPU, MARKER_FILE: MARKER, THREAD_FILE: THREAD, TASK_FILE: TASK}
 
@@ -85,3 +90,11 @@ class Frame(collections.namedtuple("Frame", "file function first_line line")):
 def table(raw_frames):
     """A stacks section's stored frames as Frames, by frame id."""
     return [Frame.of(f) for f in raw_frames]
+
+
+def thread_name(names, thread, default=None):
+    """A thread id's name in a profile's sampling.threads ({str id: name})."""
+    key = str(thread)
+    if key in names:
+        return names[key]
+    return NO_THREAD_NAME if key == NO_THREAD else default

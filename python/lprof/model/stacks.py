@@ -22,7 +22,7 @@ import math
 from .. import _lprof
 from ..common import libdirs
 from ..common.errors import ProfileFileError
-from .frames import THREAD_FILE, table as frame_table
+from .frames import NO_THREAD, NO_THREAD_NAME, THREAD_FILE, table as frame_table
 
 _SCALE = {"ns": 1e-9, "milli": 1e-3}
 # columns kept for the memory sampler's statistics (the leak rule reads them),
@@ -392,7 +392,11 @@ def thread_roots(section, names):
 
     def root(th):
         name = names.get(str(th))
-        new_frames.append([THREAD_FILE, f"thread {name} ({th})" if name else f"thread {th}", 0, 0])
+        if str(th) == NO_THREAD:
+            label = NO_THREAD_NAME
+        else:
+            label = f"thread {name} ({th})" if name else f"thread {th}"
+        new_frames.append([THREAD_FILE, label, 0, 0])
         return len(new_frames) - 1
 
     if is_columnar(section):

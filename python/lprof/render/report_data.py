@@ -7,7 +7,7 @@ the one attribution rule (lprof.model.stacks.charge): the page sums rows per
 line and per thread but never re-implements the rule."""
 
 from ..model import import_fold
-from ..model.frames import table as frame_table
+from ..model.frames import table as frame_table, thread_name
 from ..model import shares, task_stacks
 from ..model.selection import default_accept
 from ..model.stacks import CPU_COLUMNS, INTERNAL_COLUMNS, charge, row_form
@@ -233,7 +233,7 @@ def build(profile, fold_imports=True):
             for f in table
         ],
         "threads": [
-            [tid, thread_names.get(tid, f"thread {tid}")]
+            [tid, thread_name(thread_names, tid, f"thread {tid}")]
             for tid, _i in sorted(threads.items(), key=lambda kv: kv[1])
         ],
         "stacks": rows,
