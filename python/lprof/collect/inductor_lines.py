@@ -91,59 +91,70 @@ def _turn_on_tracking(config):
 KEY_ATTRIBUTE = "lprof_provenance_tracking_level"
 
 
-def _key_on_tracking(codecache):
-    cls = getattr(codecache, "FxGraphHashDetails", None)
-    orig = cls.__dict__.get("__init__") if cls is not None else None
+def _patch(module, class_name, method, wrap, missing):
+    """Replaces class_name.method in module by wrap(original), undone by
+    uninstall(); without that class or method, the note `missing` instead."""
+    cls = getattr(module, class_name, None)
+    orig = cls.__dict__.get(method) if cls is not None else None
     if not callable(orig):
-        _STATE["notes"].append(
-            "torch.compile kernels may stay on the calling line: this torch's Inductor has no "
-            "FxGraphHashDetails, so a graph cached without lprof may be loaded without its map"
-        )
+        _STATE["notes"].append(missing)
         return
+    ours = functools.wraps(orig)(wrap(orig))
+    setattr(cls, method, ours)
+    _STATE["undo"].append((cls, method, orig, ours))
 
-    @functools.wraps(orig)
-    def __init__(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        from torch._inductor import config
 
-        level = getattr(getattr(config, "trace", None), "provenance_tracking_level", 0)
-        if level:  # a graph keyed so was compiled with its map
-            setattr(self, KEY_ATTRIBUTE, level)
+def _key_on_tracking(codecache):
+    def wrap(orig):
+        def __init__(self, *args, **kwargs):
+            orig(self, *args, **kwargs)
+            from torch._inductor import config
 
-    cls.__init__ = __init__
-    _STATE["undo"].append((cls, "__init__", orig, __init__))
+            level = getattr(getattr(config, "trace", None), "provenance_tracking_level", 0)
+            if level:  # a graph keyed so was compiled with its map
+                setattr(self, KEY_ATTRIBUTE, level)
+
+        return __init__
+
+    _patch(
+        codecache,
+        "FxGraphHashDetails",
+        "__init__",
+        wrap,
+        "torch.compile kernels may stay on the calling line: this torch's Inductor has no "
+        "FxGraphHashDetails, so a graph cached without lprof may be loaded without its map",
+    )
 
 
 def _wrap_post_compile(module):
-    cls = getattr(module, "CompiledFxGraph", None)
-    orig = cls.__dict__.get("post_compile") if cls is not None else None
-    if not callable(orig):
-        _STATE["notes"].append(
-            "torch.compile kernels stay on the calling line: this torch's Inductor has no "
-            "CompiledFxGraph.post_compile"
-        )
-        return
+    def wrap(orig):
+        def post_compile(self, *args, **kwargs):
+            before = getattr(self, "current_callable", None)
+            out = orig(self, *args, **kwargs)
+            try:
+                _note_graph(self, before)
+            except Exception:  # a graph without a map keeps the calling line
+                _STATE["without_map"] = _STATE.get("without_map", 0) + 1
+            return out
 
-    @functools.wraps(orig)
-    def post_compile(self, *args, **kwargs):
-        before = getattr(self, "current_callable", None)
-        out = orig(self, *args, **kwargs)
-        try:
-            _note_graph(self, before)
-        except Exception:  # a graph without a map keeps the calling line
-            _STATE["without_map"] = _STATE.get("without_map", 0) + 1
-        return out
+        return post_compile
 
-    cls.post_compile = post_compile
-    _STATE["undo"].append((cls, "post_compile", orig, post_compile))
+    _patch(
+        module,
+        "CompiledFxGraph",
+        "post_compile",
+        wrap,
+        "torch.compile kernels stay on the calling line: this torch's Inductor has no "
+        "CompiledFxGraph.post_compile",
+    )
 
 
 def _note_graph(graph, callable_before):
     text = getattr(graph, "inductor_provenance_stack_traces_str", None)
     if not text:
         _STATE["without_map"] = _STATE.get("without_map", 0) + 1
-        # what this torch has instead (torch 2.11 on an H200 gave no map at
-        # level 2): named in the note, so a run there says where to look
+        # what this torch has instead, named in the note: where to look on a
+        # torch whose graphs come without the map
         _STATE.setdefault("seen", sorted(a for a in dir(graph) if "provenance" in a.lower()))
         return
     module_file = _generated_file(callable_before) or _generated_file(
