@@ -49,10 +49,14 @@ if os.environ.get("KEY_WITHOUT_TRACKING_LEVEL") == "1":
     codecache.FxGraphHashDetails.__init__ = init_as_before_2_13
 
 compiled = torch.compile(fused)
+torch.manual_seed(0)
 x, y = torch.randn(64), torch.randn(64)
 expected = x.sin() * y + x
 out = compiled(x, y)  # marker: first call
-assert torch.allclose(out, expected), "the compiled function computed something else"
+# Inductor's vectorised sin may differ from eager's by a few float32 ulps: on
+# random inputs the default atol (1e-8) failed 5 runs in 300 without lprof
+# (worst 4.8e-7, where the result is near 0)
+assert torch.allclose(out, expected, atol=1e-6), "the compiled function computed something else"
 names = generated_kernel_names()
 if not names:
     sys.exit("no cpp_fused_ kernel in the generated modules")
