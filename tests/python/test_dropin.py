@@ -349,6 +349,36 @@ def test_pyproject_tables(run_lprof, write_script, tmp_path):
     assert r.returncode == 2 and "rate" in r.stderr and "Traceback" not in r.stderr
 
 
+
+def test_config_parsed_only_where_it_can_hold_options(tmp_path):
+    """The TOML parser is loaded only for a file that can hold lprof's or
+    line_profiler's tables (its import costs every start): a file that only
+    names lprof in a comment or a value is skipped; every TOML spelling of
+    the tables is still read."""
+    from lprof.commands import config
+
+    skipped = ['# lprof profiles this\n[project]\nname = "lprof"\n[project.scripts]\nlprof = "x"\n',
+               "[tool.ruff]\nline-length = 110  # as lprof's\n"]
+    for i, text in enumerate(skipped):
+        path = tmp_path / f"skip{i}.toml"
+        path.write_text(text)
+        assert not config._MAY_HOLD_OPTIONS.search(path.read_bytes()), text
+        assert config.read(str(path), False) == ({}, None)
+    if config._toml_loader() is None:
+        pytest.skip("no TOML parser here (3.10 without tomli)")
+    held = ["[tool.lprof]\nrate = 7\n", "[ tool . \"lprof\" ]\nrate = 7\n",
+            "[tool]\nlprof = { rate = 7 }\n", "tool.lprof.rate = 7\n",
+            "tool = { lprof = { rate = 7 } }\n", "[tool.'lprof']\nrate = 7\n"]
+    for i, text in enumerate(held):
+        path = tmp_path / f"held{i}.toml"
+        path.write_text(text)
+        tables, warning = config.read(str(path), False)
+        assert warning is None and tables["lprof"] == {"rate": 7}, text
+    path = tmp_path / "kp.toml"
+    path.write_text("[tool.line_profiler.kernprof]\nunit = 1e-3\n")
+    assert config.read(str(path), False)[0]["kernprof"] == {"unit": 1e-3}
+
+
 # -- line_profiler's LineProfiler API --------------------------------------------
 
 API_SCRIPT = """

@@ -13,6 +13,7 @@ skips it. TOML is read with tomllib (3.11+) or tomli where it is installed."""
 
 import argparse
 import os
+import re
 
 from ..common.errors import LprofError
 
@@ -22,6 +23,18 @@ VIEWER_TABLE = ("tool", "line_profiler", "cli")  # `python -m line_profiler`'s: 
 WIDTHS_TABLE = ("tool", "line_profiler", "show", "column_widths")
 WIDTH_KEYS = ("line", "hits", "time", "perhit", "percent")
 LPROF_TABLE = ("tool", "lprof")
+
+# where a file can hold one of those tables: a dotted tool.lprof or
+# tool.line_profiler (header or key), a bare [tool] table, or an inline
+# `tool = {...}`. Only such a file is parsed: loading the TOML parser costs
+# 3-4 ms of every start, and most projects' pyproject.toml holds none
+_MAY_HOLD_OPTIONS = re.compile(
+    rb"""\btool["']?\s*\.\s*["']?(?:lprof|line_profiler)\b"""
+    rb"""|^\s*\[\s*["']?tool["']?\s*\]|^\s*["']?tool["']?\s*=""",
+    re.M,
+)
+_parsed = {}  # (path, bytes) -> read()'s tables: a run reads them twice
+
 # kernprof's keys that mean nothing to lprof (accepted, ignored)
 KERNPROF_IGNORED = {"rich"}
 
@@ -73,8 +86,14 @@ def read(path, explicit):
         if explicit:
             raise LprofError(f"--config {path}: {exc.strerror}", 2) from None
         return {}, None
-    if b"lprof" not in data and b"line_profiler" not in data:
-        return {}, None  # most projects' pyproject.toml: no TOML parser loaded at start-up
+    if not _MAY_HOLD_OPTIONS.search(data):
+        return {}, None
+    if (path, data) not in _parsed:
+        _parsed[path, data] = _parse(path, data)
+    return _parsed[path, data]
+
+
+def _parse(path, data):
     loader = _toml_loader()
     if loader is None:
         return {}, (

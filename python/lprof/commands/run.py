@@ -333,7 +333,10 @@ def main(args):
     # before any of lprof's threads starts: none imports while the program forks
     from ..process import fork_safe_imports
 
-    fork_safe_imports.import_all(("lprof.export", "lprof.export.html") if args.html else ())
+    extra = fork_safe_imports.LINE_MODULES if args.line_by_line else ()
+    if args.html:
+        extra += ("lprof.export", "lprof.export.html")
+    fork_safe_imports.import_all(extra)
     try:
         collectors, modes = make_collectors(args)
     except ValueError as exc:  # e.g. LPROF_SIGNAL naming a signal the sampler must not take

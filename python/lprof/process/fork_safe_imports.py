@@ -25,7 +25,6 @@ MODULES = (
     "lprof.model.selection",
     "lprof.model.shares",
     "lprof.model.profile_file",
-    "lprof.model.kernprof_file",
     "lprof.model.validate",
     "lprof.model.frames",
     "lprof.model.merge",
@@ -35,13 +34,17 @@ MODULES = (
     "lprof.collect.exec_guard",
     "lprof.process.faults",
     "lprof.process.follow",
-    "pickletools",
     "shutil",
     "stat",
-    "traceback",
+    "linecache",
     "opcode",
     "importlib.util",
 )
+# what only a run that traces lines writes: line_profiler's pickle
+# (kernprof_file); 2.4 ms of imports that a sampling run does not pay.
+# traceback is left out: lprof's threads print one only with
+# LPROF_DEBUG_FOLLOW set, and the program's own are printed on its main thread
+LINE_MODULES = ("lprof.model.kernprof_file", "pickletools")
 
 
 def import_all(extra=()):
