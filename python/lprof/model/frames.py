@@ -98,3 +98,9 @@ def thread_name(names, thread, default=None):
     if key in names:
         return names[key]
     return NO_THREAD_NAME if key == NO_THREAD else default
+
+
+def python_threads(names):
+    """The ids of a profile's sampling.threads that are threads: all but
+    thread 0, which holds the CPU time of threads without Python."""
+    return [k for k in names or {} if str(k) != NO_THREAD]

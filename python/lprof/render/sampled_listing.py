@@ -12,6 +12,7 @@ import shutil
 import sys
 import textwrap
 
+from ..model.frames import python_threads
 from ..model.stacks import CPU_COLUMNS
 from ..model import task_stacks
 from .source import read_lines
@@ -30,7 +31,7 @@ def shows_gil(profile):
     """The gil% column: where more than one thread ran Python (the GIL is
     shared) and the profile measured it (files before gil_s have none)."""
     samp = profile.get("sampling") or {}
-    if len([k for k in samp.get("threads") or {} if k != "0"]) < 2:  # thread 0 is no thread
+    if len(python_threads(samp.get("threads"))) < 2:
         return False
     st = profile.get("stacks") or {}
     return any(
@@ -367,8 +368,7 @@ def header(profile, parts=None, cols=None):
     samp = profile.get("sampling") or {}
     mode = samp.get("mode", "cpu")
     parts = parts or shares.breakdown(profile)
-    # thread 0 is no thread: CPU time of threads without Python on no line
-    nthreads = len([k for k in samp.get("threads") or {} if k != "0"]) or parts["threads"]
+    nthreads = len(python_threads(samp.get("threads"))) or parts["threads"]
     run = samp.get("duration_s", 0.0)
     if mode == "wall":
         reads = samp.get("rate_hz_effective", 0.0) * run * max(1, nthreads)
