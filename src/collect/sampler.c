@@ -422,6 +422,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
         }
     if (!t) return -1;
     lp_ring_reset(&t->ring);
+    lp_frame_chain_reset(&t->chain); /* the new owner's first stack is whole */
     /* a new owner: timer signals queued for an earlier one no longer match */
     __atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);
     t->tstate = tstate;
@@ -547,12 +548,32 @@ const void *lp_sampler_slot_tstate(int i, uint64_t *thread_key) {
     return S.slots[i].tstate;
 }
 
+/* A handler's record with its whole stack again (frame_chain.h), in
+ * `whole`; NULL when it cannot follow the previous one (counted dropped). */
+static const lp_sample *unchain(const lp_sample *s, lp_frame_chain *drained, lp_sample *whole) {
+    *whole = *s;
+    int n =
+        lp_frame_chain_decode(drained, s->frames, s->depth, s->shared, whole->frames, LP_SAMPLER_MAX_DEPTH);
+    if (n < 0) {
+        __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    whole->depth = (uint32_t)n;
+    whole->shared = 0;
+    whole->flags &= ~LP_SF_CHAINED;
+    return whole;
+}
+
 static uint64_t drain_ring(lp_ring *r, int slot_index, lp_sample_fn fn, void *arg) {
     uint64_t n = 0;
     uint32_t len;
     const lp_sample *s;
+    /* room for one whole sample (frames only: a chained one has no native part) */
+    _Alignas(lp_sample) unsigned char room[sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe)];
     while ((s = lp_ring_peek(r, &len)) != NULL) {
-        fn(s, slot_index, arg);
+        if ((s->flags & LP_SF_CHAINED) && slot_index >= 0)
+            s = unchain(s, &S.slots[slot_index].drained, (lp_sample *)(void *)room);
+        if (s != NULL) fn(s, slot_index, arg);
         lp_ring_release(r);
         n++;
     }

@@ -59,6 +59,11 @@ typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_so
                                 * charged to these frames (a thread in native code; with
                                 * LP_SF_GIL: only if the leaf stands on a call), or, depth 0,
                                 * placed by the drain (collect/other_threads.h) */
+#define LP_SF_CHAINED \
+    256u /* the handler's record keeps only the leaf-side frames that differ
+                                * from its thread's previous one; `shared` root-side frames
+                                * are that one's (collect/frame_chain.h). The drain hands
+                                * on the whole stack, without this flag */
 
 /* One sample as the drain sees it. */
 typedef struct {
@@ -66,6 +71,7 @@ typedef struct {
     uint32_t flags;
     uint32_t depth;
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
+    uint32_t shared;       /* LP_SF_CHAINED: root-side frames of the previous record */
     uint64_t thread_key;   /* PyThreadState.thread_id */
     uint64_t cpu_ns;       /* detached wall samples: thread CPU time since the last one;
                           * LP_SF_TAIL: the unsampled CPU time at the thread's end */

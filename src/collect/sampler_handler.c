@@ -82,9 +82,18 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
         flags |= LP_SF_TRUNCATED;
         __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
     }
+    /* only the frames that changed: deep stacks at high rates fit the ring
+     * (not with --native, whose addresses follow the frames) */
+    uint32_t shared = 0;
+    if (!h->native) {
+        shared = lp_frame_chain_encode(&t->chain, s->frames, (uint32_t)n);
+        flags |= LP_SF_CHAINED;
+        n -= (int)shared;
+    }
     s->weight = weight;
     s->flags = flags;
     s->depth = (uint32_t)n;
+    s->shared = shared;
     s->thread_key = t->thread_key;
     s->cpu_ns = 0;
     struct timespec now; /* vDSO, async-signal-safe (POSIX) */

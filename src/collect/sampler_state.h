@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <time.h>
 
+#include "collect/frame_chain.h"
 #include "collect/native_unwind.h"
 #include "collect/ring.h"
 #include "collect/sampler.h"
@@ -55,6 +56,9 @@ typedef struct {
     uint64_t seen_cpu_ns, offered_cpu_ns, detached_ns;
     uint32_t pending;
     lp_ring ring;
+    /* the ring's stacks as changes (collect/frame_chain.h): the handler's
+     * previous stack, and the drain's copy of it */
+    lp_frame_chain chain, drained;
 } lp_sampler_slot;
 
 /* A timer's sigval: slot index in the low 8 bits, generation above (as many
@@ -64,6 +68,8 @@ _Static_assert(LP_SAMPLER_MAX_THREADS <= (1 << LP_SLOT_INDEX_BITS), "slot index 
 static inline uintptr_t lp_sampler_sigval(int idx, uint32_t gen) {
     return ((uintptr_t)gen << LP_SLOT_INDEX_BITS) | (uintptr_t)idx;
 }
+
+_Static_assert(LP_FRAME_CHAIN_MAX == LP_SAMPLER_MAX_DEPTH, "a chain holds a whole sample");
 
 #define LP_SAMPLE_MAX_BYTES \
     (sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe) + LP_NATIVE_MAX_DEPTH * sizeof(uintptr_t))

@@ -21,6 +21,8 @@
 
 static int codes[3];           /* their addresses are the fake code objects */
 static int tstate_a, tstate_b; /* A holds the GIL, B is detached (and deep) */
+/* a recursion as deep as a sample keeps, whose leaf line the test sets */
+static int tstate_deep, deep_leaf_line;
 
 static int fake_interrupted_read(void *dst, const void *src, size_t n) {
     memcpy(dst, src, n);
@@ -35,6 +37,15 @@ static int fake_safe_read(void *dst, const void *src, size_t n) {
 static int reader_tag(lp_reader rd) { return rd == fake_interrupted_read ? 1 : rd == fake_safe_read ? 2 : 0; }
 
 static int fake_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader rd) {
+    if (tstate == &tstate_deep) {
+        for (int i = 0; i < max; i++) {
+            out[i].code = &codes[i == 0 ? 0 : 1];
+            out[i].offset = i == 0 ? deep_leaf_line : 7;
+            out[i].flags = 0;
+        }
+        *truncated = 1;
+        return max;
+    }
     int n = max < 3 ? max : 3;
     for (int i = 0; i < n; i++) {
         out[i].code = &codes[i];
@@ -247,6 +258,61 @@ TEST(test_stale_timer_signal_writes_nothing) {
     set_blocked(0);
 }
 
+/* A deep stack's samples go into the ring as their changes (the leaf line):
+ * a thousand 256-frame samples, 4 MiB whole, fit the 256 KiB ring undrained,
+ * and each comes out of the drain whole. */
+static int deep_seen, deep_bad, deep_leaf[2];
+static void check_deep(const lp_sample *s, int slot, void *arg) {
+    (void)slot;
+    (void)arg;
+    deep_seen++;
+    int ok = s->depth == LP_SAMPLER_MAX_DEPTH && !(s->flags & LP_SF_CHAINED) &&
+             (s->flags & LP_SF_TRUNCATED) && s->frames[0].code == &codes[0] &&
+             (s->frames[0].offset == 100 || s->frames[0].offset == 101);
+    for (uint32_t i = 1; ok && i < s->depth; i++)
+        ok = s->frames[i].code == &codes[1] && s->frames[i].offset == 7;
+    if (!ok) deep_bad++;
+    else deep_leaf[s->frames[0].offset - 100]++;
+}
+
+TEST(test_deep_stacks_fill_the_ring_by_their_changes) {
+    lp_sampler_host h = fake_host();
+    set_blocked(1);
+    REQUIRE(start(LP_MODE_CPU, 50 * 1000000ull, &h) == 0);
+    REQUIRE(lp_sampler_register(&tstate_deep, KEY_A, my_tid(), 0) >= 0);
+    sigset_t pending, only;
+    sigemptyset(&only);
+    sigaddset(&only, SIGNO);
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        burn_cpu();
+        sigpending(&pending);
+        if (sigismember(&pending, SIGNO)) break;
+    }
+    siginfo_t real;
+    struct timespec zero = {0, 0};
+    int got_sig = sigtimedwait(&only, &real, &zero);
+    if (got_sig != SIGNO) {
+        lp_sampler_stop();
+        set_blocked(0);
+    }
+    REQUIRE(got_sig == SIGNO);
+    for (int k = 0; k < 1000; k++) {
+        deep_leaf_line = 100 + k % 2;
+        CHECK(redeliver(&real, 0) == 0);
+    }
+    lp_sampler_unregister(KEY_A);
+    deep_seen = deep_bad = deep_leaf[0] = deep_leaf[1] = 0;
+    lp_sampler_drain(check_deep, NULL);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(st.dropped, 0);
+    CHECK(deep_seen >= 1000); /* the timer's own signal may add one */
+    CHECK_EQ_INT(deep_bad, 0);
+    CHECK(deep_leaf[0] >= 500 && deep_leaf[1] >= 500);
+    stop_and_clear();
+    set_blocked(0);
+}
+
 /* Wall mode: the wall thread signals the GIL holder (A, found by tid) and
  * reads the detached thread (B) itself with the fault-safe reader. */
 TEST(test_wall_mode_signals_holder_reads_detached) {
@@ -452,7 +518,7 @@ TEST(test_other_threads_cpu_goes_to_the_thread_in_native_code) {
 }
 
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
-          test_stale_timer_signal_writes_nothing, test_wall_mode_signals_holder_reads_detached,
-          test_signal_in_lprof_code_is_not_a_sample, test_start_refuses_incomplete_host, test_pause_cpu_mode,
-          test_pause_wall_mode, test_paused_cpu_is_not_in_the_tail,
-          test_wall_thread_started_when_start_returns)
+          test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
+          test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
+          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
+          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)

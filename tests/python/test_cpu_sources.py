@@ -194,3 +194,54 @@ def test_the_perf_warm_up_thread_is_gone_before_the_program_runs(run_lprof, writ
     # the thread source runs lprof's sampler thread; perf events need none
     assert int(threads_warmed) == int(plain.stdout.split(" ", 1)[0]) - 1, (warmed.stdout, plain.stdout)
     assert perf_fds.strip() == "[]", warmed.stdout
+
+
+DEEP = """
+import json, sys, time
+sys.setrecursionlimit(5000)
+
+def down(depth, seconds):
+    if depth:
+        return down(depth - 1, seconds)
+    t = time.thread_time()
+    x = 0
+    while time.thread_time() - t < seconds:  # bottom
+        x += 1
+    return time.thread_time() - t
+
+json.dump({"bottom": down(400, 0.8)}, open("used.json", "w"))
+"""
+
+
+@pytest.mark.parametrize("mode", ["perf", "thread", "wall"])
+def test_deep_stacks_keep_every_sample_at_high_rates(run_lprof, write_script, tmp_path,
+                                                     load_profile, mode):
+    """400 frames deep at 4000 samples a second: 16 MB/s of whole stacks
+    into a 256 KiB ring drained every 100 ms lost most of them; as changes
+    from the thread's previous stack (collect/frame_chain.h) all are kept,
+    and the bottom line gets its CPU (or wall) time."""
+    script = write_script("deep.py", DEEP)
+    args = ["--wall"] if mode == "wall" else []
+    env = None if mode == "wall" else {"LPROF_CPU_SAMPLER": mode}
+    r = run_lprof(*args, "--rate", 4000, "-o", "p.lprof", "deep.py", env=env)
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    samp = prof["sampling"]
+    if mode == "perf" and samp["cpu_source"] != "perf":
+        pytest.skip("perf events refused here")
+    used = json.loads((tmp_path / "used.json").read_text())["bottom"]
+    assert samp["truncated"] > 0, samp  # deeper than the 256 frames a sample keeps
+    # the sampler thread and wall mode drop a read of a thread whose stack
+    # moved while they read it (it was not running when they looked)
+    assert samp["dropped"] <= (0 if mode == "perf" else 0.02 * samp["samples"]), samp
+    if mode == "wall":
+        n = line_of(script, "bottom")
+        frames = prof["stacks"]["frames"]
+        bottom = sum(m.get("wall_s", 0) for ids, _t, m in prof["stacks"]["stacks"]
+                     if any(frames[i][0] == str(script) and frames[i][3] == n for i in ids))
+        # wall time on the line is at least its CPU time, which a busy
+        # machine only stretches
+        assert bottom >= 0.85 * used, (bottom, used, samp)
+    else:
+        bottom = _inclusive(prof, script, "bottom")
+        assert abs(bottom - used) <= 0.15 * used + 0.02, (bottom, used, samp)
