@@ -7,11 +7,12 @@ static int same_frame(const lp_rawframe *a, const lp_rawframe *b) {
 
 uint32_t lp_frame_chain_encode(lp_frame_chain *c, const lp_rawframe *frames, uint32_t n) {
     if (n > LP_FRAME_CHAIN_MAX) n = LP_FRAME_CHAIN_MAX;
-    uint32_t limit = n < c->n ? n : c->n;
+    uint32_t had = __atomic_load_n(&c->n, __ATOMIC_RELAXED); /* see lp_frame_chain_reset */
+    uint32_t limit = n < had ? n : had;
     uint32_t shared = 0;
     while (shared < limit && same_frame(&c->root_first[shared], &frames[n - 1 - shared])) shared++;
     for (uint32_t j = shared; j < n; j++) c->root_first[j] = frames[n - 1 - j];
-    c->n = n;
+    __atomic_store_n(&c->n, n, __ATOMIC_RELAXED);
     return shared;
 }
 

@@ -41,7 +41,9 @@ LP_INTERNAL uint32_t lp_frame_chain_encode(lp_frame_chain *c, const lp_rawframe 
 LP_INTERNAL int lp_frame_chain_decode(lp_frame_chain *c, const lp_rawframe *kept, uint32_t nkept,
                                       uint32_t shared, lp_rawframe *out, uint32_t max);
 
-/* Either side: forget the previous stack (the next record shares nothing). */
-static inline void lp_frame_chain_reset(lp_frame_chain *c) { c->n = 0; }
+/* Either side: forget the previous stack (the next record shares nothing).
+ * Atomic: a slot's registration resets the wall thread's chain, which that
+ * thread may be encoding into; any order leaves both ends agreeing. */
+static inline void lp_frame_chain_reset(lp_frame_chain *c) { __atomic_store_n(&c->n, 0, __ATOMIC_RELAXED); }
 
 #endif

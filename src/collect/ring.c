@@ -70,6 +70,10 @@ void lp_ring_release(lp_ring *r) {
     __atomic_store_n(&r->tail, r->tail + HDR + padded(l), __ATOMIC_RELEASE);
 }
 
+int lp_ring_half_full(const lp_ring *r) {
+    return r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > r->size / 2;
+}
+
 int lp_ring_empty(const lp_ring *r) {
     return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 }

@@ -44,9 +44,39 @@ static uint64_t clock_ns(clockid_t c) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void wall_read_detached(slot *t) {
+/* A detached read's frames as changes from its thread's previous one in the
+ * wall ring (collect/frame_chain.h): that ring interleaves threads, so each
+ * slot keeps its own chain for it, named in the record. Returns the frames
+ * kept. */
+static int chain_detached(slot *t, lp_sample *s, int n) {
+    uint32_t shared = lp_frame_chain_encode(&t->wall_chain, s->frames, (uint32_t)n);
+    s->shared = shared;
+    s->chain_slot = (uint32_t)(t - S.slots);
+    s->flags |= LP_SF_CHAINED;
+    return n - (int)shared;
+}
+
+static void wall_read_detached(slot *t, uint32_t periods) {
     lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
+    uint64_t cpu = clock_ns(t->cpu_clock);
+    if (cpu != 0 && cpu == t->wall_read_cpu_ns && __atomic_load_n(&t->wall_chain.n, __ATOMIC_RELAXED) > 0) {
+        /* not run since its last read: the same stack, all of it shared */
+        s->weight = periods;
+        s->flags = LP_SF_DETACHED | LP_SF_CHAINED | (t->wall_read_truncated ? LP_SF_TRUNCATED : 0);
+        s->depth = 0;
+        s->shared = __atomic_load_n(&t->wall_chain.n, __ATOMIC_RELAXED);
+        s->chain_slot = (uint32_t)(t - S.slots);
+        s->native_depth = 0;
+        s->thread_key = t->thread_key;
+        s->cpu_ns = 0;
+        s->t_ns = clock_ns(CLOCK_MONOTONIC);
+        if (t->wall_read_truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
+        lp_ring_commit(&S.wall_ring, (uint32_t)sizeof(lp_sample));
+        __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+        lp_sampler_ask_drain(&S.wall_ring);
+        return;
+    }
     const void *top = S.host.top(t->tstate, S.host.safe_read);
     int truncated = 0;
     int n = S.host.capture(t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, S.host.safe_read);
@@ -56,9 +86,11 @@ static void wall_read_detached(slot *t) {
         __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
         return;
     }
-    uint64_t cpu = clock_ns(t->cpu_clock);
-    s->weight = 1;
+    s->weight = periods;
     s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    n = chain_detached(t, s, n < 0 ? 0 : n);
+    t->wall_read_cpu_ns = cpu;
+    t->wall_read_truncated = truncated;
     s->depth = (uint32_t)n;
     s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
     s->thread_key = t->thread_key;
@@ -68,6 +100,7 @@ static void wall_read_detached(slot *t) {
     if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
     lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
     __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+    lp_sampler_ask_drain(&S.wall_ring);
 }
 
 /* CPU mode, the sampler thread: a thread that did not run in this period
@@ -87,6 +120,7 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
     }
     s->weight = 1;
     s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    n = chain_detached(t, s, n);
     s->depth = (uint32_t)n;
     s->native_depth = 0;
     s->thread_key = t->thread_key;
@@ -97,6 +131,7 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
     t->offered_cpu_ns += owed_ns;
     __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
     __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+    lp_sampler_ask_drain(&S.wall_ring);
 }
 
 /* One look at every thread: the CPU time it spent since the samples asked
@@ -126,9 +161,31 @@ static void cpu_look(pid_t pid) {
     }
 }
 
+/* Wall mode: how many periods a read of `t` now stands for, rounded, the
+ * remainder carried: a pass slower than the period (deep stacks, many
+ * threads, a busy machine) loses no wall time. 0: a pass so early that this
+ * one stands for none (the next covers it). */
+static uint32_t wall_periods(slot *t, uint64_t now) {
+    uint64_t seen = __atomic_load_n(&t->wall_seen_ns, __ATOMIC_RELAXED);
+    uint64_t period = S.cfg.period_ns;
+    if (seen == 0) {
+        __atomic_store_n(&t->wall_seen_ns, now, __ATOMIC_RELAXED);
+        return 1;
+    }
+    int64_t ahead = (int64_t)(now - seen) + (int64_t)(period / 2);
+    uint64_t n = ahead > 0 ? (uint64_t)ahead / period : 0;
+    if (n > UINT32_MAX / 2) n = UINT32_MAX / 2;
+    __atomic_store_n(&t->wall_seen_ns, seen + n * period, __ATOMIC_RELAXED);
+    return (uint32_t)n;
+}
+
 static void *wall_main(void *arg) {
     (void)arg;
     lp_own_tid_add_self();
+    /* started or resumed: time before now (a pause) is not the program's */
+    uint64_t started = clock_ns(CLOCK_MONOTONIC);
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        __atomic_store_n(&S.slots[i].wall_seen_ns, started, __ATOMIC_RELAXED);
     __atomic_store_n(&S.wall_started, 1, __ATOMIC_RELEASE);
     pid_t pid = getpid();
     struct timespec next;
@@ -144,16 +201,22 @@ static void *wall_main(void *arg) {
             cpu_look(pid);
             continue;
         }
+        uint64_t now = clock_ns(CLOCK_MONOTONIC);
         for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
             slot *t = &S.slots[i];
             if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
             int gil = S.host.holds_gil(t->tstate, S.host.safe_read);
+            if (gil < 0) continue; /* unreadable: its time goes to the next read */
+            uint32_t periods = wall_periods(t, now);
+            if (periods == 0) continue;
             if (gil == 1) {
                 t->last_cpu_ns = clock_ns(t->cpu_clock);
-                syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED),
-                        S.cfg.signo); /* running: it samples itself */
-            } else if (gil == 0) {
-                wall_read_detached(t);
+                /* running: it samples itself, weighing the periods asked
+                 * for (asks add up while a signal is in flight) */
+                if (__atomic_fetch_add(&t->pending, periods, __ATOMIC_ACQ_REL) == 0)
+                    syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo);
+            } else {
+                wall_read_detached(t, periods);
             }
         }
     }
@@ -223,16 +286,15 @@ static void child_after_fork(void) {
 
 static int setup_memory(void) {
     if (S.ring_mem) return 0;
-    size_t total = (size_t)(LP_SAMPLER_MAX_THREADS + 2) * LP_SAMPLER_RING_BYTES;
+    size_t slots = (size_t)LP_SAMPLER_MAX_THREADS * LP_SAMPLER_RING_BYTES;
+    size_t total = slots + LP_SAMPLER_WALL_RING_BYTES + LP_SAMPLER_RING_BYTES;
     void *m = lp_own_map(total, MAP_NORESERVE);
     if (m == MAP_FAILED) return -1;
     S.ring_mem = m;
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
         lp_ring_init(&S.slots[i].ring, S.ring_mem + (size_t)i * LP_SAMPLER_RING_BYTES, LP_SAMPLER_RING_BYTES);
-    lp_ring_init(&S.wall_ring, S.ring_mem + (size_t)LP_SAMPLER_MAX_THREADS * LP_SAMPLER_RING_BYTES,
-                 LP_SAMPLER_RING_BYTES);
-    lp_ring_init(&S.others_ring, S.ring_mem + (size_t)(LP_SAMPLER_MAX_THREADS + 1) * LP_SAMPLER_RING_BYTES,
-                 LP_SAMPLER_RING_BYTES);
+    lp_ring_init(&S.wall_ring, S.ring_mem + slots, LP_SAMPLER_WALL_RING_BYTES);
+    lp_ring_init(&S.others_ring, S.ring_mem + slots + LP_SAMPLER_WALL_RING_BYTES, LP_SAMPLER_RING_BYTES);
     return 0;
 }
 
@@ -422,7 +484,12 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
         }
     if (!t) return -1;
     lp_ring_reset(&t->ring);
-    lp_frame_chain_reset(&t->chain); /* the new owner's first stack is whole */
+    /* the new owner's first stacks are whole (the wall thread may still be
+     * reading the slot's earlier owner: either way, both ends agree) */
+    lp_frame_chain_reset(&t->chain);
+    lp_frame_chain_reset(&t->wall_chain);
+    t->wall_read_cpu_ns = 0;
+    __atomic_store_n(&t->wall_seen_ns, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
     /* a new owner: timer signals queued for an earlier one no longer match */
     __atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);
     t->tstate = tstate;
@@ -571,8 +638,14 @@ static uint64_t drain_ring(lp_ring *r, int slot_index, lp_sample_fn fn, void *ar
     /* room for one whole sample (frames only: a chained one has no native part) */
     _Alignas(lp_sample) unsigned char room[sizeof(lp_sample) + LP_SAMPLER_MAX_DEPTH * sizeof(lp_rawframe)];
     while ((s = lp_ring_peek(r, &len)) != NULL) {
-        if ((s->flags & LP_SF_CHAINED) && slot_index >= 0)
-            s = unchain(s, &S.slots[slot_index].drained, (lp_sample *)(void *)room);
+        if (s->flags & LP_SF_CHAINED) {
+            /* a thread's own ring, or the wall ring's records of one slot */
+            uint32_t at = slot_index >= 0 ? (uint32_t)slot_index : s->chain_slot;
+            if (at < LP_SAMPLER_MAX_THREADS)
+                s = unchain(s, slot_index >= 0 ? &S.slots[at].drained : &S.slots[at].wall_drained,
+                            (lp_sample *)(void *)room);
+            else s = NULL;
+        }
         if (s != NULL) fn(s, slot_index, arg);
         lp_ring_release(r);
         n++;
@@ -596,6 +669,18 @@ static void close_stalled_perf(slot *t) {
     lp_perf_clock_close(t->perf);
     t->has_perf = 0;
     __atomic_fetch_add(&S.perf_stalled, 1, __ATOMIC_RELAXED);
+}
+
+int lp_sampler_drain_wait(double seconds) {
+    struct timespec rel = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    if (!__atomic_load_n(&S.drain_asked, __ATOMIC_ACQUIRE))
+        syscall(SYS_futex, &S.drain_asked, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &rel, NULL, 0);
+    return __atomic_exchange_n(&S.drain_asked, 0, __ATOMIC_ACQ_REL);
+}
+
+void lp_sampler_drain_wake(void) {
+    __atomic_store_n(&S.drain_asked, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &S.drain_asked, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
 }
 
 uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {

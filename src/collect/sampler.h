@@ -20,6 +20,8 @@
 #define LP_SAMPLER_MAX_THREADS 128
 #define LP_SAMPLER_MAX_DEPTH   256          /* frames kept per sample (leaf side) */
 #define LP_SAMPLER_RING_BYTES  (256 * 1024) /* per thread */
+/* the wall thread's detached reads of every waiting thread share one ring */
+#define LP_SAMPLER_WALL_RING_BYTES (1024 * 1024)
 /* Highest sampling rate accepted (lprof._lprof.SAMPLER_MAX_RATE_HZ; the CLI
  * checks --rate against it). CPU timers fire on the kernel tick anyway. */
 #define LP_SAMPLER_MAX_RATE_HZ 10000
@@ -72,6 +74,7 @@ typedef struct {
     uint32_t depth;
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
     uint32_t shared;       /* LP_SF_CHAINED: root-side frames of the previous record */
+    uint32_t chain_slot;   /* LP_SF_CHAINED in the wall ring: whose previous record */
     uint64_t thread_key;   /* PyThreadState.thread_id */
     uint64_t cpu_ns;       /* detached wall samples: thread CPU time since the last one;
                           * LP_SF_TAIL: the unsampled CPU time at the thread's end */
@@ -161,6 +164,11 @@ LP_INTERNAL const void *lp_sampler_slot_tstate(int slot, uint64_t *thread_key);
  * threads' clock (collect/other_threads.h) */
 typedef void (*lp_sample_fn)(const lp_sample *s, int slot, void *arg);
 LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
+/* The drain thread's sleep between drains: returns after `seconds`, or
+ * sooner once a ring is more than half full or lp_sampler_drain_wake is
+ * called; 1 if it was asked so, 0 on the time-out. No GIL needed. */
+LP_INTERNAL int lp_sampler_drain_wait(double seconds);
+LP_INTERNAL void lp_sampler_drain_wake(void);
 LP_INTERNAL int lp_sampler_has_pending(void);
 
 typedef struct {

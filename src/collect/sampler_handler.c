@@ -113,6 +113,7 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
                                         (size_t)nn * sizeof(uintptr_t)));
     __atomic_fetch_add(&t->samples_taken, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
+    lp_sampler_ask_drain(&t->ring);
 }
 
 void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
@@ -137,6 +138,10 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
         else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
                  (weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0)
             goto out;
+    } else if (S.cfg.mode == LP_MODE_WALL && si->si_code == SI_TKILL) {
+        /* the wall thread's ask: the periods since it last charged this
+         * thread (several asks coalesce into one signal) */
+        if ((weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0) goto out;
     }
     /* counted in before the re-check, so the drain cannot recycle the slot
      * under us (it checks in_handler after marking the slot DEAD) */

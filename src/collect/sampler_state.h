@@ -5,9 +5,12 @@
 #ifndef LPROF_COLLECT_SAMPLER_STATE_H
 #define LPROF_COLLECT_SAMPLER_STATE_H
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collect/frame_chain.h"
 #include "collect/native_unwind.h"
@@ -55,10 +58,18 @@ typedef struct {
      * covered (detached: the thread's end counts it as sampled) */
     uint64_t seen_cpu_ns, offered_cpu_ns, detached_ns;
     uint32_t pending;
+    /* wall mode: CLOCK_MONOTONIC up to which the wall thread has charged the
+     * thread (each read weighs the periods since: a pass slower than the
+     * period loses no time), and its last detached read: the thread's CPU
+     * clock then and whether that stack was cut (a thread that has not run
+     * since has the same stack: it is not read again) */
+    uint64_t wall_seen_ns, wall_read_cpu_ns;
+    int wall_read_truncated;
     lp_ring ring;
     /* the ring's stacks as changes (collect/frame_chain.h): the handler's
-     * previous stack, and the drain's copy of it */
-    lp_frame_chain chain, drained;
+     * previous stack, and the drain's copy of it; the same for the wall
+     * thread's detached reads of this thread, in the wall ring */
+    lp_frame_chain chain, drained, wall_chain, wall_drained;
 } lp_sampler_slot;
 
 /* A timer's sigval: slot index in the low 8 bits, generation above (as many
@@ -90,9 +101,20 @@ typedef struct {
     uint64_t signals, dropped_reads, truncated, wall_reads, in_profiler;
     uint64_t perf_stalled; /* perf events closed: their thread blocked the signal (sampler.c) */
     int atfork_done;
+    /* 1: a ring is more than half full, or the drain's wait is over (stop):
+     * the futex word lp_sampler_drain_wait sleeps on */
+    int drain_asked;
 } lp_sampler_state;
 
 extern LP_INTERNAL lp_sampler_state lp_sampler_S;
+
+/* A producer found its ring more than half full: wakes the drain thread now
+ * rather than at its next period (once until the drain has waited again).
+ * Signal-safe: an atomic exchange and the futex syscall. */
+static inline void lp_sampler_ask_drain(const lp_ring *r) {
+    if (!lp_ring_half_full(r) || __atomic_exchange_n(&lp_sampler_S.drain_asked, 1, __ATOMIC_ACQ_REL)) return;
+    syscall(SYS_futex, &lp_sampler_S.drain_asked, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
 
 /* The handler (collect/sampler_handler.c), installed with SA_SIGINFO. */
 LP_INTERNAL void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) LP_SIGNAL_SAFE;

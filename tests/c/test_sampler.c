@@ -259,8 +259,9 @@ TEST(test_stale_timer_signal_writes_nothing) {
 }
 
 /* A deep stack's samples go into the ring as their changes (the leaf line):
- * a thousand 256-frame samples, 4 MiB whole, fit the 256 KiB ring undrained,
- * and each comes out of the drain whole. */
+ * two thousand 256-frame samples, 8 MiB whole, fit the 256 KiB ring
+ * undrained, and each comes out of the drain whole. Past half the ring the
+ * handler asks the drain thread to come now (lp_sampler_drain_wait). */
 static int deep_seen, deep_bad, deep_leaf[2];
 static void check_deep(const lp_sample *s, int slot, void *arg) {
     (void)slot;
@@ -296,47 +297,91 @@ TEST(test_deep_stacks_fill_the_ring_by_their_changes) {
         set_blocked(0);
     }
     REQUIRE(got_sig == SIGNO);
-    for (int k = 0; k < 1000; k++) {
+    lp_sampler_drain_wait(0);                  /* a stale ask of an earlier test */
+    CHECK_EQ_INT(lp_sampler_drain_wait(0), 0); /* nothing asked: the time-out */
+    int asked_at = -1;
+    for (int k = 0; k < 2000; k++) {
         deep_leaf_line = 100 + k % 2;
         CHECK(redeliver(&real, 0) == 0);
+        if (asked_at < 0 && __atomic_load_n(&lp_sampler_S.drain_asked, __ATOMIC_ACQUIRE)) asked_at = k;
     }
+    /* asked once the ring passed half: ~80 bytes a sample, 128 KiB */
+    CHECK(asked_at > 1000 && asked_at < 2000);
+    CHECK_EQ_INT(lp_sampler_drain_wait(5.0), 1);
+    lp_sampler_drain_wake(); /* a stop's wake ends the wait at once too */
+    CHECK_EQ_INT(lp_sampler_drain_wait(5.0), 1);
     lp_sampler_unregister(KEY_A);
     deep_seen = deep_bad = deep_leaf[0] = deep_leaf[1] = 0;
     lp_sampler_drain(check_deep, NULL);
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
     CHECK_EQ_INT(st.dropped, 0);
-    CHECK(deep_seen >= 1000); /* the timer's own signal may add one */
+    CHECK(deep_seen >= 2000); /* the timer's own signal may add one */
     CHECK_EQ_INT(deep_bad, 0);
-    CHECK(deep_leaf[0] >= 500 && deep_leaf[1] >= 500);
+    CHECK(deep_leaf[0] >= 1000 && deep_leaf[1] >= 1000);
     stop_and_clear();
     set_blocked(0);
 }
 
+/* The wall thread's reads of a deep thread that waits (detached) go into
+ * the wall ring as changes too: hundreds of them undrained, each whole. */
+TEST(test_deep_detached_reads_fill_the_wall_ring_by_their_changes) {
+    lp_sampler_host h = fake_host();
+    deep_leaf_line = 100;
+    REQUIRE(start(LP_MODE_WALL, 200000, &h) == 0); /* every 200 us */
+    REQUIRE(lp_sampler_register(&tstate_deep, KEY_B, my_tid(), 1) >= 0);
+    lp_sampler_stats st;
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        lp_sampler_get_stats(&st);
+        if (st.wall_reads >= 500) break;
+    }
+    lp_sampler_unregister(KEY_B);
+    deep_seen = deep_bad = deep_leaf[0] = deep_leaf[1] = 0;
+    lp_sampler_drain(check_deep, NULL);
+    lp_sampler_get_stats(&st);
+    CHECK(st.wall_reads >= 500); /* 2 MiB whole; the wall ring is 256 KiB */
+    CHECK_EQ_INT(st.dropped, 0);
+    CHECK_EQ_INT(deep_seen, st.wall_reads);
+    CHECK_EQ_INT(deep_bad, 0);
+    stop_and_clear();
+}
+
 /* Wall mode: the wall thread signals the GIL holder (A, found by tid) and
- * reads the detached thread (B) itself with the fault-safe reader. */
+ * reads the detached thread (B) itself with the fault-safe reader. Each
+ * read weighs the periods since the previous one: B's weights add up to
+ * the wall time it was registered, however late the wall thread ran. */
 TEST(test_wall_mode_signals_holder_reads_detached) {
     lp_sampler_host h = fake_host();
     REQUIRE(start(LP_MODE_WALL, 1000000, &h) == 0);
     REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    double b_from = now_s();
     REQUIRE(lp_sampler_register(&tstate_b, KEY_B, my_tid(), 1) >= 0);
     int n_a = 0, n_b = 0, bad = 0;
-    for (double t0 = now_s(); (n_a < 3 || n_b < 3) && now_s() - t0 < 10;) {
+    uint64_t weight_b = 0;
+    for (double t0 = now_s(); (n_a < 3 || n_b < 3 || now_s() - t0 < 0.2) && now_s() - t0 < 10;) {
         burn_cpu();
         int n = drain();
         for (int i = 0; i < n; i++) {
             const got_sample *g = &got[i];
             if (!timed_since(g, t0)) bad++;
-            else if (g->key == KEY_A && g->weight == 1 &&
+            else if (g->key == KEY_A && g->weight >= 1 &&
                      (g->flags & ~LP_SF_SYSCALL) == (LP_SF_GIL | LP_SF_IN_INTERP) && frames_are(g, 1))
                 n_a++;
-            else if (g->key == KEY_B && g->weight == 1 && g->flags == (LP_SF_DETACHED | LP_SF_TRUNCATED) &&
-                     frames_are(g, 2))
+            else if (g->key == KEY_B && g->weight >= 1 && g->flags == (LP_SF_DETACHED | LP_SF_TRUNCATED) &&
+                     frames_are(g, 2)) {
                 n_b++;
-            else bad++;
+                weight_b += g->weight;
+            } else bad++;
         }
     }
     lp_sampler_stop();
+    double b_ms = (now_s() - b_from) * 1e3;
+    drain(); /* the reads after the loop's last drain */
+    for (int i = 0; i < n_got; i++) weight_b += got[i].key == KEY_B ? got[i].weight : 0;
+    CHECK(weight_b <= b_ms + 1.5);
+    CHECK(weight_b >= 0.5 * b_ms); /* the wall thread may lag, not lose time (bar its last tick) */
     CHECK(!lp_sampler_running());
     lp_sampler_stats st;
     lp_sampler_get_stats(&st);
@@ -519,6 +564,7 @@ TEST(test_other_threads_cpu_goes_to_the_thread_in_native_code) {
 
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
+          test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
           test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)

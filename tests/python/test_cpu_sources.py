@@ -245,3 +245,41 @@ def test_deep_stacks_keep_every_sample_at_high_rates(run_lprof, write_script, tm
     else:
         bottom = _inclusive(prof, script, "bottom")
         assert abs(bottom - used) <= 0.15 * used + 0.02, (bottom, used, samp)
+
+
+DEEP_WAITERS = """
+import sys, threading, time
+sys.setrecursionlimit(5000)
+
+def down(depth):
+    if depth:
+        return down(depth - 1)
+    time.sleep(1.0)  # waits
+
+threads = [threading.Thread(target=down, args=(300,)) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_deep_waiting_threads_keep_every_wall_read(run_lprof, write_script, tmp_path, load_profile):
+    """Four threads waiting 300 frames deep, read by the wall thread at
+    2000 a second each: 32 MB/s of whole stacks into the one wall ring; as
+    changes, every read is kept and each thread gets its second."""
+    script = write_script("waiters.py", DEEP_WAITERS)
+    r = run_lprof("--wall", "--rate", 2000, "-o", "p.lprof", "waiters.py")
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    samp = prof["sampling"]
+    assert samp["dropped"] <= 0.02 * samp["samples"], samp
+    n = line_of(script, "waits")
+    frames = prof["stacks"]["frames"]
+    waited = {}
+    for ids, thread, m in prof["stacks"]["stacks"]:
+        if ids and frames[ids[-1]][0] == str(script) and frames[ids[-1]][3] == n:
+            waited[thread] = waited.get(thread, 0.0) + m.get("wall_s", 0)
+    assert len(waited) == 4, waited
+    # each slept 1 s; a busy machine may start a thread late, not shorten its sleep
+    assert all(0.85 <= w <= 1.3 for w in waited.values()), (waited, samp)

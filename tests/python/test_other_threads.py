@@ -55,9 +55,15 @@ used["held"] = lpthreads.spin(2, 0.3, False)  # held
 used["beside"] = lpthreads.beside(1, 0.3)  # beside
 loop(int(0.4 / per))
 lpthreads.start(1, 0.5)
+p0, t0 = time.process_time(), time.thread_time()
 loop(int(1.2 / per))
+# the CPU time of threads other than this one while it looped (the
+# background thread's, and lprof's few): how much of the background's
+# 0.5 s ran beside the loop is up to the machine's other load
+beside_loop = (time.process_time() - p0) - (time.thread_time() - t0)
 used["background"] = lpthreads.join()  # join
 json.dump(used, open("used.json", "w"))
+json.dump(beside_loop, open("beside_loop.json", "w"))
 """
 
 
@@ -133,7 +139,8 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     # the background threads' CPU while the main thread ran pure Python has no
     # line to go to: stated, and still in the total as a stack of the marker alone
     # (what they ran after the loop is the join line's, which waited for them)
-    assert others["uncharged_s"] > 0.2 * used["background"], (others, used)
+    beside_loop = json.load(open(os.path.join(os.path.dirname(script), "beside_loop.json")))
+    assert others["uncharged_s"] > 0.5 * beside_loop - 0.02, (others, used, beside_loop)
     alone = _marker_rows(prof).get(None, 0.0)
     assert abs(alone - others["uncharged_s"]) < 0.01, (alone, others)
     # its thread, 0, is named for what it is in every view, not "thread 0"

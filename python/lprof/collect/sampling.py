@@ -219,7 +219,12 @@ class SamplingCollector:
         return _lprof.sampler_register_current()
 
     def _drain_loop(self):
-        while not self._stop_event.wait(_DRAIN_PERIOD_S):
+        # every period, or at once when a ring is half full (deep stacks at
+        # high rates, many waiting threads read by the wall thread)
+        while True:
+            _lprof.sampler_drain_wait(_DRAIN_PERIOD_S)
+            if self._stop_event.is_set():
+                return
             try:
                 _lprof.sampler_drain()
             except Exception:  # never break the program for the profiler
@@ -245,6 +250,7 @@ class SamplingCollector:
         self._t1 = time.perf_counter()
         self._cpu1 = time.process_time()
         self._stop_event.set()
+        _lprof.sampler_drain_wake()
         if self._drainer is not None and not self._drainer.is_current():
             self._drainer.join(timeout=5)
         self._drainer = None

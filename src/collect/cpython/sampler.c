@@ -361,6 +361,23 @@ static PyObject *py_perf_warm(PyObject *self, PyObject *unused) {
     return PyBool_FromLong(lp_perf_clock_warm() == 0);
 }
 
+static PyObject *py_drain_wait(PyObject *self, PyObject *arg) {
+    (void)self;
+    double seconds = PyFloat_AsDouble(arg);
+    if (seconds == -1.0 && PyErr_Occurred()) return NULL;
+    if (seconds < 0) seconds = 0;
+    int asked;
+    Py_BEGIN_ALLOW_THREADS asked = lp_sampler_drain_wait(seconds);
+    Py_END_ALLOW_THREADS return PyBool_FromLong(asked);
+}
+
+static PyObject *py_drain_wake(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    lp_sampler_drain_wake();
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_perf_warm_wait(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -532,6 +549,10 @@ static PyMethodDef methods[] = {
      "per-thread perf task-clock events (the thread where perf_event_open fails)"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
+    {"sampler_drain_wait", py_drain_wait, METH_O,
+     "sampler_drain_wait(seconds): sleeps, GIL released, until a ring is half full, "
+     "sampler_drain_wake() is called, or the time is up; True if asked."},
+    {"sampler_drain_wake", py_drain_wake, METH_NOARGS, "Ends sampler_drain_wait's sleep now."},
     {"sampler_pause", py_pause, METH_NOARGS,
      "Before an exec: no sampling signal can be generated once it returns (threads stay registered)."},
     {"sampler_resume", py_resume, METH_NOARGS, "After a failed exec: sampling goes on."},
