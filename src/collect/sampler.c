@@ -213,8 +213,11 @@ static void *wall_main(void *arg) {
                 t->last_cpu_ns = clock_ns(t->cpu_clock);
                 /* running: it samples itself, weighing the periods asked
                  * for (asks add up while a signal is in flight) */
-                if (__atomic_fetch_add(&t->pending, periods, __ATOMIC_ACQ_REL) == 0)
-                    syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo);
+                if (__atomic_fetch_add(&t->pending, periods, __ATOMIC_ACQ_REL) == 0 &&
+                    syscall(SYS_tgkill, pid, __atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.signo) != 0)
+                    /* not sent (the thread ended, or the signal queue is
+                     * full): no signal is in flight, so the next pass asks */
+                    __atomic_store_n(&t->pending, 0, __ATOMIC_RELEASE);
             } else {
                 wall_read_detached(t, periods);
             }
