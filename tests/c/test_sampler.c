@@ -153,6 +153,27 @@ static int redeliver(const siginfo_t *orig, int overrun) {
     return 0;
 }
 
+/* With SIGNO blocked and a CPU timer armed: burns CPU until the timer's
+ * signal is pending and takes it off the queue into *real (to redeliver).
+ * SIGNO, or else the sampler is stopped and the signal unblocked. */
+static int take_timer_signal(siginfo_t *real) {
+    sigset_t pending, only;
+    sigemptyset(&only);
+    sigaddset(&only, SIGNO);
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        burn_cpu();
+        sigpending(&pending);
+        if (sigismember(&pending, SIGNO)) break;
+    }
+    struct timespec zero = {0, 0};
+    int got_sig = sigtimedwait(&only, real, &zero);
+    if (got_sig != SIGNO) {
+        lp_sampler_stop();
+        set_blocked(0);
+    }
+    return got_sig;
+}
+
 static int start(lp_sampler_mode mode, uint64_t period_ns, const lp_sampler_host *h) {
     lp_sampler_config cfg = {mode, SIGNO, period_ns};
     const char *why = NULL;
@@ -214,21 +235,8 @@ TEST(test_stale_timer_signal_writes_nothing) {
     REQUIRE(start(LP_MODE_CPU, 50 * 1000000ull, &h) == 0); /* 50 ms of CPU: fires once here */
     int slot_a = lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0);
     REQUIRE(slot_a >= 0);
-    sigset_t pending, only;
-    sigemptyset(&only);
-    sigaddset(&only, SIGNO);
-    for (double t0 = now_s(); now_s() - t0 < 10;) {
-        burn_cpu();
-        sigpending(&pending);
-        if (sigismember(&pending, SIGNO)) break;
-    }
     siginfo_t real;
-    struct timespec zero = {0, 0};
-    int got_sig = sigtimedwait(&only, &real, &zero);
-    if (got_sig != SIGNO) {
-        lp_sampler_stop();
-        set_blocked(0);
-    }
+    int got_sig = take_timer_signal(&real);
     REQUIRE(got_sig == SIGNO);
     REQUIRE(real.si_code == SI_TIMER);
 
@@ -281,21 +289,8 @@ TEST(test_deep_stacks_fill_the_ring_by_their_changes) {
     set_blocked(1);
     REQUIRE(start(LP_MODE_CPU, 50 * 1000000ull, &h) == 0);
     REQUIRE(lp_sampler_register(&tstate_deep, KEY_A, my_tid(), 0) >= 0);
-    sigset_t pending, only;
-    sigemptyset(&only);
-    sigaddset(&only, SIGNO);
-    for (double t0 = now_s(); now_s() - t0 < 10;) {
-        burn_cpu();
-        sigpending(&pending);
-        if (sigismember(&pending, SIGNO)) break;
-    }
     siginfo_t real;
-    struct timespec zero = {0, 0};
-    int got_sig = sigtimedwait(&only, &real, &zero);
-    if (got_sig != SIGNO) {
-        lp_sampler_stop();
-        set_blocked(0);
-    }
+    int got_sig = take_timer_signal(&real);
     REQUIRE(got_sig == SIGNO);
     lp_sampler_drain_wait(0);                  /* a stale ask of an earlier test */
     CHECK_EQ_INT(lp_sampler_drain_wait(0), 0); /* nothing asked: the time-out */
