@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -27,12 +28,17 @@ void *lp_perf_clock_open(pid_t tid, uint64_t period_ns, int signo) {
     attr.sample_period = period_ns;
     attr.disabled = 1; /* enabled once its signal goes to the right thread */
     attr.wakeup_events = 1;
+    int trap = signo == SIGTRAP;
+    if (trap) { /* the kernel raises it on the thread itself: no descriptor owner */
+        attr.sigtrap = 1;
+        attr.remove_on_exec = 1; /* required with sigtrap: the new image never meets it */
+    }
     int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) return NULL;
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     void *page = MAP_FAILED;
-    if (fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &owner) == 0 &&
-        fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) == 0)
+    if (trap || (fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &owner) == 0 &&
+                 fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) == 0))
         page = mmap(NULL, page_size(), PROT_READ, MAP_SHARED, fd, 0);
     if (page != MAP_FAILED &&
         (madvise(page, page_size(), MADV_DONTFORK) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0)) {

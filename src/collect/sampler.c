@@ -333,6 +333,24 @@ static void stop_wall_thread(void) {
     if (S.host.reacquire_gil) S.host.reacquire_gil(saved);
 }
 
+/* lprof's handler on SIGTRAP, where nobody else handles it (the default
+ * action): the handler passes on any SIGTRAP but a perf event's, by that
+ * default action (sampler_handler.c). 0 when it holds SIGTRAP. */
+static int take_sigtrap(void) {
+    if (S.trap_installed) return 0;
+    struct sigaction old;
+    if (sigaction(SIGTRAP, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = lp_sampler_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTRAP, &sa, NULL) != 0) return -1;
+    S.trap_installed = 1;
+    return 0;
+}
+
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
     if (S.running) {
         *why = "sampler already running";
@@ -366,12 +384,20 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         S.installed_signo = cfg->signo;
     }
     lp_perf_clock_warm_wait(); /* its thread is over before the program runs */
+    S.perf_signo = cfg->signo;
     if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
-        /* a probe on this thread (the handler is in, not running: a signal
-         * it sends before the close is ignored) */
-        void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, cfg->signo);
-        if (!probe) S.cfg.cpu_source = LP_CPU_THREAD;
-        lp_perf_clock_close(probe);
+        /* probes on this thread (the handler is in, not running: a signal
+         * one sends before its close is ignored) */
+        if (cfg->perf_trap && take_sigtrap() == 0) {
+            void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, SIGTRAP);
+            if (probe) S.perf_signo = SIGTRAP;
+            lp_perf_clock_close(probe);
+        }
+        if (S.perf_signo != SIGTRAP) {
+            void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, cfg->signo);
+            if (!probe) S.cfg.cpu_source = LP_CPU_THREAD;
+            lp_perf_clock_close(probe);
+        }
     }
     __atomic_store_n(&S.running, 1, __ATOMIC_RELEASE);
     S.paused = 0;
@@ -437,6 +463,17 @@ void lp_sampler_pause(void) {
     stop_wall_thread();
 }
 
+void lp_sampler_release_sigtrap(void) {
+    if (S.perf_signo != SIGTRAP) return;
+    /* the events reopen raising the real-time signal; lprof's handler stays
+     * on SIGTRAP until the program's replaces it (a SIGTRAP still pending
+     * meets lprof's, which takes it as a sample's) */
+    int was_paused = S.paused;
+    if (!was_paused) lp_sampler_pause();
+    S.perf_signo = S.cfg.signo;
+    if (!was_paused) lp_sampler_resume();
+}
+
 void lp_sampler_resume(void) {
     if (!S.paused) return;
     S.paused = 0;
@@ -457,7 +494,7 @@ void lp_sampler_resume(void) {
             if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
             if (S.cfg.cpu_source == LP_CPU_PERF && !t->has_perf) {
                 t->perf = lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
-                                             S.cfg.signo);
+                                             S.perf_signo);
                 t->has_perf = t->perf != NULL; /* failing: its CPU time goes to its tail */
             }
             uint64_t now = clock_ns(t->cpu_clock);
@@ -511,7 +548,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     __atomic_store_n(&t->detached_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->pending, 0, __ATOMIC_RELAXED);
     if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF) {
-        t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.cfg.signo);
+        t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.perf_signo);
         if (!t->perf) return -1;
         t->has_perf = 1;
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
@@ -588,6 +625,7 @@ void lp_sampler_unregister_self(uint64_t thread_key, const lp_rawframe *ran) {
     sigset_t block, old;
     sigemptyset(&block);
     if (S.cfg.signo > 0) sigaddset(&block, S.cfg.signo);
+    if (S.perf_signo > 0) sigaddset(&block, S.perf_signo);
     pthread_sigmask(SIG_BLOCK, &block, &old);
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
         slot *t = &S.slots[i];
@@ -722,7 +760,8 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->truncated = __atomic_load_n(&S.truncated, __ATOMIC_RELAXED);
     out->wall_reads = __atomic_load_n(&S.wall_reads, __ATOMIC_RELAXED);
     out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
-    out->signo = S.cfg.signo;
+    /* the signal that made the samples */
+    out->signo = S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF ? S.perf_signo : S.cfg.signo;
     out->cpu_source = S.cfg.cpu_source;
     out->perf_stalled = __atomic_load_n(&S.perf_stalled, __ATOMIC_RELAXED);
 }

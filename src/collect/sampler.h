@@ -29,9 +29,10 @@
  * --wall: 1000 reads a second per thread. CPU mode: 250 signals per CPU
  * second, each of a thread's task-clock perf event (collect/perf_clock.h):
  * the most the overhead target (2% of the run) allows on this project's
- * 2-core VM, where a signal costs some 45 us all told (31 us of it the
- * kernel's and the hypervisor's: docs/design-sampler.md), and already
- * within 1 point of the known shares on the bench's workloads. */
+ * 2-core VM, where a sample costs some 27 us all told with the events'
+ * SIGTRAP (17 us of it the kernel's and the hypervisor's, 14 the event's
+ * timer; 43 us with the real-time signal: docs/design-sampler.md), and
+ * already within 1 point of the known shares on the bench's workloads. */
 #define LP_SAMPLER_DEFAULT_RATE_HZ     1000
 #define LP_SAMPLER_DEFAULT_CPU_RATE_HZ 250
 
@@ -93,6 +94,12 @@ typedef struct {
     uint64_t period_ns;
     int others;               /* count the CPU time of threads not sampled (collect/other_threads.h) */
     lp_cpu_source cpu_source; /* CPU mode: see above */
+    /* CPU mode, perf: the events raise SIGTRAP where the kernel has sigtrap
+     * events and nobody handles SIGTRAP (about half the cost of signo's
+     * fasync path on a VM: collect/perf_clock.h); signo otherwise. The
+     * glue asks it only where the user named no signal and nothing traces
+     * the process (a debugger takes every SIGTRAP for itself). */
+    int perf_trap;
 } lp_sampler_config;
 
 /* What the sampler needs from the interpreter, given at start: the Python
@@ -138,6 +145,9 @@ LP_INTERNAL int lp_sampler_running(void);
  * sampling goes on as before. Both no-ops when not running / not paused. */
 LP_INTERNAL void lp_sampler_pause(void);
 LP_INTERNAL void lp_sampler_resume(void);
+/* The program sets its own SIGTRAP handler: perf events that raise SIGTRAP
+ * (lp_sampler_config.perf_trap) raise the configured signal from now on. */
+LP_INTERNAL void lp_sampler_release_sigtrap(void);
 
 /* Registers a thread: tstate, its thread key, native tid. safe_reads = 1
  * when lprof does not control the thread's exit (read it fault-safely).

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <time.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -17,6 +18,12 @@
 
 lp_sampler_state lp_sampler_S;
 #define S lp_sampler_S
+
+#ifdef TRAP_PERF
+#define LP_TRAP_PERF TRAP_PERF
+#else
+#define LP_TRAP_PERF 6 /* Linux's si_code of a sigtrap perf event (asm-generic/siginfo.h) */
+#endif
 
 static uintptr_t context_pc(void *uc) {
     ucontext_t *u = uc;
@@ -116,9 +123,28 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     lp_sampler_ask_drain(&t->ring);
 }
 
+/* A SIGTRAP that no perf event raised (a breakpoint, raise(SIGTRAP)): lprof
+ * took SIGTRAP only where its action was the default, so that action it
+ * gets, from now on: it is pending again (blocked while this handler runs)
+ * and acts when the handler returns. */
+static void pass_on_sigtrap(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL; /* the mask is empty: zeroed */
+    sigaction(SIGTRAP, &dfl, NULL);
+    __atomic_store_n(&S.trap_installed, 0, __ATOMIC_RELAXED);
+    raise(SIGTRAP);
+}
+
 void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
-    (void)sig;
     int saved_errno = errno;
+    /* si_code: a perf event's own (fasync POLL_IN, sigtrap TRAP_PERF), as
+     * TRAP_BRKPT shares POLL_IN's value */
+    int perf_overflow = sig == SIGTRAP ? si->si_code == LP_TRAP_PERF : si->si_code == POLL_IN;
+    if (sig == SIGTRAP && !perf_overflow) {
+        pass_on_sigtrap();
+        goto out;
+    }
     if (!__atomic_load_n(&S.running, __ATOMIC_ACQUIRE)) goto out;
     lp_sampler_slot *t;
     uint32_t gen = 0, weight = 1;
@@ -134,7 +160,7 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
      * into one signal); anything else is not ours to take */
     int cpu_ask = S.cfg.mode == LP_MODE_CPU && si->si_code != SI_TIMER;
     if (cpu_ask) {
-        if (S.cfg.cpu_source == LP_CPU_PERF && si->si_code == POLL_IN) weight = 1;
+        if (S.cfg.cpu_source == LP_CPU_PERF && perf_overflow) weight = 1;
         else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
                  (weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0)
             goto out;

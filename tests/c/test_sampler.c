@@ -557,9 +557,53 @@ TEST(test_other_threads_cpu_goes_to_the_thread_in_native_code) {
     stop_and_clear();
 }
 
+/* Samples of this thread until `want` were drained (10 s at most). */
+static int burn_until_samples(int want) {
+    int total = 0;
+    for (double t0 = now_s(); total < want && now_s() - t0 < 10;) {
+        burn_cpu();
+        total += drain();
+    }
+    return total;
+}
+
+/* perf_trap: the perf events raise SIGTRAP (sigtrap events), which lprof's
+ * handler then holds; released (the program takes SIGTRAP), they raise the
+ * configured signal and sampling goes on. Skipped where perf events are
+ * refused (the thread source instead) or the kernel lacks sigtrap. */
+TEST(test_perf_events_raise_sigtrap_until_released) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_PERF, 1};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    if (st.cpu_source != LP_CPU_PERF || st.signo != SIGTRAP) {
+        fprintf(stderr, "skipped: no sigtrap perf events here (source %d, signal %d)\n", st.cpu_source,
+                st.signo);
+        lp_sampler_stop();
+        return;
+    }
+    struct sigaction held;
+    REQUIRE(sigaction(SIGTRAP, NULL, &held) == 0);
+    CHECK(held.sa_sigaction == lp_sampler_on_signal);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_release_sigtrap();
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(st.signo, SIGNO);
+    uint64_t before = st.signals;
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_get_stats(&st);
+    CHECK(st.signals >= before + 3);
+    lp_sampler_unregister(KEY_A);
+    stop_and_clear();
+}
+
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
           test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
-          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns)
+          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns,
+          test_perf_events_raise_sigtrap_until_released)

@@ -160,8 +160,9 @@ def test_fork_child_and_parent(tmp_path):
 
 
 def test_sigprof_in_use_switches_to_rt_signal(tmp_path):
+    # wall mode: CPU mode's perf events may raise SIGTRAP (test_cpu_sources.py)
     code = ("import signal, importlib; signal.signal(signal.SIGPROF, lambda *a: None);"
-            "s = importlib.import_module('lprof.collect.sampling'); c = s.SamplingCollector(); c.start(); c.stop();"
+            "s = importlib.import_module('lprof.collect.sampling'); c = s.SamplingCollector('wall'); c.start(); c.stop();"
             "print(c.snapshot()['sampling']['signal'])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=PYPATH))

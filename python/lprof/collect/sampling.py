@@ -86,6 +86,18 @@ def _signal_name(signo):
 _NATIVE_MODES = {None: 0, "on": 1, "all": 2}  # the C sampler's native argument
 
 
+def _traced():
+    """True when a debugger or tracer (ptrace) is attached to this process."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"TracerPid:"):
+                    return int(line.split()[1]) != 0
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def _stop_perf_trampoline():
     """Python 3.12's perf trampoline (-X perf) routes every call through JIT
     code without unwind tables: native stacks would end at the first one.
@@ -182,12 +194,21 @@ class SamplingCollector:
         from . import exec_guard
 
         exec_guard.install()
+        # no signal named: perf events may raise SIGTRAP, their cheapest
+        # delivery, unless a debugger (which takes every SIGTRAP) traces us
+        perf_trap = self._signo is None and not _traced()
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
         _lprof.sampler_set_call_opcodes(_call_opcodes())
         if self.native:
             _stop_perf_trampoline()
-        _lprof.sampler_start(self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native], _cpu_source())
+        _lprof.sampler_start(
+            self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native], _cpu_source(), perf_trap
+        )
+        if perf_trap and _lprof.sampler_stats().get("signal") == _signal.SIGTRAP:
+            from . import sigtrap_guard
+
+            sigtrap_guard.install()
         _active = self
         if self.waits:
             self._waits_note = awaits.start()
@@ -282,7 +303,8 @@ class SamplingCollector:
             "mode": self.mode,
             "rate_hz_requested": self.rate_hz,
             "rate_hz_effective": _effective_rate(self.mode, stats, span, len(self._threads)),
-            "signal": _signal_name(self._signo) if self._signo else None,
+            # the signal that made the samples (CPU mode's perf events: maybe SIGTRAP)
+            "signal": _signal_name(stats.get("signal") or self._signo) if self._signo else None,
             # CPU mode: what made the signals (collect/sampler.h), after any fallback
             "cpu_source": stats.get("cpu_source") if self.mode == "cpu" else None,
             # perf events closed because their thread blocked the sampling signal

@@ -284,8 +284,9 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *mode;
     double rate;
-    int signo, native = 0, cpu_source = LP_CPU_PERF;
-    if (!PyArg_ParseTuple(args, "sdi|ii", &mode, &rate, &signo, &native, &cpu_source)) return NULL;
+    int signo, native = 0, cpu_source = LP_CPU_PERF, perf_trap = 0;
+    if (!PyArg_ParseTuple(args, "sdi|iip", &mode, &rate, &signo, &native, &cpu_source, &perf_trap))
+        return NULL;
     if (cpu_source < LP_CPU_TIMERS || cpu_source > LP_CPU_PERF) {
         PyErr_SetString(PyExc_ValueError, "cpu_source must be 0 (timers), 1 (thread) or 2 (perf)");
         return NULL;
@@ -312,6 +313,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.period_ns = (uint64_t)(1e9 / rate);
     cfg.others = 1;
     cfg.cpu_source = (lp_cpu_source)cpu_source;
+    cfg.perf_trap = perf_trap;
     if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
         return NULL;
@@ -346,6 +348,13 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     lp_sampler_stop();
     __atomic_store_n(&native_mode, 0, __ATOMIC_RELEASE);
     return py_drain(NULL, NULL);
+}
+
+static PyObject *py_release_sigtrap(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    lp_sampler_release_sigtrap();
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_pause(PyObject *self, PyObject *unused) {
@@ -544,9 +553,10 @@ static PyMethodDef methods[] = {
     {"sampler_perf_warm_wait", py_perf_warm_wait, METH_NOARGS,
      "sampler_perf_warm_wait(): returns once sampler_perf_warm's thread is over (bounded)."},
     {"sampler_start", py_start, METH_VARARGS,
-     "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2): native 1 = native frames, 2 = all of "
-     "them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the sampler thread, 2 "
-     "per-thread perf task-clock events (the thread where perf_event_open fails)"},
+     "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2, perf_trap=False): native 1 = native "
+     "frames, 2 = all of them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the "
+     "sampler thread, 2 per-thread perf task-clock events (the thread where perf_event_open fails); "
+     "perf_trap: the events raise SIGTRAP where nobody handles it (signo otherwise)"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
     {"sampler_drain_wait", py_drain_wait, METH_O,
@@ -556,6 +566,8 @@ static PyMethodDef methods[] = {
     {"sampler_pause", py_pause, METH_NOARGS,
      "Before an exec: no sampling signal can be generated once it returns (threads stay registered)."},
     {"sampler_resume", py_resume, METH_NOARGS, "After a failed exec: sampling goes on."},
+    {"sampler_release_sigtrap", py_release_sigtrap, METH_NOARGS,
+     "The program takes SIGTRAP: perf events raise the sampling signal instead."},
     {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},
     {"sampler_unregister_current", (PyCFunction)(void (*)(void))py_unregister_current, METH_FASTCALL,
      "Stop sampling the calling thread; optional code object of what it ran."},
