@@ -56,25 +56,32 @@ static int chain_detached(slot *t, lp_sample *s, int n) {
     return n - (int)shared;
 }
 
+/* Commits a detached read of t into the wall ring: its n frames (already
+ * in s, after any chaining), weight, flags and the CPU time it carries. */
+static void commit_detached(slot *t, lp_sample *s, int n, uint32_t weight, uint32_t flags, uint64_t cpu_ns) {
+    s->weight = weight;
+    s->flags = flags;
+    s->depth = (uint32_t)n;
+    s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
+    s->thread_key = t->thread_key;
+    s->cpu_ns = cpu_ns;
+    s->t_ns = clock_ns(CLOCK_MONOTONIC);
+    if (flags & LP_SF_TRUNCATED) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
+    lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
+    __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
+    lp_sampler_ask_drain(&S.wall_ring);
+}
+
 static void wall_read_detached(slot *t, uint32_t periods) {
     lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
     uint64_t cpu = clock_ns(t->cpu_clock);
     if (cpu != 0 && cpu == t->wall_read_cpu_ns && __atomic_load_n(&t->wall_chain.n, __ATOMIC_RELAXED) > 0) {
         /* not run since its last read: the same stack, all of it shared */
-        s->weight = periods;
-        s->flags = LP_SF_DETACHED | LP_SF_CHAINED | (t->wall_read_truncated ? LP_SF_TRUNCATED : 0);
-        s->depth = 0;
         s->shared = __atomic_load_n(&t->wall_chain.n, __ATOMIC_RELAXED);
         s->chain_slot = (uint32_t)(t - S.slots);
-        s->native_depth = 0;
-        s->thread_key = t->thread_key;
-        s->cpu_ns = 0;
-        s->t_ns = clock_ns(CLOCK_MONOTONIC);
-        if (t->wall_read_truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
-        lp_ring_commit(&S.wall_ring, (uint32_t)sizeof(lp_sample));
-        __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
-        lp_sampler_ask_drain(&S.wall_ring);
+        commit_detached(t, s, 0, periods,
+                        LP_SF_DETACHED | LP_SF_CHAINED | (t->wall_read_truncated ? LP_SF_TRUNCATED : 0), 0);
         return;
     }
     const void *top = S.host.top(t->tstate, S.host.safe_read);
@@ -86,21 +93,13 @@ static void wall_read_detached(slot *t, uint32_t periods) {
         __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
         return;
     }
-    s->weight = periods;
-    s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    s->flags = 0;
     n = chain_detached(t, s, n < 0 ? 0 : n);
     t->wall_read_cpu_ns = cpu;
     t->wall_read_truncated = truncated;
-    s->depth = (uint32_t)n;
-    s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
-    s->thread_key = t->thread_key;
-    s->cpu_ns = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
+    uint64_t ran = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
     t->last_cpu_ns = cpu;
-    s->t_ns = clock_ns(CLOCK_MONOTONIC);
-    if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
-    lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
-    __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
-    lp_sampler_ask_drain(&S.wall_ring);
+    commit_detached(t, s, n, periods, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), ran);
 }
 
 /* CPU mode, the sampler thread: a thread that did not run in this period
@@ -118,20 +117,11 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
         __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
         return; /* moved: its time stays owed, for the next look */
     }
-    s->weight = 1;
-    s->flags = LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0);
+    s->flags = 0;
     n = chain_detached(t, s, n);
-    s->depth = (uint32_t)n;
-    s->native_depth = 0;
-    s->thread_key = t->thread_key;
-    s->cpu_ns = owed_ns;
-    s->t_ns = clock_ns(CLOCK_MONOTONIC);
-    if (truncated) __atomic_fetch_add(&S.truncated, 1, __ATOMIC_RELAXED);
-    lp_ring_commit(&S.wall_ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe)));
     t->offered_cpu_ns += owed_ns;
     __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
-    __atomic_fetch_add(&S.wall_reads, 1, __ATOMIC_RELAXED);
-    lp_sampler_ask_drain(&S.wall_ring);
+    commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns);
 }
 
 /* One look at every thread: the CPU time it spent since the samples asked
@@ -713,15 +703,18 @@ static void close_stalled_perf(slot *t) {
 }
 
 int lp_sampler_drain_wait(double seconds) {
-    struct timespec rel = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    if (!__atomic_load_n(&S.drain_asked, __ATOMIC_ACQUIRE))
-        syscall(SYS_futex, &S.drain_asked, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &rel, NULL, 0);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + (uint64_t)(seconds * 1e9);
+    until.tv_sec += (time_t)(ns / 1000000000ull);
+    until.tv_nsec = (long)(ns % 1000000000ull);
+    if (!__atomic_load_n(&S.drain_asked, __ATOMIC_ACQUIRE)) lp_futex_wait_until(&S.drain_asked, 0, &until);
     return __atomic_exchange_n(&S.drain_asked, 0, __ATOMIC_ACQ_REL);
 }
 
 void lp_sampler_drain_wake(void) {
     __atomic_store_n(&S.drain_asked, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &S.drain_asked, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+    lp_futex_wake(&S.drain_asked, INT_MAX);
 }
 
 uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {

@@ -5,7 +5,6 @@
 #ifndef LPROF_COLLECT_SAMPLER_STATE_H
 #define LPROF_COLLECT_SAMPLER_STATE_H
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -16,6 +15,7 @@
 #include "collect/native_unwind.h"
 #include "collect/ring.h"
 #include "collect/sampler.h"
+#include "common/wakeable_sleep.h" /* lp_futex_wake */
 
 enum { LP_SLOT_FREE = 0, LP_SLOT_ACTIVE = 1, LP_SLOT_DEAD = 2 };
 
@@ -115,7 +115,7 @@ extern LP_INTERNAL lp_sampler_state lp_sampler_S;
  * Signal-safe: an atomic exchange and the futex syscall. */
 static inline void lp_sampler_ask_drain(const lp_ring *r) {
     if (!lp_ring_half_full(r) || __atomic_exchange_n(&lp_sampler_S.drain_asked, 1, __ATOMIC_ACQ_REL)) return;
-    syscall(SYS_futex, &lp_sampler_S.drain_asked, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    lp_futex_wake(&lp_sampler_S.drain_asked, 1);
 }
 
 /* The handler (collect/sampler_handler.c), installed with SA_SIGINFO. */
