@@ -2,14 +2,17 @@
 module there is start-up time each run (and each followed child) pays. The
 modules a sampling run does not use stay out: the TOML parser where the
 project's pyproject.toml holds no lprof table, line_profiler's pickle
-writer where no line is traced, traceback."""
+writer where no line is traced, traceback, textwrap and array (the
+listing's wrap and the timeline's columns do without), and what reads and
+merges profiles (the parent does that on its main thread, at the end)."""
 import json
 
 SHOW = """
 import json, sys
 print(json.dumps(sorted(m for m in {names!r} if m in sys.modules)))
 """
-NOT_AT_START = ("tomllib", "tomli", "pickle", "pickletools", "traceback")
+NOT_AT_START = ("tomllib", "tomli", "pickle", "pickletools", "traceback", "textwrap", "array",
+                "lprof.model.validate", "lprof.model.merge")
 
 
 def _loaded(run, *args):

@@ -18,7 +18,6 @@ Section: {"parts": [part, ...]}, one part per process:
 
 import os
 import time
-from array import array
 
 
 def origin_ns(start_s):
@@ -28,9 +27,9 @@ def origin_ns(start_s):
 
 
 def _ints(raw, code):
-    a = array(code)
-    a.frombytes(raw)
-    return a.tolist()
+    # memoryview, not array: the array module's import is a shared library
+    # loaded at every run's start (a millisecond)
+    return memoryview(raw).cast(code).tolist()
 
 
 def from_snapshot(raw, start_s):

@@ -10,12 +10,12 @@ import os
 import re
 import shutil
 import sys
-import textwrap
 
 from ..model.frames import python_threads
 from ..model.stacks import CPU_COLUMNS
 from ..model import task_stacks
 from .source import read_lines
+from .wrap import wrap
 from .memory_report import fmt_bytes, memory_lines, memory_summary
 from . import gpu_columns
 
@@ -277,7 +277,7 @@ def _import_memory_notes(memory, path, shown, src):
             and m["python_share"] < 0.5
             and _IMPORT_LINE.match(text)
         ):
-            out += textwrap.wrap(
+            out += wrap(
                 f"note: line {ln} (an import) keeps {fmt_bytes(m['net_bytes'])} allocated "
                 f"({100 * (1 - m['python_share']):.0f}% of its allocations outside Python "
                 f"objects): what the imported extensions set up while loading (BLAS "
@@ -286,8 +286,6 @@ def _import_memory_notes(memory, path, shown, src):
                 width(),
                 initial_indent="  ",
                 subsequent_indent="    ",
-                break_on_hyphens=False,
-                break_long_words=False,
             )
     return out
 
@@ -318,9 +316,7 @@ def width():
 
 
 def _wrap(text, cols, indent="  "):
-    return textwrap.wrap(
-        text, cols, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
-    ) or [""]
+    return wrap(text, cols, subsequent_indent=indent) or [""]
 
 
 def legend(profile, cols=None):
