@@ -54,6 +54,11 @@ int lp_agg_init(void) {
 
 lp_stacktab *lp_agg_stacks(void) { return __atomic_load_n(&stacks, __ATOMIC_ACQUIRE); }
 
+void lp_agg_prefault(void) {
+    lp_stacktab *t = lp_agg_stacks();
+    if (t) lp_stacktab_prefault(t);
+}
+
 uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, size_t n, int truncated) {
     lp_stacktab *t = lp_agg_stacks();
     if (LP_UNLIKELY(!t)) return LP_STACK_OVERFLOW;

@@ -104,6 +104,16 @@ lp_stacktab *lp_stacktab_create(uint32_t max_nodes, uint32_t max_rows) {
     return t;
 }
 
+void lp_stacktab_prefault(lp_stacktab *t) {
+    size_t ib = round_page((size_t)(t->index_mask + 1) * sizeof(uint32_t));
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(t->index, ib, MADV_POPULATE_WRITE) == 0) return;
+#endif
+    /* before Linux 5.14: a write that changes nothing, one a page */
+    for (size_t off = 0; off < ib; off += 4096)
+        __atomic_fetch_or((uint32_t *)(void *)((char *)t->index + off), 0u, __ATOMIC_RELAXED);
+}
+
 void lp_stacktab_destroy(lp_stacktab *t) {
     if (t) lp_own_unmap(t->map, t->map_bytes);
 }
