@@ -54,9 +54,9 @@ int lp_agg_init(void) {
 
 lp_stacktab *lp_agg_stacks(void) { return __atomic_load_n(&stacks, __ATOMIC_ACQUIRE); }
 
-void lp_agg_prefault(void) {
+uint32_t lp_agg_prefault(uint32_t part) {
     lp_stacktab *t = lp_agg_stacks();
-    if (t) lp_stacktab_prefault(t);
+    return t ? lp_stacktab_prefault(t, part) : 0;
 }
 
 uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, size_t n, int truncated) {

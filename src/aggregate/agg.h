@@ -32,8 +32,8 @@
 LP_INTERNAL int lp_agg_init(void);
 /* The global stack table (NULL before lp_agg_init). */
 LP_INTERNAL lp_stacktab *lp_agg_stacks(void);
-/* lp_stacktab_prefault on the global table (nothing before lp_agg_init). */
-LP_INTERNAL void lp_agg_prefault(void);
+/* lp_stacktab_prefault on the global table (0 parts before lp_agg_init). */
+LP_INTERNAL uint32_t lp_agg_prefault(uint32_t part);
 
 /* Interns a raw stack, frames LEAF FIRST; thread = PyThreadState.thread_id.
  * Returns a stack id (LP_STACK_OVERFLOW when full; LP_STACK_OVERFLOW too

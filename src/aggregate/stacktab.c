@@ -104,14 +104,20 @@ lp_stacktab *lp_stacktab_create(uint32_t max_nodes, uint32_t max_rows) {
     return t;
 }
 
-void lp_stacktab_prefault(lp_stacktab *t) {
+uint32_t lp_stacktab_prefault(lp_stacktab *t, uint32_t part) {
     size_t ib = round_page((size_t)(t->index_mask + 1) * sizeof(uint32_t));
+    uint32_t parts = (uint32_t)((ib + LP_PREFAULT_PART - 1) / LP_PREFAULT_PART);
+    if (part >= parts) return parts;
+    char *start = (char *)t->index + (size_t)part * LP_PREFAULT_PART;
+    size_t len = ib - (size_t)part * LP_PREFAULT_PART;
+    if (len > LP_PREFAULT_PART) len = LP_PREFAULT_PART;
 #ifdef MADV_POPULATE_WRITE
-    if (madvise(t->index, ib, MADV_POPULATE_WRITE) == 0) return;
+    if (madvise(start, len, MADV_POPULATE_WRITE) == 0) return parts;
 #endif
     /* before Linux 5.14: a write that changes nothing, one a page */
-    for (size_t off = 0; off < ib; off += 4096)
-        __atomic_fetch_or((uint32_t *)(void *)((char *)t->index + off), 0u, __ATOMIC_RELAXED);
+    for (size_t off = 0; off < len; off += 4096)
+        __atomic_fetch_or((uint32_t *)(void *)(start + off), 0u, __ATOMIC_RELAXED);
+    return parts;
 }
 
 void lp_stacktab_destroy(lp_stacktab *t) {

@@ -32,11 +32,14 @@ typedef struct lp_stacktab lp_stacktab;
  * Returns NULL on failure. Not thread-safe; call once. */
 LP_INTERNAL lp_stacktab *lp_stacktab_create(uint32_t max_nodes, uint32_t max_rows);
 LP_INTERNAL void lp_stacktab_destroy(lp_stacktab *t);
-/* Faults the hashed index in (8 MiB of huge pages by default, zeroed by the
- * kernel at their first write: 11 ms on this project's VM, which the first
- * drain paid with the GIL held, so on the program's time). Changes no
- * entry: safe beside lookups and inserts, on any thread, GIL released. */
-LP_INTERNAL void lp_stacktab_prefault(lp_stacktab *t);
+/* Faults part `part` (LP_PREFAULT_PART bytes) of the hashed index in (8 MiB
+ * of huge pages by default, zeroed by the kernel at their first write: 11
+ * ms on this project's VM, which the first drain paid with the GIL held,
+ * so on the program's time). Returns the number of parts. Changes no
+ * entry: safe beside lookups and inserts, on any thread, GIL released; in
+ * parts, so that a thread doing it can stop between them. */
+#define LP_PREFAULT_PART (2u << 20)
+LP_INTERNAL uint32_t lp_stacktab_prefault(lp_stacktab *t, uint32_t part);
 /* Forget everything (no concurrent users allowed while it runs). */
 LP_INTERNAL void lp_stacktab_clear(lp_stacktab *t);
 

@@ -151,7 +151,10 @@ TEST(prefault_makes_the_index_resident_and_keeps_its_entries) {
     uint32_t ia = lp_stacktab_intern(t, 1, a, 2, 0);
     lp_stacktab_size before, after;
     lp_stacktab_measure(t, &before);
-    lp_stacktab_prefault(t);
+    uint32_t parts = lp_stacktab_prefault(t, 0);
+    CHECK_EQ_INT(parts, 4); /* 2^21 entries of 4 bytes, in 2 MiB parts */
+    for (uint32_t part = 1; part < parts; part++) CHECK_EQ_INT(lp_stacktab_prefault(t, part), parts);
+    CHECK_EQ_INT(lp_stacktab_prefault(t, parts), parts); /* past the end: nothing */
     lp_stacktab_measure(t, &after);
     if (before.resident_bytes || after.resident_bytes) /* 0: mincore cannot tell */
         CHECK(before.resident_bytes < (8u << 20) && after.resident_bytes >= (8u << 20));

@@ -241,8 +241,12 @@ class SamplingCollector:
 
     def _drain_loop(self):
         # the table's index faulted in here, beside the program, not by the
-        # first drain with the GIL held (11 ms of the program's time)
-        _lprof.stacks_prefault()
+        # first drain with the GIL held (11 ms of the program's time); in
+        # parts, so that a program already over does not wait for it all
+        part, parts = 0, 1
+        while part < parts and not self._stop_event.is_set():
+            parts = _lprof.stacks_prefault(part)
+            part += 1
         # every period, or at once when a ring is half full (deep stacks at
         # high rates, many waiting threads read by the wall thread)
         while True:

@@ -154,16 +154,19 @@ static PyObject *py_gpu_is_comm(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(lp_gpu_name_is_comm(name));
 }
 
-static PyObject *py_prefault(PyObject *self, PyObject *unused) {
+static PyObject *py_prefault(PyObject *self, PyObject *arg) {
     (void)self;
-    (void)unused;
-    Py_BEGIN_ALLOW_THREADS lp_agg_prefault();
-    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+    unsigned long part = PyLong_AsUnsignedLong(arg);
+    if (part == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    uint32_t parts;
+    Py_BEGIN_ALLOW_THREADS parts = lp_agg_prefault(part > UINT32_MAX ? UINT32_MAX : (uint32_t)part);
+    Py_END_ALLOW_THREADS return PyLong_FromUnsignedLong(parts);
 }
 
 static PyMethodDef methods[] = {
-    {"stacks_prefault", py_prefault, METH_NOARGS,
-     "Faults the stack table's index in, GIL released (the sampler's drain thread, first thing)."},
+    {"stacks_prefault", py_prefault, METH_O,
+     "stacks_prefault(part) -> parts: faults that part of the stack table's index in, GIL released "
+     "(the sampler's drain thread, first thing)."},
     {"stacks_snapshot", py_snapshot, METH_VARARGS,
      "stacks_snapshot(origin_ns=0) -> (frames, parent, frame, row_node, row_thread, values, timeline, gpu): "
      "the stack model, arrays as bytes; timeline None or its columns, times from origin_ns "
