@@ -325,20 +325,19 @@ static void stop_wall_thread(void) {
 
 /* lprof's handler on SIGTRAP, where nobody else handles it (the default
  * action): the handler passes on any SIGTRAP but a perf event's, by that
- * default action (sampler_handler.c). 0 when it holds SIGTRAP. */
+ * default action (sampler_handler.c). 0 when it holds SIGTRAP. Asked of
+ * the kernel each start: the program may have taken SIGTRAP since. */
 static int take_sigtrap(void) {
-    if (S.trap_installed) return 0;
     struct sigaction old;
-    if (sigaction(SIGTRAP, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-        return -1;
+    if (sigaction(SIGTRAP, NULL, &old) != 0) return -1;
+    if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == lp_sampler_on_signal) return 0;
+    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return -1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = lp_sampler_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTRAP, &sa, NULL) != 0) return -1;
-    S.trap_installed = 1;
-    return 0;
+    return sigaction(SIGTRAP, &sa, NULL) == 0 ? 0 : -1;
 }
 
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {

@@ -132,7 +132,6 @@ static void pass_on_sigtrap(void) {
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL; /* the mask is empty: zeroed */
     sigaction(SIGTRAP, &dfl, NULL);
-    __atomic_store_n(&S.trap_installed, 0, __ATOMIC_RELAXED);
     raise(SIGTRAP);
 }
 

@@ -91,7 +91,6 @@ typedef struct {
     lp_sampler_host host; /* set before running, constant while it is */
     int installed_signo;  /* 0 = no handler installed by us */
     int perf_signo;       /* what the perf events raise: cfg.signo, or SIGTRAP (sigtrap events) */
-    int trap_installed;   /* lprof's handler holds SIGTRAP (only where nobody else did) */
     lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
     uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring;   /* producer: wall thread */

@@ -598,6 +598,19 @@ TEST(test_perf_events_raise_sigtrap_until_released) {
     CHECK(st.signals >= before + 3);
     lp_sampler_unregister(KEY_A);
     stop_and_clear();
+    /* the program took SIGTRAP meanwhile: a later start leaves it alone */
+    struct sigaction theirs;
+    memset(&theirs, 0, sizeof theirs);
+    theirs.sa_handler = SIG_IGN;
+    REQUIRE(sigaction(SIGTRAP, &theirs, NULL) == 0);
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    lp_sampler_get_stats(&st);
+    CHECK(st.signo != SIGTRAP);
+    REQUIRE(sigaction(SIGTRAP, NULL, &held) == 0);
+    CHECK(held.sa_handler == SIG_IGN);
+    lp_sampler_stop();
+    theirs.sa_handler = SIG_DFL;
+    sigaction(SIGTRAP, &theirs, NULL);
 }
 
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
