@@ -463,6 +463,15 @@ void lp_sampler_release_sigtrap(void) {
     if (!was_paused) lp_sampler_resume();
 }
 
+int lp_sampler_check_sigtrap(void) {
+    if (!S.running || S.perf_signo != SIGTRAP) return 0;
+    struct sigaction now;
+    if (sigaction(SIGTRAP, NULL, &now) != 0) return 0;
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == lp_sampler_on_signal) return 0;
+    lp_sampler_release_sigtrap();
+    return 1;
+}
+
 void lp_sampler_resume(void) {
     if (!S.paused) return;
     S.paused = 0;

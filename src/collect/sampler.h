@@ -148,6 +148,11 @@ LP_INTERNAL void lp_sampler_resume(void);
 /* The program sets its own SIGTRAP handler: perf events that raise SIGTRAP
  * (lp_sampler_config.perf_trap) raise the configured signal from now on. */
 LP_INTERNAL void lp_sampler_release_sigtrap(void);
+/* Asked by each drain: where something other than lprof's handler now
+ * holds SIGTRAP (a C extension's own sigaction, which no wrapper of
+ * signal.signal sees), the events move to the real-time signal as
+ * lp_sampler_release_sigtrap does. 1 when they moved. Same caller rules. */
+LP_INTERNAL int lp_sampler_check_sigtrap(void);
 
 /* Registers a thread: tstate, its thread key, native tid. safe_reads = 1
  * when lprof does not control the thread's exit (read it fault-safely).

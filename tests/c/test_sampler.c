@@ -613,10 +613,57 @@ TEST(test_perf_events_raise_sigtrap_until_released) {
     sigaction(SIGTRAP, &theirs, NULL);
 }
 
+static volatile sig_atomic_t their_traps;
+static void their_sigtrap(int signo) {
+    (void)signo;
+    their_traps++;
+}
+
+/* A C extension's own sigaction(SIGTRAP) goes past any wrapper of
+ * signal.signal: the drain's check sees lprof's handler gone and moves the
+ * events to the real-time signal, so the extension's handler meets no
+ * more samples and sampling goes on. */
+TEST(test_sigtrap_taken_by_sigaction_moves_the_events) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_PERF, 1};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    if (st.cpu_source != LP_CPU_PERF || st.signo != SIGTRAP) {
+        fprintf(stderr, "skipped: no sigtrap perf events here (source %d, signal %d)\n", st.cpu_source,
+                st.signo);
+        lp_sampler_stop();
+        return;
+    }
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    CHECK(burn_until_samples(3) >= 3);
+    CHECK_EQ_INT(lp_sampler_check_sigtrap(), 0); /* still lprof's */
+    struct sigaction theirs;
+    memset(&theirs, 0, sizeof theirs);
+    theirs.sa_handler = their_sigtrap;
+    sigemptyset(&theirs.sa_mask);
+    REQUIRE(sigaction(SIGTRAP, &theirs, NULL) == 0);
+    CHECK_EQ_INT(lp_sampler_check_sigtrap(), 1);
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(st.signo, SIGNO);
+    their_traps = 0;
+    uint64_t before = st.signals;
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_get_stats(&st);
+    CHECK(st.signals >= before + 3);
+    CHECK_EQ_INT((int)their_traps, 0);
+    CHECK_EQ_INT(lp_sampler_check_sigtrap(), 0); /* moved once */
+    lp_sampler_unregister(KEY_A);
+    stop_and_clear();
+    theirs.sa_handler = SIG_DFL;
+    sigaction(SIGTRAP, &theirs, NULL);
+}
+
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
           test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
           test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns,
-          test_perf_events_raise_sigtrap_until_released)
+          test_perf_events_raise_sigtrap_until_released, test_sigtrap_taken_by_sigaction_moves_the_events)

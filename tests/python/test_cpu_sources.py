@@ -215,6 +215,27 @@ def test_perf_events_raise_sigtrap_where_nobody_handles_it(run_lprof, write_scri
     assert samp["signal"].startswith("SIGRTMIN"), samp  # moved when the program took SIGTRAP
     assert samp["rate_hz_effective"] > 1000, samp  # 2000 asked: sampling went on
 
+    # a C extension's own sigaction (libc's signal(), past Python's signal
+    # module and its wrapper): the drain sees lprof's handler gone and moves
+    # the events; ignored SIGTRAPs would have ended the sampling
+    write_script("native.py", """
+        import ctypes, time
+        def burn(seconds):
+            t = time.thread_time()
+            while time.thread_time() - t < seconds:
+                pass
+        burn(0.1)
+        ctypes.CDLL(None).signal(5, ctypes.c_void_p(1))  # SIGTRAP, SIG_IGN
+        burn(0.5)
+        print("ok")
+        """)
+    r = run_lprof("--rate", "2000", "-o", "native.lprof", "native.py")
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr
+    samp = load_profile(str(tmp_path / "native.lprof"))["sampling"]
+    if _kernel_version() >= (5, 13):
+        assert samp["signal"].startswith("SIGRTMIN"), samp
+        assert samp["rate_hz_effective"] > 1000, samp
+
     write_script("burn.py", """
         import time
         t = time.thread_time()

@@ -6,7 +6,9 @@ raise it: the kernel's cheapest way to signal a thread
 signal.signal must not see it called at every sample, so signal.signal is
 wrapped: for SIGTRAP, the events move to lprof's real-time signal first
 (lprof's handler passes on every SIGTRAP no event raised, with the default
-action, until then). A C extension calling sigaction itself is not seen."""
+action, until then). A C extension calling sigaction itself passes no
+wrapper: each drain asks the kernel who holds SIGTRAP and moves the events
+then (lp_sampler_check_sigtrap), a drain period later."""
 
 import functools
 import signal as _signal

@@ -194,7 +194,10 @@ static void prune_dead_threads(void) {
 static PyObject *py_drain(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    if (lp_sampler_running()) prune_dead_threads();
+    if (lp_sampler_running()) {
+        prune_dead_threads();
+        lp_sampler_check_sigtrap(); /* once a drain period: a sigaction no wrapper saw */
+    }
     uint64_t n = drain_rings();
     lp_resolve_scan(NULL);
     return PyLong_FromUnsignedLongLong(n);
