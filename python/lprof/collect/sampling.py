@@ -88,14 +88,12 @@ _NATIVE_MODES = {None: 0, "on": 1, "all": 2}  # the C sampler's native argument
 
 def _traced():
     """True when a debugger or tracer (ptrace) is attached to this process."""
+    from ..common.procinfo import status_field
+
     try:
-        with open("/proc/self/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"TracerPid:"):
-                    return int(line.split()[1]) != 0
-    except (OSError, ValueError, IndexError):
-        pass
-    return False
+        return int(status_field("TracerPid") or "0") != 0
+    except ValueError:
+        return False
 
 
 def _stop_perf_trampoline():

@@ -66,14 +66,12 @@ def umask():
     """The process umask, read without changing it where Linux tells it
     (/proc/self/status): setting and restoring it could race with files the
     program creates in other threads meanwhile."""
+    from .procinfo import status_field
+
     try:
-        with open("/proc/self/status", "rb") as fh:  # bytes: no EncodingWarning
-            for line in fh:
-                if line.startswith(b"Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
+        return int(status_field("Umask") or "022", 8)
+    except ValueError:
+        return 0o022
 
 
 def write_text(path, text):

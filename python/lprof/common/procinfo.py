@@ -45,6 +45,20 @@ def rank_info(env=None):
     return {}
 
 
+def status_field(name):
+    """The value of one field of /proc/self/status ("TracerPid", "Umask"),
+    as text; None where Linux does not say it."""
+    key = name.encode() + b":"
+    try:
+        with open("/proc/self/status", "rb") as fh:  # bytes: no EncodingWarning
+            for line in fh:
+                if line.startswith(key):
+                    return line[len(key) :].strip().decode("ascii", "replace")
+    except OSError:
+        pass
+    return None
+
+
 def identity():
     """The meta keys that say which process wrote a profile."""
     out = {"pid": os.getpid(), "ppid": os.getppid(), "hostname": os.uname().nodename}
