@@ -3,6 +3,7 @@
 
 #include <errno.h>
 
+#include "common/headroom.h"
 #include "export/emergency.h"
 
 static PyObject *py_arm(PyObject *self, PyObject *args) {
@@ -83,7 +84,28 @@ static PyObject *py_die(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE; /* only where the signal's default action is not to end the process */
 }
 
+static PyObject *py_headroom_take(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t bytes = PyLong_AsSsize_t(arg);
+    if (bytes == -1 && PyErr_Occurred()) return NULL;
+    if (bytes <= 0) {
+        PyErr_SetString(PyExc_ValueError, "headroom_take(bytes): bytes must be positive");
+        return NULL;
+    }
+    return PyBool_FromLong(lp_headroom_take((size_t)bytes) == 0);
+}
+
+static PyObject *py_headroom_release(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    lp_headroom_release();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"headroom_take", py_headroom_take, METH_O,
+     "headroom_take(bytes) -> bool: hold that much address space for the end of the run (once)."},
+    {"headroom_release", py_headroom_release, METH_NOARGS, "Give the held address space back (idempotent)."},
     {"emergency_arm", py_arm, METH_VARARGS,
      "emergency_arm(handle_term, quiet, path, tmp_path, mode): handle SIGTERM and fatal signals."},
     {"emergency_wait", py_wait, METH_O,
