@@ -11,7 +11,8 @@ SHOW = """
 import json, sys
 print(json.dumps(sorted(m for m in {names!r} if m in sys.modules)))
 """
-NOT_AT_START = ("tomllib", "tomli", "pickle", "pickletools", "traceback", "textwrap", "array",
+NOT_AT_START = ("tomllib", "tomli", "pickle", "pickletools", "traceback", "textwrap", "array", "tokenize",
+                "linecache", "mmap",
                 "lprof.model.validate", "lprof.model.merge")
 
 

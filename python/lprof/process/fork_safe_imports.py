@@ -34,7 +34,6 @@ MODULES = (
     "lprof.process.follow",
     "shutil",
     "stat",
-    "linecache",
     "opcode",
     "importlib.util",
 )
