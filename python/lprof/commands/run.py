@@ -413,7 +413,7 @@ def main(args):
         # a fork of the program came back through the runner: it is a
         # followed child, whose own profile is written at its exit
         return outcome.exit_code
-    terminated = run.guard.end()
+    terminated = run.guard.end(join=False)
     run.stop()
     if args.prof_mod and not args.quiet:
         from . import targets
@@ -430,6 +430,7 @@ def main(args):
         if session is not None:
             session.close()
         written = finish(None, outcome.exit_code)
+        run.guard.reap()
         if outcome.keyboard_interrupt:
             runner.note_ctrl_c()
         # the program's status; lprof's own failure shows only where the program succeeded
@@ -441,6 +442,7 @@ def main(args):
     except OSError as exc:
         _say(f"lprof: could not write {outfile}: {exc.strerror or exc}\n")
         written = False
+    run.guard.reap()
     if outcome.keyboard_interrupt:
         runner.note_ctrl_c()
     # merged once the program's atexit handlers have run (_finish_children)

@@ -116,18 +116,26 @@ class Guard:
         _flush()
         self._lock.release()
 
-    def end(self):
+    def end(self, join=True):
         """Before the normal save: no other ending runs from here on. Returns
         the SIGTERM received meanwhile (0: none): the caller saves, then dies
-        by it (die())."""
+        by it (die()). join=False: the watcher, woken, ends while the
+        caller saves (reap() waits for it then): two thread wake-ups of
+        this VM's milliseconds off the end of the run."""
         self._lock.acquire()
+        self.stop_checkpoints()  # one being encoded ends first: the caller builds next
         _lprof.emergency_disarm()
         for remove in (self._exit_hook, self._exec_hook):
             if remove is not None:
                 remove()
         _lprof.emergency_release()  # the watcher wakes and returns
-        self._thread.join(timeout=5)
+        if join:
+            self.reap()
         return _lprof.emergency_pending()
+
+    def reap(self):
+        """Waits for the watcher woken by end() to be over."""
+        self._thread.join(timeout=5)
 
     @staticmethod
     def die(signum):
