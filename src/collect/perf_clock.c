@@ -57,7 +57,15 @@ void lp_perf_clock_close(void *handle) {
     if (handle) munmap(handle, page_size());
 }
 
-static struct { int started, done; } warm;
+static struct {
+    int started, done, held;
+    void (*on_done)(void);
+} warm;
+
+static void warm_over(void) {
+    void (*fn)(void) = __atomic_load_n(&warm.on_done, __ATOMIC_ACQUIRE);
+    if (fn && lp_perf_clock_warm_done()) fn();
+}
 
 static void *warm_main(void *arg) {
     (void)arg;
@@ -70,6 +78,7 @@ static void *warm_main(void *arg) {
     int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd >= 0) close(fd);
     __atomic_store_n(&warm.done, 1, __ATOMIC_RELEASE);
+    warm_over();
     return NULL;
 }
 
@@ -78,10 +87,22 @@ int lp_perf_clock_warm(void) {
     pthread_t thread;
     if (lp_thread_create_quiet(&thread, warm_main, NULL) != 0) return -1;
     pthread_detach(thread);
-    warm.started = 1;
+    __atomic_store_n(&warm.started, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
-void lp_perf_clock_warm_wait(void) {
-    if (warm.started) lp_wait_for_flag(&warm.done, LP_THREAD_START_WAIT_NS);
+int lp_perf_clock_warm_done(void) {
+    if (__atomic_load_n(&warm.held, __ATOMIC_ACQUIRE)) return 0;
+    return !__atomic_load_n(&warm.started, __ATOMIC_ACQUIRE) || __atomic_load_n(&warm.done, __ATOMIC_ACQUIRE);
+}
+
+void lp_perf_clock_warm_on_done(void (*on_done)(void)) {
+    __atomic_store_n(&warm.on_done, on_done, __ATOMIC_RELEASE);
+}
+
+void lp_perf_clock_after_fork(void) { __atomic_store_n(&warm.done, 1, __ATOMIC_RELEASE); }
+
+void lp_perf_clock_warm_hold(int hold) {
+    __atomic_store_n(&warm.held, hold != 0, __ATOMIC_RELEASE);
+    if (!hold) warm_over();
 }

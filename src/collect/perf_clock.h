@@ -39,10 +39,19 @@ LP_INTERNAL void lp_perf_clock_close(void *handle);
  * synchronised across CPUs), wall time, not CPU time; the hooks stay on for
  * about a second after the last event closes. lp_perf_clock_warm opens and
  * closes one on a quiet thread of its own, so that wait overlaps lprof's
- * start-up; lp_perf_clock_warm_wait waits (bounded) until that thread is
- * done: called before the program runs, so none of its code races the
- * thread. 0 when started (or already), -1 when the thread could not start. */
+ * start-up and the program's. 0 when started (or already), -1 when the
+ * thread could not start.
+ * Any thread's perf_event_open waits for the switch-on meanwhile, so the
+ * sampler does not open events before lp_perf_clock_warm_done() (1: over,
+ * or never started) and samples with CPU timers until then; on_done runs on
+ * the warm-up thread once it is over (async-signal-safe work only: a wake). */
 LP_INTERNAL int lp_perf_clock_warm(void);
-LP_INTERNAL void lp_perf_clock_warm_wait(void);
+LP_INTERNAL int lp_perf_clock_warm_done(void);
+LP_INTERNAL void lp_perf_clock_warm_on_done(void (*on_done)(void));
+/* A forked child has no warm-up thread: its warm-up counts as over. */
+LP_INTERNAL void lp_perf_clock_after_fork(void);
+/* Tests: hold != 0 makes lp_perf_clock_warm_done() answer 0 (a switch-on
+ * still running) until called again with 0, which runs on_done. */
+LP_INTERNAL void lp_perf_clock_warm_hold(int hold);
 
 #endif

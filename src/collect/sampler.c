@@ -273,8 +273,10 @@ static void child_after_fork(void) {
         lp_ring_reset(&S.wall_ring);
         lp_ring_reset(&S.others_ring);
     }
+    S.perf_pending = 0;
     lp_others_after_fork();
     lp_own_tids_reset();
+    lp_perf_clock_after_fork();
 }
 
 static int setup_memory(void) {
@@ -340,6 +342,25 @@ static int take_sigtrap(void) {
     return sigaction(SIGTRAP, &sa, NULL) == 0 ? 0 : -1;
 }
 
+/* CPU mode, perf source: which signal the events raise, asked of the kernel
+ * by probes on this thread (the handler is in, not running: a signal one
+ * sends before its close is ignored). SIGTRAP where lprof holds it and the
+ * kernel has sigtrap events, else the configured signal; no event at all:
+ * the sampler thread's source instead. */
+static void choose_perf_signal(void) {
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    if (S.perf_signo == SIGTRAP) {
+        void *probe = take_sigtrap() == 0 ? lp_perf_clock_open(me, S.cfg.period_ns, SIGTRAP) : NULL;
+        if (!probe) S.perf_signo = S.cfg.signo;
+        lp_perf_clock_close(probe);
+    }
+    if (S.perf_signo != SIGTRAP) {
+        void *probe = lp_perf_clock_open(me, S.cfg.period_ns, S.cfg.signo);
+        if (!probe) S.cfg.cpu_source = LP_CPU_THREAD;
+        lp_perf_clock_close(probe);
+    }
+}
+
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
     if (S.running) {
         *why = "sampler already running";
@@ -372,21 +393,14 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
         }
         S.installed_signo = cfg->signo;
     }
-    lp_perf_clock_warm_wait(); /* its thread is over before the program runs */
     S.perf_signo = cfg->signo;
+    S.perf_pending = 0;
     if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
-        /* probes on this thread (the handler is in, not running: a signal
-         * one sends before its close is ignored) */
-        if (cfg->perf_trap && take_sigtrap() == 0) {
-            void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, SIGTRAP);
-            if (probe) S.perf_signo = SIGTRAP;
-            lp_perf_clock_close(probe);
-        }
-        if (S.perf_signo != SIGTRAP) {
-            void *probe = lp_perf_clock_open((pid_t)syscall(SYS_gettid), cfg->period_ns, cfg->signo);
-            if (!probe) S.cfg.cpu_source = LP_CPU_THREAD;
-            lp_perf_clock_close(probe);
-        }
+        /* the drain is woken when the kernel's switch-on is over */
+        lp_perf_clock_warm_on_done(lp_sampler_drain_wake);
+        if (cfg->perf_trap && take_sigtrap() == 0) S.perf_signo = SIGTRAP; /* the probe decides */
+        if (lp_perf_clock_warm_done()) choose_perf_signal();
+        else S.perf_pending = 1; /* CPU timers until lp_sampler_settle: the program does not wait */
     }
     __atomic_store_n(&S.running, 1, __ATOMIC_RELEASE);
     S.paused = 0;
@@ -463,6 +477,33 @@ void lp_sampler_release_sigtrap(void) {
     if (!was_paused) lp_sampler_resume();
 }
 
+int lp_sampler_settle(void) {
+    if (!S.perf_pending || !S.running || !lp_perf_clock_warm_done()) return 0;
+    S.perf_pending = 0;
+    choose_perf_signal();
+    if (S.cfg.cpu_source != LP_CPU_PERF) {
+        S.cfg.cpu_source = LP_CPU_TIMERS; /* no event here after all: the timers go on */
+        S.perf_signo = S.cfg.signo;
+        return 1;
+    }
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
+        slot *t = &S.slots[i];
+        if (!t->has_timer || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
+        /* paused: no event now, resume opens it (perf_pending is over) */
+        void *ev = S.paused ? NULL
+                            : lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
+                                                 S.perf_signo);
+        if (!S.paused && !ev) continue; /* its timer goes on */
+        /* a signal the timer had queued is still a sample of its own
+         * period: its slot and generation are unchanged */
+        timer_delete(t->timer);
+        t->has_timer = 0;
+        t->perf = ev;
+        t->has_perf = ev != NULL;
+    }
+    return 1;
+}
+
 int lp_sampler_check_sigtrap(void) {
     if (!S.running || S.perf_signo != SIGTRAP) return 0;
     struct sigaction now;
@@ -490,7 +531,7 @@ void lp_sampler_resume(void) {
         for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++) {
             slot *t = &S.slots[i];
             if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
-            if (S.cfg.cpu_source == LP_CPU_PERF && !t->has_perf) {
+            if (S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending && !t->has_perf) {
                 t->perf = lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
                                              S.perf_signo);
                 t->has_perf = t->perf != NULL; /* failing: its CPU time goes to its tail */
@@ -545,12 +586,12 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->seen_cpu_ns = t->offered_cpu_ns = t->start_cpu_ns;
     __atomic_store_n(&t->detached_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->pending, 0, __ATOMIC_RELAXED);
-    if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF) {
+    if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending) {
         t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.perf_signo);
         if (!t->perf) return -1;
         t->has_perf = 1;
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
-    } else if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_TIMERS) {
+    } else if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source != LP_CPU_THREAD) { /* timers, or perf pending */
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
         sev.sigev_notify = SIGEV_THREAD_ID;
@@ -560,15 +601,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
         if (timer_create(t->cpu_clock, &sev, &t->timer) != 0) return -1;
         t->has_timer = 1;
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
-        struct itimerspec its;
-        its.it_interval.tv_sec = (time_t)(S.cfg.period_ns / 1000000000ull);
-        its.it_interval.tv_nsec = (long)(S.cfg.period_ns % 1000000000ull);
-        its.it_value = its.it_interval;
-        if (timer_settime(t->timer, 0, &its, NULL) != 0) {
-            __atomic_store_n(&t->state, LP_SLOT_DEAD, __ATOMIC_SEQ_CST);
-            disarm(t);
-            return -1;
-        }
+        if (!S.paused) set_timer(t, S.cfg.period_ns);
     } else {
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
     }
@@ -762,8 +795,10 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->wall_reads = __atomic_load_n(&S.wall_reads, __ATOMIC_RELAXED);
     out->in_profiler = __atomic_load_n(&S.in_profiler, __ATOMIC_RELAXED);
     /* the signal that made the samples */
-    out->signo = S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF ? S.perf_signo : S.cfg.signo;
-    out->cpu_source = S.cfg.cpu_source;
+    int perf = S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending;
+    out->signo = perf ? S.perf_signo : S.cfg.signo;
+    /* pending at the end: CPU timers made every signal */
+    out->cpu_source = S.perf_pending ? LP_CPU_TIMERS : S.cfg.cpu_source;
     out->perf_stalled = __atomic_load_n(&S.perf_stalled, __ATOMIC_RELAXED);
 }
 

@@ -148,6 +148,13 @@ LP_INTERNAL void lp_sampler_resume(void);
 /* The program sets its own SIGTRAP handler: perf events that raise SIGTRAP
  * (lp_sampler_config.perf_trap) raise the configured signal from now on. */
 LP_INTERNAL void lp_sampler_release_sigtrap(void);
+/* CPU mode, perf source: once the kernel's switch-on of its perf hooks is
+ * over (collect/perf_clock.h), each thread's perf event replaces the CPU
+ * timer it sampled with since the start (which then did not wait for the
+ * switch-on: 5-25 ms of every run on a VM). 1 when it did so now (or found
+ * no event possible after all: the timers go on), 0 when nothing was
+ * pending or the switch-on is not over. Same caller rules as register. */
+LP_INTERNAL int lp_sampler_settle(void);
 /* Asked by each drain: where something other than lprof's handler now
  * holds SIGTRAP (a C extension's own sigaction, which no wrapper of
  * signal.signal sees), the events move to the real-time signal as

@@ -91,6 +91,10 @@ typedef struct {
     lp_sampler_host host; /* set before running, constant while it is */
     int installed_signo;  /* 0 = no handler installed by us */
     int perf_signo;       /* what the perf events raise: cfg.signo, or SIGTRAP (sigtrap events) */
+    /* CPU mode, perf source, started while the kernel still switched its
+     * perf hooks on (perf_clock.h): the threads sample with CPU timers
+     * until lp_sampler_settle opens their events */
+    int perf_pending;
     lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
     uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring;   /* producer: wall thread */

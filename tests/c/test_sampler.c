@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "collect/other_threads.h"
+#include "collect/perf_clock.h"
 #include "collect/sampler.h"
 #include "collect/sampler_state.h"
 
@@ -660,10 +661,62 @@ TEST(test_sigtrap_taken_by_sigaction_moves_the_events) {
     sigaction(SIGTRAP, &theirs, NULL);
 }
 
+/* Started while the kernel still switches its perf hooks on (held here),
+ * the sampler does not wait: the thread samples with a CPU timer from the
+ * start, and settle() puts its perf event in the timer's place once the
+ * switch-on is over. Skipped where perf events are refused. */
+TEST(test_cpu_timers_sample_until_the_perf_events_take_over) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_PERF, 1};
+    const char *why = NULL;
+    lp_perf_clock_warm_hold(1);
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(st.cpu_source, LP_CPU_TIMERS); /* pending: the timers sample */
+    CHECK_EQ_INT(st.signo, SIGNO);
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    CHECK_EQ_INT(lp_sampler_settle(), 0); /* the switch-on is not over */
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_get_stats(&st);
+    uint64_t by_timers = st.signals;
+    CHECK(by_timers >= 3);
+    lp_perf_clock_warm_hold(0); /* over: the drain is woken */
+    CHECK_EQ_INT(lp_sampler_drain_wait(0), 1);
+    CHECK_EQ_INT(lp_sampler_settle(), 1);
+    CHECK_EQ_INT(lp_sampler_settle(), 0); /* once */
+    lp_sampler_get_stats(&st);
+    if (st.cpu_source != LP_CPU_PERF) {
+        fprintf(stderr, "skipped: no perf events here (the timers went on: source %d)\n", st.cpu_source);
+        CHECK_EQ_INT(st.cpu_source, LP_CPU_TIMERS);
+        lp_sampler_unregister(KEY_A);
+        stop_and_clear();
+        return;
+    }
+    CHECK(st.signo == SIGTRAP || st.signo == SIGNO);
+    int slot_has_perf = 0, slot_has_timer = 0;
+    for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+        if (lp_sampler_S.slots[i].state == LP_SLOT_ACTIVE) {
+            slot_has_perf |= lp_sampler_S.slots[i].has_perf;
+            slot_has_timer |= lp_sampler_S.slots[i].has_timer;
+        }
+    CHECK(slot_has_perf && !slot_has_timer);
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_get_stats(&st);
+    CHECK(st.signals >= by_timers + 3);
+    lp_sampler_unregister(KEY_A);
+    stop_and_clear();
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTRAP, &dfl, NULL);
+}
+
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
           test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
           test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
           test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns,
-          test_perf_events_raise_sigtrap_until_released, test_sigtrap_taken_by_sigaction_moves_the_events)
+          test_perf_events_raise_sigtrap_until_released, test_sigtrap_taken_by_sigaction_moves_the_events,
+          test_cpu_timers_sample_until_the_perf_events_take_over)

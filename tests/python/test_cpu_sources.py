@@ -272,29 +272,33 @@ def test_perf_events_raise_sigtrap_where_nobody_handles_it(run_lprof, write_scri
     assert under.returncode == plain.returncode and "survived" not in under.stdout, under
 
 
-def test_the_perf_warm_up_thread_is_gone_before_the_program_runs(run_lprof, write_script, tmp_path,
-                                                                 load_profile):
+def test_the_program_does_not_wait_for_the_perf_switch_on(run_lprof, write_script, tmp_path, load_profile):
     """lprof switches the kernel's perf hooks on in a thread of its own while it
-    starts (collect/perf_clock.h). The program's first line must find that
-    thread over and none of its descriptors left: the same threads and open
-    descriptors as under lprof with the hooks' warm-up left out (the thread
-    source opens no perf event), whatever the machine's load."""
+    starts (collect/perf_clock.h: 5-25 ms on a VM, each time the hooks were
+    off). The program does not wait for it: its threads sample with CPU timers
+    until the drain puts their perf events in place (sampler_settle). The
+    program's first line meets no perf descriptor of lprof's, the samples
+    cover it from that line on, and a run longer than the switch-on ends
+    with the perf events (the header says which source made the signals)."""
     write_script("first.py", """
-        import os
-        names = sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
+        import os, time
         fds = sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
                      if os.path.exists(f"/proc/self/fd/{fd}"))
-        print(len(names), [f for f in fds if "perf" in f])
+        print([f for f in fds if "perf" in f])
+        t = time.thread_time()
+        while time.thread_time() - t < 0.5:  # burn
+            pass
         """)
-    warmed = run_lprof("-q", "-o", "w.lprof", "first.py")
-    plain = run_lprof("-q", "-o", "t.lprof", "first.py", env={"LPROF_CPU_SAMPLER": "thread"})
-    assert warmed.returncode == 0 and plain.returncode == 0, (warmed.stderr, plain.stderr)
-    if load_profile(str(tmp_path / "w.lprof"))["sampling"]["cpu_source"] != "perf":
+    r = run_lprof("--rate", "2000", "-o", "w.lprof", "first.py")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("[]"), r.stdout
+    samp = load_profile(str(tmp_path / "w.lprof"))["sampling"]
+    if samp["cpu_source"] == "thread":
         pytest.skip("perf events refused here")
-    threads_warmed, perf_fds = warmed.stdout.split(" ", 1)
-    # the thread source runs lprof's sampler thread; perf events need none
-    assert int(threads_warmed) == int(plain.stdout.split(" ", 1)[0]) - 1, (warmed.stdout, plain.stdout)
-    assert perf_fds.strip() == "[]", warmed.stdout
+    assert samp["cpu_source"] == "perf", samp  # taken over within the run
+    assert "a task-clock perf event per thread" in " ".join(r.stdout.split()), r.stdout
+    # 2000 asked: the timers' first milliseconds (at the kernel tick) aside
+    assert samp["rate_hz_effective"] > 1500, samp
 
 
 DEEP = """

@@ -6,9 +6,11 @@ hooks are switched on; they stay on about a second after the last event
 closes. CPU sampling opens such events (collect/perf_clock.h), so the run
 command starts a thread that opens and closes one first thing, before its
 options are read and its modules imported (a run that samples no CPU
-wastes a thread start); over(), and the sampler's start, wait for that
-thread: the program's first line never races it. Only os and the extension
-are imported here: a --memory run re-executes itself after this."""
+wastes a thread start). Nothing waits for it: the sampler starts with CPU
+timers where the switch-on is not over, and the drain, woken when it is,
+puts the perf events in their place (_lprof.sampler_settle). Only os and
+the extension are imported here: a --memory run re-executes itself after
+this."""
 
 import os
 
@@ -19,7 +21,3 @@ def start():
     # the sources without perf events (collect/sampling.py: LPROF_CPU_SAMPLER)
     if os.environ.get("LPROF_CPU_SAMPLER") not in ("thread", "timers"):
         _lprof.sampler_perf_warm()
-
-
-def over():
-    _lprof.sampler_perf_warm_wait()

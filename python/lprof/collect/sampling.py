@@ -194,16 +194,21 @@ class SamplingCollector:
         exec_guard.install()
         # no signal named: perf events may raise SIGTRAP, their cheapest
         # delivery, unless a debugger (which takes every SIGTRAP) traces us
-        perf_trap = self._signo is None and not _traced()
+        source = _cpu_source()
+        perf_trap = (
+            self.mode == "cpu" and source == CPU_SOURCES["perf"] and self._signo is None and not _traced()
+        )
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
         _lprof.sampler_set_call_opcodes(_call_opcodes())
         if self.native:
             _stop_perf_trampoline()
         _lprof.sampler_start(
-            self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native], _cpu_source(), perf_trap
+            self.mode, self.rate_hz, self._signo, _NATIVE_MODES[self.native], source, perf_trap
         )
-        if perf_trap and _lprof.sampler_stats().get("signal") == _signal.SIGTRAP:
+        if perf_trap and _lprof.sampler_stats().get("cpu_source") != "thread":
+            # the events may raise SIGTRAP (now, or once they replace the
+            # start's CPU timers): the program's own handler comes first
             from . import sigtrap_guard
 
             sigtrap_guard.install()
@@ -238,19 +243,31 @@ class SamplingCollector:
         return _lprof.sampler_register_current()
 
     def _drain_loop(self):
-        # the table's index faulted in here, beside the program, not by the
-        # first drain with the GIL held (11 ms of the program's time); in
-        # parts, so that a program already over does not wait for it all
-        part, parts = 0, 1
-        while part < parts and not self._stop_event.is_set():
-            parts = _lprof.stacks_prefault(part)
-            part += 1
         # every period, or at once when a ring is half full (deep stacks at
         # high rates, many waiting threads read by the wall thread)
+        prefaulted = False
+        began = time.monotonic()
         while True:
             _lprof.sampler_drain_wait(_DRAIN_PERIOD_S)
             if self._stop_event.is_set():
                 return
+            # woken (too) when the kernel's perf switch-on is over: the
+            # threads' perf events replace the CPU timers of the start
+            _lprof.sampler_settle()
+            if not prefaulted and time.monotonic() - began >= _DRAIN_PERIOD_S:
+                # the table's index faulted in here, beside the program, not
+                # by the first drain with the GIL held (11 ms of the
+                # program's time); after the first period, so that a program
+                # over by then pays nothing for it (the fault-in holds the
+                # address space's lock: its munmaps would wait), and in
+                # parts, so that one ending meanwhile waits for one part
+                part, parts = 0, 1
+                while part < parts and not self._stop_event.is_set():
+                    parts = _lprof.stacks_prefault(part)
+                    part += 1
+                prefaulted = True
+                if self._stop_event.is_set():
+                    return
             try:
                 _lprof.sampler_drain()
             except Exception:  # never break the program for the profiler

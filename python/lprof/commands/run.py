@@ -14,7 +14,7 @@ from ..collect import make as make_collectors, options_of
 
 # imported here, not where it pauses: an import there ran importlib's Python
 # code (_handle_fromlist) while the sampler still ran, a stack of its own
-from ..collect import perf_warm, sampling
+from ..collect import sampling
 from ..common import headroom
 from ..model import profile_file, task_stacks
 from ..common.errors import LprofError
@@ -397,7 +397,6 @@ def main(args):
         sys.stdout = sink
         if args.verbosity <= -3:
             sys.stderr = sink
-    perf_warm.over()  # its thread ended: the program's first line races none of lprof's
     try:
         outcome = runner.run(target, args.args, kind=kind, code=code, setup=args.setup, on_start=on_start)
     finally:

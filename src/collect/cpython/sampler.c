@@ -353,6 +353,12 @@ static PyObject *py_stop(PyObject *self, PyObject *unused) {
     return py_drain(NULL, NULL);
 }
 
+static PyObject *py_settle(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(lp_sampler_settle());
+}
+
 static PyObject *py_release_sigtrap(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -388,13 +394,6 @@ static PyObject *py_drain_wake(PyObject *self, PyObject *unused) {
     (void)unused;
     lp_sampler_drain_wake();
     Py_RETURN_NONE;
-}
-
-static PyObject *py_perf_warm_wait(PyObject *self, PyObject *unused) {
-    (void)self;
-    (void)unused;
-    Py_BEGIN_ALLOW_THREADS lp_perf_clock_warm_wait();
-    Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
 static PyObject *py_resume(PyObject *self, PyObject *unused) {
@@ -551,10 +550,8 @@ static PyMethodDef methods[] = {
      "unwind_table_range(address): (start, end) of its function in the unwind tables, or None."},
     {"sampler_perf_warm", py_perf_warm, METH_NOARGS,
      "sampler_perf_warm(): switches the kernel's perf hooks on in a thread of its own while lprof "
-     "starts (collect/perf_clock.h); sampler_start waits for it. False when the thread could not "
-     "start."},
-    {"sampler_perf_warm_wait", py_perf_warm_wait, METH_NOARGS,
-     "sampler_perf_warm_wait(): returns once sampler_perf_warm's thread is over (bounded)."},
+     "starts (collect/perf_clock.h); nothing waits for it (sampler_settle). False when the thread "
+     "could not start."},
     {"sampler_start", py_start, METH_VARARGS,
      "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2, perf_trap=False): native 1 = native "
      "frames, 2 = all of them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the "
@@ -569,6 +566,9 @@ static PyMethodDef methods[] = {
     {"sampler_pause", py_pause, METH_NOARGS,
      "Before an exec: no sampling signal can be generated once it returns (threads stay registered)."},
     {"sampler_resume", py_resume, METH_NOARGS, "After a failed exec: sampling goes on."},
+    {"sampler_settle", py_settle, METH_NOARGS,
+     "sampler_settle() -> bool: the perf events replace the CPU timers the threads sampled with while "
+     "the kernel switched its perf hooks on (True when they did now)."},
     {"sampler_release_sigtrap", py_release_sigtrap, METH_NOARGS,
      "The program takes SIGTRAP: perf events raise the sampling signal instead."},
     {"sampler_register_current", py_register_current, METH_NOARGS, "Sample the calling thread."},
