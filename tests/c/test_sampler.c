@@ -568,23 +568,47 @@ static int burn_until_samples(int want) {
     return total;
 }
 
+/* Sampling goes on: 3 more samples of this thread than `before` signals. */
+static void samples_go_on(uint64_t before) {
+    CHECK(burn_until_samples(3) >= 3);
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK(st.signals >= before + 3);
+}
+
+static void sigtrap_to_default(void) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGTRAP, &dfl, NULL);
+}
+
+/* CPU sampling whose perf events raise SIGTRAP (cfg: perf source,
+ * perf_trap): 1 once started, 0 (failed, or stopped again and said why)
+ * where perf events are refused or the kernel lacks sigtrap events. */
+static int start_with_sigtrap_events(const lp_sampler_config *cfg) {
+    lp_sampler_host h = fake_host();
+    const char *why = NULL;
+    if (lp_sampler_start(cfg, &h, &why) != 0) {
+        CHECK(why == NULL);
+        return 0;
+    }
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    if (st.cpu_source == LP_CPU_PERF && st.signo == SIGTRAP) return 1;
+    fprintf(stderr, "skipped: no sigtrap perf events here (source %d, signal %d)\n", st.cpu_source, st.signo);
+    lp_sampler_stop();
+    return 0;
+}
+
 /* perf_trap: the perf events raise SIGTRAP (sigtrap events), which lprof's
  * handler then holds; released (the program takes SIGTRAP), they raise the
  * configured signal and sampling goes on. Skipped where perf events are
  * refused (the thread source instead) or the kernel lacks sigtrap. */
 TEST(test_perf_events_raise_sigtrap_until_released) {
-    lp_sampler_host h = fake_host();
     lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_PERF, 1};
-    const char *why = NULL;
-    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    if (!start_with_sigtrap_events(&cfg)) return;
     lp_sampler_stats st;
-    lp_sampler_get_stats(&st);
-    if (st.cpu_source != LP_CPU_PERF || st.signo != SIGTRAP) {
-        fprintf(stderr, "skipped: no sigtrap perf events here (source %d, signal %d)\n", st.cpu_source,
-                st.signo);
-        lp_sampler_stop();
-        return;
-    }
     struct sigaction held;
     REQUIRE(sigaction(SIGTRAP, NULL, &held) == 0);
     CHECK(held.sa_sigaction == lp_sampler_on_signal);
@@ -593,10 +617,7 @@ TEST(test_perf_events_raise_sigtrap_until_released) {
     lp_sampler_release_sigtrap();
     lp_sampler_get_stats(&st);
     CHECK_EQ_INT(st.signo, SIGNO);
-    uint64_t before = st.signals;
-    CHECK(burn_until_samples(3) >= 3);
-    lp_sampler_get_stats(&st);
-    CHECK(st.signals >= before + 3);
+    samples_go_on(st.signals);
     lp_sampler_unregister(KEY_A);
     stop_and_clear();
     /* the program took SIGTRAP meanwhile: a later start leaves it alone */
@@ -604,6 +625,8 @@ TEST(test_perf_events_raise_sigtrap_until_released) {
     memset(&theirs, 0, sizeof theirs);
     theirs.sa_handler = SIG_IGN;
     REQUIRE(sigaction(SIGTRAP, &theirs, NULL) == 0);
+    lp_sampler_host h = fake_host();
+    const char *why = NULL;
     REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
     lp_sampler_get_stats(&st);
     CHECK(st.signo != SIGTRAP);
@@ -625,18 +648,9 @@ static void their_sigtrap(int signo) {
  * events to the real-time signal, so the extension's handler meets no
  * more samples and sampling goes on. */
 TEST(test_sigtrap_taken_by_sigaction_moves_the_events) {
-    lp_sampler_host h = fake_host();
     lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_PERF, 1};
-    const char *why = NULL;
-    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    if (!start_with_sigtrap_events(&cfg)) return;
     lp_sampler_stats st;
-    lp_sampler_get_stats(&st);
-    if (st.cpu_source != LP_CPU_PERF || st.signo != SIGTRAP) {
-        fprintf(stderr, "skipped: no sigtrap perf events here (source %d, signal %d)\n", st.cpu_source,
-                st.signo);
-        lp_sampler_stop();
-        return;
-    }
     REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
     CHECK(burn_until_samples(3) >= 3);
     CHECK_EQ_INT(lp_sampler_check_sigtrap(), 0); /* still lprof's */
@@ -649,16 +663,12 @@ TEST(test_sigtrap_taken_by_sigaction_moves_the_events) {
     lp_sampler_get_stats(&st);
     CHECK_EQ_INT(st.signo, SIGNO);
     their_traps = 0;
-    uint64_t before = st.signals;
-    CHECK(burn_until_samples(3) >= 3);
-    lp_sampler_get_stats(&st);
-    CHECK(st.signals >= before + 3);
+    samples_go_on(st.signals);
     CHECK_EQ_INT((int)their_traps, 0);
     CHECK_EQ_INT(lp_sampler_check_sigtrap(), 0); /* moved once */
     lp_sampler_unregister(KEY_A);
     stop_and_clear();
-    theirs.sa_handler = SIG_DFL;
-    sigaction(SIGTRAP, &theirs, NULL);
+    sigtrap_to_default();
 }
 
 /* Started while the kernel still switches its perf hooks on (held here),
@@ -701,15 +711,10 @@ TEST(test_cpu_timers_sample_until_the_perf_events_take_over) {
             slot_has_timer |= lp_sampler_S.slots[i].has_timer;
         }
     CHECK(slot_has_perf && !slot_has_timer);
-    CHECK(burn_until_samples(3) >= 3);
-    lp_sampler_get_stats(&st);
-    CHECK(st.signals >= by_timers + 3);
+    samples_go_on(by_timers);
     lp_sampler_unregister(KEY_A);
     stop_and_clear();
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGTRAP, &dfl, NULL);
+    sigtrap_to_default();
 }
 
 RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_timer_samples_own_thread,
