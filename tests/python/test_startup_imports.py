@@ -29,6 +29,11 @@ def test_a_sampling_run_loads_no_module_it_does_not_use(run_lprof, run_python, w
         '# profiled with lprof\n[project]\nname = "uses-lprof"\n[tool.ruff]\nline-length = 99\n'
     )
     plain = _loaded(run_python, "show.py")
+    # what the interpreter's own argparse loads is not lprof's to avoid (3.14's
+    # imports inspect, linecache and tokenize through _colorize)
+    write_script("parser.py", "import argparse\nargparse.ArgumentParser().add_argument('-x')\n"
+                 + SHOW.format(names=NOT_AT_START))
+    plain |= _loaded(run_python, "parser.py")
     assert _loaded(run_lprof, "-q", "show.py") - plain == set()
     # a run that traces lines writes line_profiler's pickle: its modules are in
     assert {"pickle", "pickletools"} <= _loaded(run_lprof, "-l", "-q", "show.py")
