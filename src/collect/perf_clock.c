@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/own_tids.h"
 #include "common/thread_start.h"
 
 static size_t page_size(void) {
@@ -69,6 +70,8 @@ static void warm_over(void) {
 
 static void *warm_main(void *arg) {
     (void)arg;
+    /* lprof's: it may run beside the program now, whose CPU its own is not */
+    lp_own_tid_add_self();
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
@@ -79,6 +82,7 @@ static void *warm_main(void *arg) {
     if (fd >= 0) close(fd);
     __atomic_store_n(&warm.done, 1, __ATOMIC_RELEASE);
     warm_over();
+    lp_own_tid_remove_self();
     return NULL;
 }
 

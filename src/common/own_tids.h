@@ -1,6 +1,6 @@
 /* common: the kernel thread ids of lprof's own threads (the sampler's drain,
  * the -i writer, the fault watcher, the wall-clock thread, the other-threads
- * clock, the GPU flusher, the tracer's sweeper). Each thread adds itself
+ * clock, the GPU flusher, the tracer's sweeper, the perf warm-up). Each thread adds itself
  * first thing and removes itself at its end; the sampler's clock of threads
  * it does not sample (collect/other_threads.c) leaves their CPU time out of
  * the program's. Fixed table, lock-free, no allocation: any thread may add,
