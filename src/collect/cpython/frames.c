@@ -71,6 +71,13 @@ static inline int rd(lp_reader r, void *dst, const void *src, size_t n) {
  * be trusted. Allocator hooks run at call boundaries and read directly. */
 #define TRUSTED_RUN 2
 
+/* A real chain has few frames in a row that give no Python frame: a C entry
+ * shim, the frame below it being set up, 3.14's base frame. A longer run is
+ * a torn chain read from a thread that moved (a shim's stale C-stack memory
+ * pointing at itself): the walk ends there, where the 100000-hop bound alone
+ * let the wall thread spend a second of process_vm_readv calls on one read. */
+#define MAX_SKIPPED_RUN 8
+
 typedef struct {
     lp_reader caller; /* NULL: direct reads allowed once trusted */
     int valid_run;    /* consecutive validated frames so far */
@@ -167,10 +174,10 @@ int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max) {
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
     const _PyInterpreterFrame *f = lp_pyframes_top(tstate, reader);
     walk_reads w = {reader, 0};
-    int n = 0, hops = 0;
+    int n = 0, hops = 0, skipped = 0;
     *truncated = 0;
     /* hops bounds the walk even through a torn (cyclic) chain */
-    for (; f != NULL && hops < 100000; hops++) {
+    for (; f != NULL && hops < 100000 && skipped <= MAX_SKIPPED_RUN; hops++) {
         _PyInterpreterFrame fr;
         lp_reader r = hop_reader(&w);
         if (rd(r, &fr, f, offsetof(_PyInterpreterFrame, localsplus)) < 0) break;
@@ -194,6 +201,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         if (fr.owner >= FRAME_OWNED_BY_INTERPRETER) {
             if (n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
             f = next;
+            skipped++;
             continue;
         }
         const uint32_t entry = 0;
@@ -201,6 +209,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         if (fr.owner == FRAME_OWNED_BY_CSTACK) { /* C entry shim: the frame below it was entered from C */
             if (n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
             f = next;
+            skipped++;
             continue;
         }
         const uint32_t entry = 0;
@@ -214,6 +223,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         if (!lp_pyframes_is_code(co, r)) {
             if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
             f = next;
+            skipped++;
             continue;
         }
         w.valid_run++;
@@ -225,6 +235,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
              * mark moves to the frame it runs above (the eval call is real) */
             if (entry && n > 0) out[n - 1].flags |= LP_RAWFRAME_ENTRY;
             f = next;
+            skipped++;
             continue;
         }
         if (n == max) {
@@ -235,6 +246,7 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         out[n].offset = (int32_t)((instr - code_start) * (ptrdiff_t)sizeof(_Py_CODEUNIT));
         out[n].flags = entry;
         n++;
+        skipped = 0;
         f = next;
     }
     if (n > 0 && !*truncated) out[n - 1].flags |= LP_RAWFRAME_ENTRY; /* the outermost frame */
@@ -245,9 +257,9 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
 int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
     const PyFrameObject *f = lp_pyframes_top(tstate, reader);
     walk_reads w = {reader, 0};
-    int n = 0, hops = 0;
+    int n = 0, hops = 0, skipped = 0;
     *truncated = 0;
-    for (; f != NULL && hops < 100000; hops++) {
+    for (; f != NULL && hops < 100000 && skipped <= MAX_SKIPPED_RUN; hops++) {
         PyFrameObject fr;
         lp_reader r = hop_reader(&w);
         if (rd(r, &fr, f, offsetof(PyFrameObject, f_localsplus)) < 0) break;
@@ -263,6 +275,9 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
             out[n].flags = LP_RAWFRAME_ENTRY; /* one eval-loop call per frame before 3.11 */
             out[n].offset = fr.f_lasti < 0 ? -1 : fr.f_lasti * 2; /* code units -> bytes */
             n++;
+            skipped = 0;
+        } else {
+            skipped++;
         }
         f = fr.f_back;
     }
