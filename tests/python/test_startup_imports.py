@@ -12,7 +12,7 @@ import json, sys
 print(json.dumps(sorted(m for m in {names!r} if m in sys.modules)))
 """
 NOT_AT_START = ("tomllib", "tomli", "pickle", "pickletools", "traceback", "textwrap", "array", "tokenize",
-                "linecache", "mmap",
+                "linecache", "mmap", "lprof.collect.awaits", "lprof.collect.task_names", "lprof.process.preload",
                 "lprof.model.validate", "lprof.model.merge")
 
 

@@ -14,7 +14,6 @@ import time
 import types
 
 from .. import _lprof
-from . import awaits
 from ..model.frames import NO_THREAD, NO_THREAD_NAME
 from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 
@@ -214,6 +213,10 @@ class SamplingCollector:
             sigtrap_guard.install()
         _active = self
         if self.waits:
+            # here, on the program's thread before any of lprof's: the
+            # drain and the checkpoints use it without importing it
+            from . import awaits
+
             self._waits_note = awaits.start()
         self._running = True
         self._pid = os.getpid()
@@ -282,6 +285,8 @@ class SamplingCollector:
         self._drainer = None
         _active = None
         if self.waits:
+            from . import awaits
+
             awaits.after_fork_child()
 
     def stop(self):
@@ -298,6 +303,8 @@ class SamplingCollector:
             self._drainer.join(timeout=5)
         self._drainer = None
         if self.waits:
+            from . import awaits
+
             awaits.stop()
         _lprof.sampler_stop()
         self._stats = _lprof.sampler_stats()
@@ -366,6 +373,8 @@ class SamplingCollector:
         """The await waits' total and counts, in wall mode (else nothing)."""
         if not self.waits:
             return {}
+        from . import awaits  # imported by start() already (wall mode)
+
         out = {"wait_total_s": total, "waits": awaits.stats() or {}}
         tasks = awaits.tasks()
         if tasks:  # the task view of the stacks (model/task_stacks.py)

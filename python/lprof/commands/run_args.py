@@ -308,10 +308,11 @@ def _parse(argv, as_kernprof=False):
         path, named = config.config_path(early.config, False)
         values, warning = config.defaults(p, path, explicit=named)
         values["column_widths"] = config.column_widths(path, named)
-        from ..process.preload import MARKER  # set in the process --memory re-executes
+        if warning:
+            from ..process.preload import MARKER  # set in the process --memory re-executes
 
-        if warning and not os.environ.get(MARKER):  # say it once, not again after the re-exec
-            sys.stderr.write(f"lprof: {warning}\n")
+            if not os.environ.get(MARKER):  # say it once, not again after the re-exec
+                sys.stderr.write(f"lprof: {warning}\n")
         p.set_defaults(**values)
     args = p.parse_args(own)
     args.as_kernprof = as_kernprof
