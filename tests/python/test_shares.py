@@ -63,8 +63,14 @@ def test_shares_are_of_the_process_whole_and_the_rest_is_said(run_lprof, write_s
     assert r.returncode == 0, r.stderr
     measured = json.loads((tmp_path / "measured.json").read_text())
     prof = load_profile(str(tmp_path / "p.lprof"))
-    whole = prof["sampling"]["process_cpu_s"]
-    assert whole >= measured["main"] + measured["second"] + measured["stdlib"] - 0.02, (whole, measured)
+    process = prof["sampling"]["process_cpu_s"]
+    assert process >= measured["main"] + measured["second"] + measured["stdlib"] - 0.02, (process, measured)
+    # the whole is the process's CPU clock, or the CPU on the samples where
+    # that is more (model/shares.py): seen once on a busy CI machine, 465
+    # samples of 4 ms beside a process clock of 1.854 s (a task-clock event
+    # counts the time its thread is scheduled in, which may include time
+    # the hypervisor took; the thread's CPU clock does not)
+    whole = max(process, prof["sampling"]["cpu_total_s"])
     out = r.stdout
     # the header's CPU is the whole, and its signals are per CPU second sampled
     flat = _flat(out)
