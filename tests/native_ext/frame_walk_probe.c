@@ -69,13 +69,9 @@ static void make_thread(void) {
 #endif
 }
 
-/* Two Python frames, then a frame holding no code whose caller is itself:
- * stale memory read mid-change. Returns the frames captured; *reads: the
- * reads the walk made. */
-__attribute__((visibility("default"))) int probe_torn_chain(PyObject *code, long *reads) {
-    make_frame(0, code, 1);
-    make_frame(1, code, 2);
-    make_frame(2, NULL, 2);
+/* The walk of the made-up thread: the frames it keeps; *reads: the reads
+ * it made. */
+static int walk(long *reads) {
     make_thread();
     lp_rawframe out[64];
     int truncated = 0;
@@ -85,15 +81,18 @@ __attribute__((visibility("default"))) int probe_torn_chain(PyObject *code, long
     return n;
 }
 
+/* Two Python frames, then a frame holding no code whose caller is itself:
+ * stale memory read mid-change. */
+__attribute__((visibility("default"))) int probe_torn_chain(PyObject *code, long *reads) {
+    make_frame(0, code, 1);
+    make_frame(1, code, 2);
+    make_frame(2, NULL, 2);
+    return walk(reads);
+}
+
 /* The same two Python frames over a sound end: the walk keeps both. */
 __attribute__((visibility("default"))) int probe_sound_chain(PyObject *code, long *reads) {
     make_frame(0, code, 1);
     make_frame(1, code, -1);
-    make_thread();
-    lp_rawframe out[64];
-    int truncated = 0;
-    probe_reads = 0;
-    int n = lp_pyframes_capture(&ts, out, 64, &truncated, counting_read);
-    *reads = probe_reads;
-    return n;
+    return walk(reads);
 }
