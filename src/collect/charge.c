@@ -38,3 +38,12 @@ void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mo
     }
     put(out, LP_M_SAMPLES, s->weight);
 }
+
+void lp_charge_limit(lp_charge *c, int64_t limit_ns) {
+    if (limit_ns < 0) limit_ns = 0;
+    if (c->weight_ns <= 0 || limit_ns >= c->weight_ns) return;
+    double keep = (double)limit_ns / (double)c->weight_ns;
+    for (int i = 0; i < c->n; i++)
+        if (c->add[i].metric != LP_M_SAMPLES) c->add[i].value = (int64_t)((double)c->add[i].value * keep);
+    c->weight_ns = limit_ns;
+}

@@ -586,6 +586,8 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->seen_cpu_ns = t->offered_cpu_ns = t->start_cpu_ns;
     __atomic_store_n(&t->detached_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&t->pending, 0, __ATOMIC_RELAXED);
+    t->charged_ns = 0;
+    t->allowed_ns = UINT64_MAX;
     if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending) {
         t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.perf_signo);
         if (!t->perf) return -1;
@@ -758,6 +760,27 @@ void lp_sampler_drain_wake(void) {
     lp_futex_wake(&S.drain_asked, INT_MAX);
 }
 
+/* CPU mode: what a slot's samples may charge in all, from its thread's CPU
+ * clock now (or at its end) less the time before registration, paused, or
+ * covered by detached reads (charged through the wall ring). Samples
+ * committed after this read are held to it too: a rare one loses the part
+ * of its period that ran after the read. */
+static void set_allowance(slot *t) {
+    uint64_t cpu = __atomic_load_n(&t->end_cpu_ns, __ATOMIC_ACQUIRE);
+    if (cpu == 0) cpu = clock_ns(t->cpu_clock); /* 0: the thread is gone */
+    uint64_t before = t->start_cpu_ns + __atomic_load_n(&t->detached_ns, __ATOMIC_ACQUIRE);
+    t->allowed_ns = cpu == 0 ? UINT64_MAX : cpu > before ? cpu - before : 0;
+}
+
+uint64_t lp_sampler_take_cpu(int i, uint64_t want_ns) {
+    if (i < 0 || i >= LP_SAMPLER_MAX_THREADS || S.cfg.mode != LP_MODE_CPU) return want_ns;
+    slot *t = &S.slots[i];
+    uint64_t left = t->allowed_ns > t->charged_ns ? t->allowed_ns - t->charged_ns : 0;
+    uint64_t granted = want_ns < left ? want_ns : left;
+    t->charged_ns += granted;
+    return granted;
+}
+
 uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
     if (!S.ring_mem) return 0;
     uint64_t n = 0;
@@ -765,6 +788,7 @@ uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg) {
         slot *t = &S.slots[i];
         if (t->state == LP_SLOT_FREE) continue;
         close_stalled_perf(t);
+        if (S.cfg.mode == LP_MODE_CPU && !lp_ring_empty(&t->ring)) set_allowance(t);
         n += drain_ring(&t->ring, i, fn, arg);
         /* a DEAD slot is free once drained and no handler is inside it; a
          * timer signal still queued for it finds a new generation later */

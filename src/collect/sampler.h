@@ -186,6 +186,13 @@ LP_INTERNAL const void *lp_sampler_slot_tstate(int slot, uint64_t *thread_key);
  * threads' clock (collect/other_threads.h) */
 typedef void (*lp_sample_fn)(const lp_sample *s, int slot, void *arg);
 LP_INTERNAL uint64_t lp_sampler_drain(lp_sample_fn fn, void *arg);
+/* CPU mode, from the drain's fn: the CPU time a sample of `slot` may charge
+ * of the want_ns it stands for. In all, a thread's samples never charge more
+ * than its CPU clock advanced while sampled (as read when the drain reached
+ * its ring): a perf task-clock event counts the time its thread is
+ * scheduled in, which runs ahead of that clock on a busy VM. Any other slot
+ * or mode: want_ns. */
+LP_INTERNAL uint64_t lp_sampler_take_cpu(int slot, uint64_t want_ns);
 /* The drain thread's sleep between drains: returns after `seconds`, or
  * sooner once a ring is more than half full or lp_sampler_drain_wake is
  * called; 1 if it was asked so, 0 on the time-out. No GIL needed. */

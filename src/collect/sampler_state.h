@@ -58,6 +58,10 @@ typedef struct {
      * covered (detached: the thread's end counts it as sampled) */
     uint64_t seen_cpu_ns, offered_cpu_ns, detached_ns;
     uint32_t pending;
+    /* CPU mode, the drain's side: what its samples charged so far, and what
+     * its CPU clock allowed in all when the drain reached its ring
+     * (UINT64_MAX: unknown, no limit); see lp_sampler_take_cpu */
+    uint64_t charged_ns, allowed_ns;
     /* wall mode: CLOCK_MONOTONIC up to which the wall thread has charged the
      * thread (each read weighs the periods since: a pass slower than the
      * period loses no time), and its last detached read: the thread's CPU

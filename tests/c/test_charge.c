@@ -134,7 +134,34 @@ TEST(detached_sample_is_wall_time_and_capped_native_cpu) {
     CHECK_EQ_INT(c.add[1].metric, LP_M_SAMPLES);
 }
 
+/* A sample limited to what its thread's CPU clock allowed: its CPU and GIL
+ * time in proportion, its count whole; a limit at or above its weight, or
+ * below 0, changes nothing or takes all its time. */
+TEST(a_limited_sample_keeps_its_count_and_loses_time_in_proportion) {
+    lp_sample s = {0};
+    s.flags = LP_SF_GIL | LP_SF_IN_INTERP | LP_SF_IN_EVAL;
+    s.weight = 4;
+    lp_charge c;
+    lp_charge_sample(&s, 1000, LP_MODE_CPU, NULL, NULL, &c);
+    REQUIRE(c.n == 3);
+    lp_charge_limit(&c, 5000);
+    CHECK_EQ_INT(c.add[0].metric, LP_M_CPU_PYTHON);
+    CHECK_EQ_INT(c.add[0].value, 4000);
+    lp_charge_limit(&c, 1000);
+    CHECK_EQ_INT(c.weight_ns, 1000);
+    CHECK_EQ_INT(c.add[0].value, 1000);
+    CHECK_EQ_INT(c.add[1].metric, LP_M_GIL);
+    CHECK_EQ_INT(c.add[1].value, 1000);
+    CHECK_EQ_INT(c.add[2].metric, LP_M_SAMPLES);
+    CHECK_EQ_INT(c.add[2].value, 4);
+    lp_charge_limit(&c, -5);
+    CHECK_EQ_INT(c.weight_ns, 0);
+    CHECK_EQ_INT(c.add[0].value, 0);
+    CHECK_EQ_INT(c.add[2].value, 4);
+}
+
 RUN_TESTS(python_needs_the_gil_and_the_interpreter, outside_the_eval_loop_at_a_call_is_native,
           a_system_call_is_system_time_whatever_else, cpu_mode_sample_adds_its_column_and_count,
           wall_mode_sample_adds_wall_time_too, detached_sample_is_wall_time_and_capped_native_cpu,
-          gil_time_is_the_time_the_thread_held_it)
+          gil_time_is_the_time_the_thread_held_it,
+          a_limited_sample_keeps_its_count_and_loses_time_in_proportion)

@@ -493,6 +493,46 @@ TEST(test_paused_cpu_is_not_in_the_tail) {
 }
 TEST(test_pause_wall_mode) { check_pause(LP_MODE_WALL); }
 
+/* The drain lets a thread's samples charge no more CPU time than its CPU
+ * clock advanced while sampled: a drain that asks three times each sample's
+ * weight (an event running ahead of the clock) gets the clock's time, and
+ * once that is spent, only what the thread ran since. Other slots and wall
+ * mode get what they ask. */
+static uint64_t asked_ns, granted_ns;
+static void ask_thrice(const lp_sample *s, int slot, void *arg) {
+    (void)arg;
+    if (s->flags & LP_SF_TAIL) return;
+    uint64_t want = 3ull * s->weight * 1000000ull;
+    asked_ns += want;
+    granted_ns += lp_sampler_take_cpu(slot, want);
+}
+
+TEST(test_samples_charge_no_more_than_the_thread_clock) {
+    lp_sampler_host h = fake_host();
+    REQUIRE(start(LP_MODE_CPU, 1000000, &h) == 0);
+    double t0 = thread_cpu_s();
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    burn_for(0.1);
+    asked_ns = granted_ns = 0;
+    lp_sampler_drain(ask_thrice, NULL);
+    double ran = thread_cpu_s() - t0;
+    CHECK(asked_ns > granted_ns);    /* it was held back */
+    CHECK(granted_ns <= ran * 1e9);  /* to the clock */
+    CHECK(granted_ns >= 0.08 * 1e9); /* and given it (100 ms burnt) */
+    uint64_t first = granted_ns;
+    double t1 = thread_cpu_s();
+    burn_for(0.05);
+    lp_sampler_drain(ask_thrice, NULL);
+    CHECK(granted_ns - first <= (thread_cpu_s() - t1) * 1e9 + 2e6); /* what it ran since (a sample's start) */
+    CHECK(granted_ns - first >= 0.03 * 1e9);
+    CHECK_EQ_INT(lp_sampler_take_cpu(-1, 5), 5); /* the wall ring's reads */
+    CHECK_EQ_INT(lp_sampler_take_cpu(-2, 7), 7); /* the other threads' clock */
+    stop_and_clear();
+    REQUIRE(start(LP_MODE_WALL, 1000000, &h) == 0);
+    CHECK_EQ_INT(lp_sampler_take_cpu(0, 9), 9);
+    stop_and_clear();
+}
+
 /* The wall thread has finished starting when start (and resume) return: a
  * program that forks on its first line must not fork while the thread's
  * start-up is inside an allocator that takes no lock around fork (ASan's).
@@ -724,4 +764,5 @@ RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code, test_cpu_tim
           test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
           test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns,
           test_perf_events_raise_sigtrap_until_released, test_sigtrap_taken_by_sigaction_moves_the_events,
-          test_cpu_timers_sample_until_the_perf_events_take_over)
+          test_cpu_timers_sample_until_the_perf_events_take_over,
+          test_samples_charge_no_more_than_the_thread_clock)

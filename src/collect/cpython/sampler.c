@@ -155,6 +155,8 @@ static void add_sample(const lp_sample *s, int slot, void *arg) {
     uint32_t id = lp_agg_intern(s->thread_key, stack, depth, (s->flags & LP_SF_TRUNCATED) != 0);
     lp_charge c; /* the rule: collect/charge.c */
     lp_charge_sample(s, config.period_ns, config.mode, leaf_at_call, NULL, &c);
+    if (config.mode == LP_MODE_CPU && c.cpu != LP_M_COUNT && c.weight_ns > 0) /* never past its CPU clock */
+        lp_charge_limit(&c, (int64_t)lp_sampler_take_cpu(slot, (uint64_t)c.weight_ns));
     for (int i = 0; i < c.n; i++) lp_agg_add(id, c.add[i].metric, c.add[i].value);
     if (c.cpu != LP_M_COUNT && slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
         slot_last[slot].stack = id;
