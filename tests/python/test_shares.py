@@ -67,9 +67,9 @@ def test_shares_are_of_the_process_whole_and_the_rest_is_said(run_lprof, write_s
     assert process >= measured["main"] + measured["second"] + measured["stdlib"] - 0.02, (process, measured)
     # the whole is the process's CPU clock, or the CPU on the samples where
     # that is more (model/shares.py): seen once on a busy CI machine, 465
-    # samples of 4 ms beside a process clock of 1.854 s (a task-clock event
-    # counts the time its thread is scheduled in, which may include time
-    # the hypervisor took; the thread's CPU clock does not)
+    # samples of 4 ms beside a process clock of 1.854 s, before the drain
+    # held each thread's samples to its own CPU clock (a task-clock event ran
+    # ahead of it: docs/design-sampler.md)
     whole = max(process, prof["sampling"]["cpu_total_s"])
     out = r.stdout
     # the header's CPU is the whole, and its signals are per CPU second sampled
