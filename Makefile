@@ -12,7 +12,7 @@ APT_PACKAGES := python3-dev libunwind-dev libjemalloc-dev libze-dev openmpi-bin 
 # clang-format: `make lint` checks the C layout against .clang-format
 # debootstrap: the chroot `make matrix` tests CPython $(SID_VERSIONS) in
 # mpi4py builds against libopenmpi-dev (the mpirun test of lprof merge)
-PIP_PACKAGES := pytest numpy ipython mpi4py atheris ruff
+PIP_PACKAGES := pytest pytest-xdist numpy ipython mpi4py atheris ruff
 # optional, from local wheels only (a CPU torch build, where the machine has one)
 LOCAL_PIP_PACKAGES := torch==2.13.0
 
@@ -92,8 +92,9 @@ ctest: $(CTESTS)
 	$(if $(CUPTI_INCLUDE),$(CC) $(CWARN) -Isrc -DLPROF_HAVE_CUPTI_H -I$(dir $(CUPTI_INCLUDE)) -fsyntax-only src/collect/gpu/cupti_view_check.c,@echo "ctest: no CUPTI headers here: the CUPTI view is not checked against them")
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
 
+# pytest-xdist workers: PYTEST_JOBS (default: the cores, at most 4; 1 = serial)
 pytest: build
-	$(PYTHON) -m pytest tests/python
+	$(PYTHON) -m pytest $(shell $(PYTHON) tools/pytest_jobs.py $(PYTHON)) tests/python
 
 matrix:
 	@$(PYTHON) tools/matrix.py $(PYVERSIONS)

@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest_jobs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -65,7 +67,18 @@ def run_sanitized(python, name, tests):
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
     )
     return subprocess.run(
-        [python, "-m", "pytest", "-q", "-m", "not needs_shim", *tests], cwd=ROOT, env=env
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "not needs_shim",
+            *pytest_jobs.args(pytest_jobs.has_xdist(python)),
+            *tests,
+        ],
+        cwd=ROOT,
+        env=env,
     ).returncode
 
 

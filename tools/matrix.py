@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest_jobs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -62,7 +64,7 @@ def main(versions):
             if run([interp, "-m", "venv", venv]) != 0:
                 failed.append(version)
                 continue
-        check = subprocess.run([py, "-c", "import pytest"], capture_output=True)
+        check = subprocess.run([py, "-c", "import pytest, xdist"], capture_output=True)
         if check.returncode != 0:
             run(
                 [
@@ -73,6 +75,7 @@ def main(versions):
                     "-q",
                     "--disable-pip-version-check",
                     "pytest",
+                    "pytest-xdist",
                     "setuptools",
                     "wheel",
                 ]
@@ -97,7 +100,19 @@ def main(versions):
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
         if (
             run([py, "setup.py", "-q", "build_ext", "--inplace"], env=env) != 0
-            or run([py, "-m", "pytest", "-q", "-x", "tests/python"], env=env) != 0
+            or run(
+                [
+                    py,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-x",
+                    *pytest_jobs.args(pytest_jobs.has_xdist(py)),
+                    "tests/python",
+                ],
+                env=env,
+            )
+            != 0
         ):
             failed.append(version)
     if missing:

@@ -34,6 +34,8 @@ import signal
 import subprocess
 import sys
 
+import pytest_jobs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHROOT = os.path.join(ROOT, "build", "sid-chroot")
 SUITE = "sid"
@@ -50,7 +52,7 @@ BASE_PACKAGES = [
     "binutils",
     "libze-dev",
 ]
-VENV_PACKAGES = ["pytest", "setuptools", "wheel", "numpy", "ipython"]
+VENV_PACKAGES = ["pytest", "pytest-xdist", "setuptools", "wheel", "numpy", "ipython"]
 # Debian unstable's Release files can outlive their Valid-Until on a mirror
 # snapshot; the packages are still signed, only freshness is waived.
 APT_OPTS = ["-o", "Acquire::Check-Valid-Until=false", "-o", "APT::Install-Recommends=false"]
@@ -234,7 +236,9 @@ def prepare_venv(version):
     venv = f"/venv-{version}"
     py = f"{venv}/bin/python"
     if (
-        in_chroot(f"{py} -c 'import pytest, numpy, IPython'", check=False, capture_output=True).returncode
+        in_chroot(
+            f"{py} -c 'import pytest, xdist, numpy, IPython'", check=False, capture_output=True
+        ).returncode
         != 0
     ):
         in_chroot(
@@ -258,9 +262,10 @@ def test_version(version):
         f"== {version}: build and test in the {SUITE} chroot "
         f"({in_chroot(f'{py} -VV', capture_output=True, text=True).stdout.strip()})"
     )
+    parallel = " ".join(pytest_jobs.args(True))  # prepare_venv installed xdist
     steps = [
         BUILD.format(py=py),
-        f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider tests/python",
+        f"PYTHONPATH=/lprof/python {py} -m pytest -q -p no:cacheprovider {parallel} tests/python",
         f"{py} tools/sdist_check.py",
     ]
     for step in steps:

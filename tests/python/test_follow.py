@@ -3,8 +3,10 @@ subprocesses running Python; one merged profile, exact hits summed across
 processes, --per-process, --no-follow, and a parent profile that survives a
 child killed or ending by os._exit."""
 import os
+import shutil
 import signal
 import sys
+import tempfile
 
 import pytest
 
@@ -88,11 +90,16 @@ def _cpu(row):
 @pytest.mark.parametrize("method", METHODS)
 def test_pool_children_are_merged(method, run_lprof, write_script, load_profile, tmp_path):
     script = write_script("pool.py", POOL)
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    r = run_lprof("-q", "-o", "out.lprof", script, method, 600000, env={"TMPDIR": str(scratch)})
-    assert r.returncode == 0, r.stderr
-    assert os.listdir(scratch) == []  # the children's session folder is removed
+    # a short folder of its own: forkserver's socket path (in TMPDIR, under the
+    # children's session folder) must stay within AF_UNIX's 108 bytes, and
+    # pytest's tmp_path is long under pytest-xdist
+    scratch = tempfile.mkdtemp(prefix="lpf", dir="/tmp")
+    try:
+        r = run_lprof("-q", "-o", "out.lprof", script, method, 600000, env={"TMPDIR": scratch})
+        assert r.returncode == 0, r.stderr
+        assert os.listdir(scratch) == []  # the children's session folder is removed
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     assert r.stdout.strip() == str(4 * sum(i * i for i in range(600000)))  # the program's output
     prof = load_profile(str(tmp_path / "out.lprof"))
     # the parent and the workers (a spawned worker the pool terminates while its
