@@ -78,9 +78,17 @@ lint:
 	@echo "clang-format --dry-run --Werror (the $(words $(C_FORMATTED)) C files of src include tests/c)"
 	@clang-format --dry-run --Werror $(C_FORMATTED)
 
-tests/c/bin/%: tests/c/%.c tests/c/harness.h $(PURE_SOURCES) $(ALL_HEADERS)
+# the core is compiled once (ASan/UBSan objects), each test linked against it
+CTEST_OBJS := $(patsubst src/%.c,tests/c/obj/%.o,$(PURE_SOURCES))
+.SECONDARY: $(CTEST_OBJS)
+
+tests/c/obj/%.o: src/%.c $(ALL_HEADERS)
+	@mkdir -p $(dir $@)
+	@$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -c -o $@ $<
+
+tests/c/bin/%: tests/c/%.c tests/c/harness.h $(CTEST_OBJS) $(ALL_HEADERS)
 	@mkdir -p tests/c/bin
-	$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -o $@ $< $(PURE_SOURCES) -lrt -lpthread -lm -ldl
+	$(CC) $(CWARN) $(SAN) -g -O1 -Isrc -Iinclude -o $@ $< $(CTEST_OBJS) -lrt -lpthread -lm -ldl
 
 # CUPTI's headers, where this machine has a CUDA toolkit (never needed to build)
 CUPTI_INCLUDE := $(firstword $(wildcard $(CUDA_HOME)/include/cupti.h $(dir $(realpath $(shell command -v nvcc 2>/dev/null)))../include/cupti.h /usr/local/cuda/include/cupti.h))
@@ -159,4 +167,4 @@ example: deps build
 clean:
 	@# the chroot's /proc and /dev/shm must be unmounted before build/ goes
 	@$(PYTHON) tools/sid_matrix.py --unmount
-	rm -rf build tests/c/bin tests/c/bin-tsan python/lprof/*.so src/collect/shim/build .venv-*
+	rm -rf build tests/c/bin tests/c/obj tests/c/bin-tsan python/lprof/*.so src/collect/shim/build .venv-*
