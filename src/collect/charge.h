@@ -50,8 +50,9 @@ LP_INTERNAL void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sam
                                   lp_charge_at_call_fn leaf_at_call, void *arg, lp_charge *out);
 
 /* Lowers a charge's time values (all but the sample count) in proportion,
- * so that its weight is limit_ns (0 <= limit_ns <= its weight): the CPU
- * time lp_sampler_take_cpu let it charge. */
+ * so that its weight is limit_ns: the CPU time lp_sampler_take_cpu let it
+ * charge. A limit below 0 counts as 0; one at or above the weight changes
+ * nothing. */
 LP_INTERNAL void lp_charge_limit(lp_charge *c, int64_t limit_ns);
 
 #endif

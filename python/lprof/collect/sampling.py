@@ -20,6 +20,15 @@ from ..model.sections import SAMPLING_METRICS, sampling_line_rows as line_rows
 _DRAIN_PERIOD_S = 0.1
 
 
+def _awaits():
+    """collect/awaits.py, imported on first use: only --wall on 3.12+ waits
+    at awaits, and its import (task names, sys.monitoring) is start-up time
+    every other run would pay."""
+    from . import awaits
+
+    return awaits
+
+
 def _call_opcodes():
     import opcode
 
@@ -215,9 +224,7 @@ class SamplingCollector:
         if self.waits:
             # here, on the program's thread before any of lprof's: the
             # drain and the checkpoints use it without importing it
-            from . import awaits
-
-            self._waits_note = awaits.start()
+            self._waits_note = _awaits().start()
         self._running = True
         self._pid = os.getpid()
         self._t0 = time.perf_counter()
@@ -285,9 +292,7 @@ class SamplingCollector:
         self._drainer = None
         _active = None
         if self.waits:
-            from . import awaits
-
-            awaits.after_fork_child()
+            _awaits().after_fork_child()
 
     def stop(self):
         global _active
@@ -303,9 +308,7 @@ class SamplingCollector:
             self._drainer.join(timeout=5)
         self._drainer = None
         if self.waits:
-            from . import awaits
-
-            awaits.stop()
+            _awaits().stop()
         _lprof.sampler_stop()
         self._stats = _lprof.sampler_stats()
         if _active is self:
@@ -373,8 +376,7 @@ class SamplingCollector:
         """The await waits' total and counts, in wall mode (else nothing)."""
         if not self.waits:
             return {}
-        from . import awaits  # imported by start() already (wall mode)
-
+        awaits = _awaits()
         out = {"wait_total_s": total, "waits": awaits.stats() or {}}
         tasks = awaits.tasks()
         if tasks:  # the task view of the stacks (model/task_stacks.py)
