@@ -1,16 +1,16 @@
 """`lprof attach`'s command line: the parser and the checks made before
 anything is asked of the process (one line and exit status 2 each)."""
 
-import argparse
 import os
 
 from ..common.errors import LprofError
 from . import output_paths
 from .options import add_sampled_listing_options
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof attach",
         allow_abbrev=False,
         description="Profile a running Python process (Python 3.14+ in the process, through "

@@ -1,15 +1,15 @@
 """`lprof diff BEFORE AFTER`: lines and functions that got slower or heavier."""
 
-import argparse
 import sys
 
 from ..common.errors import LprofError
 from ..model import profile_file
 from ..common.files import write_text
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof diff",
         allow_abbrev=False,
         description="Compare two profiles: the lines and functions of "

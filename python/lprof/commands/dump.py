@@ -5,7 +5,6 @@ is. Python 3.10-3.15 (3.10-3.12: with lprof's extension built for the
 target's version; 3.13+: the target's _Py_DebugOffsets; docs/design-remote.md).
 --native stops the threads (ptrace) to add their C frames (collect/remote_native.py)."""
 
-import argparse
 import json
 import sys
 
@@ -13,10 +12,11 @@ from ..collect import remote_native, remote_stacks
 from ..common.errors import LprofError
 from ..process import remote_target
 from ..render import stack_dump
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof dump",
         allow_abbrev=False,
         description="Print every thread's Python stack in a running process, read from outside "

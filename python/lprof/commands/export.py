@@ -1,17 +1,17 @@
 """`lprof export FILE --format F`: JSON, folded stacks, speedscope, SVG, HTML,
 Chrome trace, pstats, Firefox Profiler (gecko). The format comes from lprof.export's one registry."""
 
-import argparse
 import sys
 
 from .. import export as exports
 from ..common.errors import LprofError
 from ..model import profile_file, task_stacks
 from .options import STACK_METRICS
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof export", allow_abbrev=False, description="Convert a saved profile to another format."
     )
     p.add_argument("file")

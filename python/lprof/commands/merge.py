@@ -3,7 +3,6 @@ process). Files are read one at a time and folded into the running total
 (lprof.model.merge), so memory follows the distinct lines and stacks, not
 the number of files."""
 
-import argparse
 import glob
 import os
 import sys
@@ -11,10 +10,11 @@ import sys
 from ..common.errors import LprofError
 from ..model import profile_file
 from ..model.merge import MergeError, Merger
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof merge",
         allow_abbrev=False,
         description="Merge profiles (one per rank or process) into "

@@ -10,6 +10,7 @@ import sys
 from .. import __version__
 from ..common.errors import LprofError
 from .options import STACK_METRICS, add_sampled_listing_options
+from . import parsers
 
 
 _BOOL_WORDS = {
@@ -56,7 +57,7 @@ def _switch(group, short, long, help, default=False):
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof",
         allow_abbrev=False,
         usage="lprof [options] script.py [args ...]\n"
@@ -300,7 +301,7 @@ def _parse(argv, as_kernprof=False):
     own, target = argsplit.split(p, argv)
     if as_kernprof and target.kind == "script" and target.args[:1] == ["--"]:
         target.args = target.args[1:]  # kernprof's parser drops a `--` after the script
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre = parsers.parser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config")
     pre.add_argument("--no-config", action="store_true")
     early, _ = pre.parse_known_args(own)

@@ -1,15 +1,15 @@
 """`lprof view FILE`: print a saved profile again."""
 
-import argparse
 import sys
 
 from .. import __version__
 from ..model import profile_file
 from .options import add_sampled_listing_options
+from . import parsers
 
 
 def parser():
-    p = argparse.ArgumentParser(
+    p = parsers.parser(
         prog="lprof view",
         allow_abbrev=False,
         description="Print a saved profile again: an lprof file, or a "
@@ -134,7 +134,7 @@ def parse(argv):
     from . import config
 
     p = parser()
-    early = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    early = parsers.parser(add_help=False, allow_abbrev=False)
     early.add_argument("-c", "--config")
     early.add_argument("--no-config", action="store_true")
     known, _ = early.parse_known_args(argv)
