@@ -157,8 +157,10 @@ def scalene_cmd(script, args, out, memory=False):
     return [vbin("scalene"), "run", "-o", out] + opts + [script] + (["---"] + args if args else [])
 
 
-def pyspy_cmd(script, args, out, wall=False, rate=None, native=False):
+def pyspy_cmd(script, args, out, wall=False, rate=None, native=False, nonblocking=False):
     cmd = [vbin("py-spy"), "record", "-f", "raw", "-o", out]
+    if nonblocking:
+        cmd.append("--nonblocking")
     if native:
         cmd.append("--native")
     if wall:
