@@ -138,9 +138,16 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     assert abs(others["charged_s"] + others["uncharged_s"] - others["cpu_s"]) < 1e-6, others
     # the background threads' CPU while the main thread ran pure Python has no
     # line to go to: stated, and still in the total as a stack of the marker alone
-    # (what they ran after the loop is the join line's, which waited for them)
+    # (what they ran after the loop is the join line's, which waited for them).
+    # Not all of it: the drain hands a tick without a native holder to the stack
+    # it last charged within LP_OTHERS_WINDOW_NS (200 ms: at most 0.2 s of the one
+    # background thread's CPU), and a holder whose latest sample is older than
+    # it should be (a busy machine) now and then says native and takes a tick
+    # for the loop line (bounded below); the rest must be stated
     beside_loop = json.load(open(os.path.join(os.path.dirname(script), "beside_loop.json")))
-    assert others["uncharged_s"] > 0.5 * beside_loop - 0.02, (others, used, beside_loop)
+    loop_line = _marker_rows(prof).get(line_of(script, "loop"), 0.0)
+    window = 0.2
+    assert others["uncharged_s"] > beside_loop - window - loop_line - 0.05, (others, used, beside_loop, loop_line)
     alone = _marker_rows(prof).get(None, 0.0)
     assert abs(alone - others["uncharged_s"]) < 0.01, (alone, others)
     # its thread, 0, is named for what it is in every view, not "thread 0"
@@ -148,7 +155,6 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     # the pure-Python loop line took little of it (it was not in native code;
     # on a busy machine the holder's latest sample is older and now and then
     # says native: 13% once under two CPU hogs on 3.13)
-    loop_line = _marker_rows(prof).get(line_of(script, "loop"), 0.0)
     assert loop_line < 0.2 * total, (loop_line, used)
     # the header's CPU and lprof's own are the process's (within 5%), not the
     # Python threads' alone
