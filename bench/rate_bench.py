@@ -18,7 +18,7 @@ from common import (
     run_timed,
     workload,
 )
-from sampling_bench import profile_once, read_truth, sized, truth_shares
+from sampling_bench import lprof_once, profile_once, read_truth, sized, truth_shares
 
 WORKLOAD = ("s_recursion", ["40", "400000"])
 # (tool, mode, rate): lprof at its default and above, py-spy beside it
@@ -50,16 +50,9 @@ def _label(tool, mode, rate):
 
 
 def _lprof_run(script, args, mode, rate, base):
-    """One lprof run: (Run, rate reached, {label: share}, truth)."""
-    prof = base + ".lprof"
-    if os.path.exists(prof):
-        os.remove(prof)
+    """One lprof run: (Run, rate reached, {line: seconds}, truth)."""
     truth_path = base + ".truth.json"
-    run = lprof_tool.run(
-        lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall", rate=rate),
-        env_extra={"BENCH_TRUTH": truth_path},
-    )
-    data = lprof_tool.export_json(prof)
+    run, data = lprof_once(script, args, mode, base, {"BENCH_TRUTH": truth_path}, rate=rate)
     samp = data.get("sampling") or {}
     if mode == "wall":  # reads per second of each thread's run (one thread here)
         span = samp.get("duration_s") or 0.0

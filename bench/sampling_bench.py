@@ -50,19 +50,25 @@ def read_truth(path):
         raise Failed("workload wrote no ground truth")
 
 
+def lprof_once(script, args, mode, base, env, rate=None, native=False):
+    """One lprof run writing base.lprof: (Run, its exported JSON)."""
+    prof = base + ".lprof"
+    if os.path.exists(prof):
+        os.remove(prof)
+    run = lprof_tool.run(
+        lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall", rate=rate, native=native),
+        env_extra=env,
+    )
+    return run, lprof_tool.export_json(prof)
+
+
 def profile_once(tool, script, args, mode, base, rate=None, native=False):
     """Run one profiled process; return (Run, {lineno: metric}, {lineno: native_frac}, truth)."""
     truth_path = base + ".truth.json"
     env = {"BENCH_TRUTH": truth_path}
     if tool == "lprof":
-        prof = base + ".lprof"
-        if os.path.exists(prof):
-            os.remove(prof)
-        wall = lprof_tool.run(
-            lprof_tool.sample_cmd(script, args, prof, wall=mode == "wall", rate=rate, native=native),
-            env_extra=env,
-        )
-        lines = lprof_tool.sampling_lines(lprof_tool.export_json(prof), script)
+        wall, data = lprof_once(script, args, mode, base, env, rate=rate, native=native)
+        lines = lprof_tool.sampling_lines(data, script)
         metric = {k: v["wall" if mode == "wall" else "cpu"] for k, v in lines.items()}
         split = {k: v["native_frac"] for k, v in lines.items()}
     elif tool == "scalene":
