@@ -263,16 +263,21 @@ def test_header_and_legend_fit_the_width():
 # Line timing beside the sampler: the tracer's callbacks are lprof's code on
 # the program's thread, and on 3.10/3.11 a sweeper thread of lprof's gives
 # new threads the tracer. One thread, no helper threads.
+# sized in CPU time (0.8 s, ~200 samples at 250 Hz): a fixed count ran
+# 0.13 s on 3.14+, and the few signals in the tracer's code came to 0 in CI
 TRACED_LOOP = """
+import time
+
 @profile
-def f():
+def f(until):
     t = 0
-    for i in range(1_500_000):
-        t += i
+    while time.process_time() < until:
+        for i in range(20_000):
+            t += i
     return t
 
-f()
-f()
+f(time.process_time() + 0.4)
+f(time.process_time() + 0.4)
 """
 
 
