@@ -119,7 +119,8 @@ static uint64_t own_delta(void) {
 
 /* Reads slot t's stack (frozen while it does not hold the GIL; or while a
  * holder sits in native code) into a record of cpu_ns; 1 when written.
- * check: the drain keeps it only if the leaf frame stands on a call. */
+ * check: the drain keeps it only if the leaf frame stands on a call (the
+ * record's LP_SF_GIL flag asks it, whether or not the thread holds the GIL). */
 static int emit_stack(lp_sampler_slot *t, int want_gil, int check, uint64_t cpu_ns, uint64_t now_ns) {
     const lp_sampler_host *h = &S.host;
     lp_sample *s = lp_ring_reserve(&S.others_ring, LP_SAMPLE_MAX_BYTES);
@@ -156,6 +157,21 @@ static void emit_unplaced(uint64_t cpu_ns, uint64_t now_ns) {
 
 enum { TIER_NONE = 0, TIER_COMPUTING = 1, TIER_HOLDER = 2, TIER_WAITING = 3 };
 
+/* The thread's own latest sample was taken outside the interpreter's code
+ * (one now and then lands in libc's malloc from bytecode: the latest, not
+ * any). Recent enough: in CPU mode a thread's samples follow its own CPU
+ * time, so its latest is at most about a period of its running old however
+ * busy the machine (a wall-clock bound failed there: under load a thread
+ * computing in native code went 20 ms of wall time without a sample); wall
+ * mode's follow the wall clock: within two ticks. Only CPU mode's samples
+ * say it of a thread without the GIL (wall mode reads those from its thread). */
+static int native_lately(lp_sampler_slot *t, uint64_t now) {
+    uint64_t latest = __atomic_load_n(&t->sample_t_ns, __ATOMIC_ACQUIRE);
+    uint64_t seen = __atomic_load_n(&t->native_t_ns, __ATOMIC_RELAXED);
+    if (!seen || seen != latest) return 0;
+    return S.cfg.mode == LP_MODE_CPU || (now >= seen && now - seen <= 2 * LP_OTHERS_PERIOD_NS);
+}
+
 /* Hands `cpu_ns` to the Python threads in native code now (the tiers of
  * other_threads.h), evenly; what none takes goes out unplaced. */
 static void place(uint64_t cpu_ns, const uint64_t d[LP_SAMPLER_MAX_THREADS]) {
@@ -172,16 +188,21 @@ static void place(uint64_t cpu_ns, const uint64_t d[LP_SAMPLER_MAX_THREADS]) {
          * or a GIL hand-over is not running native code) */
         int ran = d[i] >= LP_OTHERS_RAN_NS;
         check[i] = 0;
-        if (gil == 0) tier[i] = ran ? TIER_COMPUTING : TIER_WAITING;
-        else if (gil == 1 && !ran) { /* blocked: in a call, if the drain finds it so */ tier[i] = TIER_HOLDER;
+        if (gil == 0 && ran) { /* computing in native code, or it ran bytecode and now
+                                * waits for the GIL (a forced switch): CPU mode's own
+                                * samples tell them apart; else its leaf must stand on a call */
+            tier[i] = TIER_COMPUTING;
+            check[i] = S.cfg.mode == LP_MODE_CPU && !native_lately(t, now);
+        } else if (gil == 0) { /* waiting in a call (a join), or for the GIL another
+                                * holds (lprof's own threads take it too): only the first
+                                * stands on a call */
+            tier[i] = TIER_WAITING;
             check[i] = 1;
-        } else if (gil == 1) { /* running: native code, if its own latest sample found it there
-                                * (one now and then lands in libc's malloc from bytecode) */
-            uint64_t latest = __atomic_load_n(&t->sample_t_ns, __ATOMIC_ACQUIRE);
-            uint64_t seen = __atomic_load_n(&t->native_t_ns, __ATOMIC_RELAXED);
-            if (seen && seen == latest && now >= seen && now - seen <= 2 * LP_OTHERS_PERIOD_NS)
-                tier[i] = TIER_HOLDER;
-        }
+        } else if (gil == 1 && !ran) { /* blocked: in a call, if the drain finds it so */
+            tier[i] = TIER_HOLDER;
+            check[i] = 1;
+        } else if (gil == 1 && native_lately(t, now)) /* running native code (not bytecode) */
+            tier[i] = TIER_HOLDER;
         count[tier[i]]++;
     }
     int pick = count[TIER_COMPUTING] ? TIER_COMPUTING

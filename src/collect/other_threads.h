@@ -16,7 +16,12 @@
  * GIL; re-checked after the read):
  *   1. threads without the GIL whose own CPU clock advanced by
  *      LP_OTHERS_RAN_NS or more in the tick (computing in native code beside
- *      their helpers: numpy's matmul with OpenBLAS);
+ *      their helpers: numpy's matmul with OpenBLAS). In CPU mode only if its
+ *      own latest sample, within two ticks, was outside the interpreter, or
+ *      else the drain finds its leaf standing on a call: a thread that ran
+ *      bytecode and now waits for the GIL another took (a forced switch) is
+ *      not computing for anyone (it took a background thread's CPU for a
+ *      pure-Python loop line on a busy machine);
  *   2. else the GIL holder, when it is in native code: its own latest
  *      sample, within two ticks, was taken outside the interpreter's code
  *      (a C function computing beside its workers, GIL held), or it did not
@@ -24,7 +29,10 @@
  *      call instruction (a C function waiting for its workers, GIL held);
  *      a holder running bytecode is not in native code (its record, if
  *      any, goes on as 4.);
- *   3. else threads without the GIL (waiting in native code: a join);
+ *   3. else threads without the GIL (waiting in native code: a join), if
+ *      the drain finds the leaf frame standing on a call: a thread waiting
+ *      for the GIL (held by another, or by one of lprof's threads on a busy
+ *      machine) stands where the interpreter let it go, a loop's jump;
  *   4. else nobody: a record without frames, which the drain places on the
  *      stack it last charged by 1.-3. if that was at most
  *      LP_OTHERS_WINDOW_NS before (a pool spinning after the work came back:

@@ -152,10 +152,12 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     assert abs(alone - others["uncharged_s"]) < 0.01, (alone, others)
     # its thread, 0, is named for what it is in every view, not "thread 0"
     assert samp["threads"].get("0") == "no Python thread", samp["threads"]
-    # the pure-Python loop line took little of it (it was not in native code;
-    # on a busy machine the holder's latest sample is older and now and then
-    # says native: 13% once under two CPU hogs on 3.13)
-    assert loop_line < 0.2 * total, (loop_line, used)
+    # the pure-Python loop line took none of it (it was not in native code).
+    # Under three CPU hogs it took 0.08-0.21 s in 4 of 4 runs when a loop
+    # thread waiting for the GIL (lprof's threads take it too) counted as
+    # waiting in native code; 0 in 8 of 8 since. Bounded, not 0: one tick
+    # misread still drags the drain's window (0.2 s) along
+    assert loop_line < 0.25, (loop_line, used)
     # the header's CPU and lprof's own are the process's (within 5%), not the
     # Python threads' alone
     assert samp["cpu_total_s"] + samp["lprof_cpu_s"] >= 0.95 * samp["process_cpu_s"], samp
