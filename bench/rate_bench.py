@@ -4,6 +4,7 @@ recursion (a deep stack is the dearest to sample), beside py-spy asked for
 the same rates."""
 
 import os
+import subprocess
 
 import lprof_tool
 import peers
@@ -80,6 +81,25 @@ def _pyspy_run(script, args, rate, base, marks):
     return {"wall": run.wall, "reached": reached, "err": _worst_error(metric, truth, marks, "cpu")}
 
 
+def interrupt_floor():
+    """This host's cost of one interruption of a running thread, nothing of
+    lprof's in it (bench/interrupt_floor.c): {"perf_us", "self_signal_us"},
+    perf_us None where perf events are not allowed; None if it cannot run."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_floor.c")
+    exe = os.path.join(SCRATCH, "interrupt_floor")
+    try:
+        subprocess.run(["cc", "-std=c11", "-O2", "-o", exe, src], check=True, capture_output=True)
+        out = subprocess.run([exe], check=True, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    fields = dict(kv.split("=", 1) for kv in out.split())
+    perf = fields.get("perf_us", "none")
+    return {
+        "perf_us": None if perf == "none" else float(perf),
+        "self_signal_us": float(fields.get("self_signal_us", "nan")),
+    }
+
+
 def _worst_error(metric, truth, marks, mode):
     total = sum(metric.values())
     if total <= 0:
@@ -147,6 +167,25 @@ def rates(log):
                         f"{wall:.3f}x",
                     )
                 )
+    floor = interrupt_floor()
+    floor_note = ""
+    if floor and floor["perf_us"] is not None:
+        least = 1 + 10000 * floor["perf_us"] * 1e-6
+        rows.append(
+            [
+                "floor: an empty signal handler every 100 us of CPU (no profiler)",
+                "10000",
+                "-",
+                f">= {least:.3f}x (from {floor['perf_us']:.1f} us a signal)",
+                "-",
+            ]
+        )
+        floor_note = (
+            f" Floor: on this host one interruption of a running thread costs {floor['perf_us']:.1f} us "
+            f"(a task-clock perf event's signal into a handler that only counts; a self-sent signal "
+            f"{floor['self_signal_us']:.1f} us), so any sampler that stops the thread for each sample "
+            f"costs at least {least:.3f}x at 10 kHz here, before it reads a frame."
+        )
     header = [
         "tool",
         "rate asked (Hz)",
@@ -160,5 +199,6 @@ def rates(log):
         "process's CPU clock less lprof's own threads (CPU mode), or per second of the run (wall mode, "
         "one thread); py-spy's samples in the workload file per second of the workload's run. Worst "
         "line error: the larger of the two hot lines' |share - known share| in points, median of rounds."
+        + floor_note
     )
     return header, rows, note, targets
