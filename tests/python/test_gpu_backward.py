@@ -28,6 +28,11 @@ def _at(marker):
 
 def _run(run_lprof, tmp_path, fake, name="p", **env):
     prof = tmp_path / f"{name}.lprof"
+    # a SIGSEGV here once in CI (not seen in ~30 reruns of that test, ~230
+    # of this file's): if it comes back, faulthandler's dump of every
+    # thread's Python stack says where (lprof's fatal-signal handler passes
+    # the signal on to it)
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     r = run_lprof("--gpu=cuda", "-o", prof, SCRIPT, env=_cuda_env(fake, STEPS=str(STEPS), **env))
     assert r.returncode == 0, r.stderr
     return r, prof
