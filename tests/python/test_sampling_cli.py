@@ -609,8 +609,12 @@ def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script,
                                                         tmp_path):
     """Issue #14 defect 5: a program that installs its own SIGPROF handler and
     ITIMER_PROF after lprof started gets only its own signals (about one per
-    10 ms of CPU), getsignal() tells what it set, and lprof keeps sampling
-    (before: 0 samples, 116-199 handler calls instead of ~100)."""
+    50 ms of CPU), getsignal() tells what it set, and lprof keeps sampling
+    (before: 0 samples, and 16-99 extra handler calls a CPU second). The
+    interval is 50 ms, not 10: on a busy VM the kernel's itimer gave plain
+    Python, without lprof, up to 1.18 calls per 10 ms of its CPU clock (CI
+    failed on 1.13); at 50 ms 0.95-1.05, and the old defect's extra calls
+    would be 1.8-6 times the expected."""
     write_script("sp.py", """
         import signal, time
         print("before", signal.getsignal(signal.SIGPROF) is signal.SIG_DFL)
@@ -618,13 +622,13 @@ def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script,
         def h(s, f):
             calls[0] += 1
         signal.signal(signal.SIGPROF, h)
-        signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)
+        signal.setitimer(signal.ITIMER_PROF, 0.05, 0.05)
         t0 = time.process_time()
         x = 0
         while time.process_time() - t0 < 1.0:
             x += 1
         signal.setitimer(signal.ITIMER_PROF, 0, 0)
-        expected = (time.process_time() - t0) / 0.01
+        expected = (time.process_time() - t0) / 0.05
         print("handler", signal.getsignal(signal.SIGPROF) is h, calls[0], expected)
     """)
     r = run_lprof("-o", "sp.lprof", "sp.py")
@@ -632,7 +636,7 @@ def test_program_sigprof_handler_and_itimer_after_start(run_lprof, write_script,
     lines = r.stdout.splitlines()
     assert lines[0] == "before True" and lines[1].startswith("handler True "), r.stdout
     calls, expected = int(lines[1].split()[2]), float(lines[1].split()[3])
-    assert 0.7 * expected <= calls <= 1.1 * expected + 2, (calls, expected, r.stdout)
+    assert 0.7 * expected <= calls <= 1.3 * expected + 2, (calls, expected, r.stdout)
     prof = load_profile(str(tmp_path / "sp.lprof"))
     assert prof["sampling"]["samples"] > 100
     assert prof["sampling"]["signal"] != "SIGPROF"
