@@ -282,10 +282,12 @@ def test_checkpoints_keep_a_killed_childs_part(run_lprof, write_script, load_pro
     script = write_script("ckpt.py", """
         import os, signal, time
 
-        def child_busy():
+        def child_busy():  # 0.2 s of CPU (1.5M iterations took 0.04 s on 3.14)
             s = 0
-            for i in range(1_500_000):
-                s += i
+            end = time.thread_time() + 0.2
+            while time.thread_time() < end:
+                for i in range(20_000):
+                    s += i
             return s
 
         pid = os.fork()
