@@ -11,14 +11,19 @@ from lprof.model import stacks as model
 from lprof.model.frames import Frame, table as frame_table
 
 DEEP_ALLOC = """
-    import sys
+    import sys, time
     sys.setrecursionlimit(5000)
 
     def deep(n):
         if n == 0:
+            # 0.3 s of CPU on a line that allocates too (a fixed count of
+            # `t += i % 7` took 0.05 s on 3.14 and allocated nothing there:
+            # the one row with CPU and bytes then hung on one sample)
             t = 0
-            for i in range(1_500_000):
-                t += i % 7
+            end = time.thread_time() + 0.3
+            while time.thread_time() < end:
+                for i in range(2_000):
+                    t += len(bytearray(1_000))
             return [bytearray(50_000) for _ in range(200)]
         return deep(n - 1)
 
