@@ -225,6 +225,34 @@ def test_wall_mode_sees_sleep(run_lprof, write_script, tmp_path):
     assert 0.4 <= wall <= 0.9
 
 
+def test_call_opcodes_are_the_interpreters():
+    """The leaf-on-a-call rule's opcodes come from the headers lprof was built
+    with: the same as the opcode module's on every version."""
+    import opcode
+    from lprof import _lprof
+    want = {v for k, v in opcode.opmap.items() if "CALL" in k and v < 256}
+    assert set(_lprof.sampler_call_opcodes()) == want
+
+
+def test_sampling_starts_while_the_program_imports_opcode(tmp_path):
+    """lprof attach runs in the program's main thread, wherever it stands: in
+    a spawned pool worker that was inside `import opcode`, starting the
+    sampler read the half-made module (AttributeError: opmap) and the worker
+    was left out (CI, 3.14). Sampling must start without that module."""
+    code = (
+        "import sys, types\n"
+        "import lprof\n"
+        "real = sys.modules.pop('opcode', None)\n"
+        "sys.modules['opcode'] = types.ModuleType('opcode')  # as while its import runs\n"
+        "with lprof.sampling() as result:\n"
+        "    sum(range(100_000))\n"
+        "print('sampled', 'sampling' in result['profile'])\n")
+    (tmp_path / "imp.py").write_text(code)
+    r = subprocess.run([sys.executable, "imp.py"], cwd=tmp_path, env=lprof_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "sampled True\n", r.stderr
+
+
 def test_sampling_context_manager_api(tmp_path):
     # sized in CPU time: 3M iterations took ~0.08 s on 3.14, against a 0.05 s
     # bound, and failed in CI; now 0.4 s, and half of it must be charged

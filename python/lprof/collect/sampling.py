@@ -29,12 +29,6 @@ def _awaits():
     return awaits
 
 
-def _call_opcodes():
-    import opcode
-
-    return bytes(sorted(v for k, v in opcode.opmap.items() if "CALL" in k and v < 256))
-
-
 def _parse_signal(spec):
     """'SIGPROF', 'PROF', 'SIGRTMIN+3', '27' -> signal number."""
     if spec is None:
@@ -208,7 +202,6 @@ class SamplingCollector:
         )
         if self._signo is None:
             self._signo = _lprof.sampler_default_signal()
-        _lprof.sampler_set_call_opcodes(_call_opcodes())
         if self.native:
             _stop_perf_trampoline()
         _lprof.sampler_start(

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE 1
 #include "cpython/module.h"
 
+#include <opcode.h>
+
 #include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
@@ -29,8 +31,56 @@
 #include "collect/sampler.h"
 
 static lp_sampler_config config;
-static uint64_t threads_unsampled;      /* started while sampling, never registered */
-static unsigned char call_opcodes[256]; /* set by sampler_set_call_opcodes */
+static uint64_t threads_unsampled; /* started while sampling, never registered */
+/* The opcodes that call a function, from the headers of the interpreter
+ * this was built for: not from the opcode module, which a process attached
+ * while it imports opcode (a spawned worker starting) has only partly
+ * initialised (lprof left that worker out). co_code holds base opcodes;
+ * the specialised CALL_* forms never appear there. */
+static const int call_opcode_list[] = {
+#ifdef CALL
+    CALL,
+#endif
+#ifdef CALL_FUNCTION
+    CALL_FUNCTION,
+#endif
+#ifdef CALL_FUNCTION_KW
+    CALL_FUNCTION_KW,
+#endif
+#ifdef CALL_FUNCTION_EX
+    CALL_FUNCTION_EX,
+#endif
+#ifdef CALL_METHOD
+    CALL_METHOD,
+#endif
+#ifdef PRECALL
+    PRECALL,
+#endif
+#ifdef CALL_KW
+    CALL_KW,
+#endif
+#ifdef CALL_INTRINSIC_1
+    CALL_INTRINSIC_1,
+#endif
+#ifdef CALL_INTRINSIC_2
+    CALL_INTRINSIC_2,
+#endif
+#ifdef INSTRUMENTED_CALL
+    INSTRUMENTED_CALL,
+#endif
+#ifdef INSTRUMENTED_CALL_KW
+    INSTRUMENTED_CALL_KW,
+#endif
+#ifdef INSTRUMENTED_CALL_FUNCTION_EX
+    INSTRUMENTED_CALL_FUNCTION_EX,
+#endif
+};
+static unsigned char call_opcodes[256]; /* 1 for each of call_opcode_list */
+
+static void set_call_opcodes(void) {
+    for (size_t i = 0; i < LP_ARRAY_LEN(call_opcode_list); i++)
+        if (call_opcode_list[i] >= 0 && call_opcode_list[i] < 256) call_opcodes[call_opcode_list[i]] = 1;
+}
 
 /* lprof --native: how the drain splices (aggregate/splice.h); 0 = off */
 static int native_mode; /* 0 off, 1 on, 2 all frames */
@@ -463,14 +513,15 @@ static PyObject *py_register_threads(PyObject *self, PyObject *list) {
     return PyLong_FromLong(count);
 }
 
-static PyObject *py_set_call_opcodes(PyObject *self, PyObject *arg) {
+/* bytes: the opcodes the samples' leaf-on-a-call rule counts (tests) */
+static PyObject *py_call_opcodes(PyObject *self, PyObject *unused) {
     (void)self;
-    Py_buffer b;
-    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
-    memset(call_opcodes, 0, sizeof call_opcodes);
-    for (Py_ssize_t i = 0; i < b.len; i++) call_opcodes[((unsigned char *)b.buf)[i]] = 1;
-    PyBuffer_Release(&b);
-    Py_RETURN_NONE;
+    (void)unused;
+    char out[256];
+    Py_ssize_t n = 0;
+    for (int op = 0; op < 256; op++)
+        if (call_opcodes[op]) out[n++] = (char)op;
+    return PyBytes_FromStringAndSize(out, n);
 }
 
 /* One entry of the stats dict; -1 with an exception set on failure. */
@@ -577,7 +628,7 @@ static PyMethodDef methods[] = {
     {"sampler_unregister_current", (PyCFunction)(void (*)(void))py_unregister_current, METH_FASTCALL,
      "Stop sampling the calling thread; optional code object of what it ran."},
     {"sampler_register_threads", py_register_threads, METH_O, "Sample running threads [(ident, native_id)]."},
-    {"sampler_set_call_opcodes", py_set_call_opcodes, METH_O, "bytes of opcodes that call functions."},
+    {"sampler_call_opcodes", py_call_opcodes, METH_NOARGS, "bytes: the opcodes that call functions."},
     {"sampler_stats", py_stats, METH_NOARGS, "Counters: signals, dropped, truncated, ..."},
     {"sampler_default_signal", py_default_signal, METH_NOARGS,
      "The first free real-time signal from SIGRTMIN+4 (never SIGPROF)."},
@@ -585,6 +636,7 @@ static PyMethodDef methods[] = {
 };
 
 int lp_pysampler_init(PyObject *module) {
+    set_call_opcodes();
     if (lp_agg_init() < 0) {
         PyErr_SetString(PyExc_RuntimeError, "lprof: cannot reserve the stack table");
         return -1;
