@@ -225,6 +225,13 @@ def test_wall_mode_sees_sleep(run_lprof, write_script, tmp_path):
     assert 0.4 <= wall <= 0.9
 
 
+def _run_api_program(tmp_path, name, code):
+    """Runs a program that uses lprof's API itself (no lprof command)."""
+    (tmp_path / name).write_text(code)
+    return subprocess.run([sys.executable, name], cwd=tmp_path, env=lprof_env(),
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_call_opcodes_are_the_interpreters():
     """The leaf-on-a-call rule's opcodes come from the headers lprof was built
     with: the same as the opcode module's on every version."""
@@ -247,9 +254,7 @@ def test_sampling_starts_while_the_program_imports_opcode(tmp_path):
         "with lprof.sampling() as result:\n"
         "    sum(range(100_000))\n"
         "print('sampled', 'sampling' in result['profile'])\n")
-    (tmp_path / "imp.py").write_text(code)
-    r = subprocess.run([sys.executable, "imp.py"], cwd=tmp_path, env=lprof_env(),
-                       capture_output=True, text=True, timeout=120)
+    r = _run_api_program(tmp_path, "imp.py", code)
     assert r.returncode == 0 and r.stdout == "sampled True\n", r.stderr
 
 
@@ -274,9 +279,7 @@ def test_sampling_context_manager_api(tmp_path):
         "got = sum(r[3] + r[4] for r in prof['sampling']['lines'] if r[2] == 'spin')\n"
         "print(got > 0.5 * used, got, used)\n"
         "print('spin' in lprof.render_listing(prof, profile_all=True))\n")
-    (tmp_path / "api.py").write_text(code)
-    r = subprocess.run([sys.executable, "api.py"], cwd=tmp_path, env=lprof_env(),
-                       capture_output=True, text=True, timeout=120)
+    r = _run_api_program(tmp_path, "api.py", code)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].startswith("True ") and lines[1] == "True", r.stdout
