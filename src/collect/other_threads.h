@@ -23,7 +23,8 @@
  *      not computing for anyone (it took a background thread's CPU for a
  *      pure-Python loop line on a busy machine);
  *   2. else the GIL holder, when it is in native code: its own latest
- *      sample, within two ticks, was taken outside the interpreter's code
+ *      sample (in wall mode: within two ticks) was taken outside the
+ *      interpreter's code
  *      (a C function computing beside its workers, GIL held), or it did not
  *      run in the tick and the drain finds its leaf frame standing on a
  *      call instruction (a C function waiting for its workers, GIL held);
