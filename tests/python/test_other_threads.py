@@ -141,9 +141,8 @@ def test_the_process_cpu_is_counted_and_the_rest_is_stated(cpu_run):
     # (what they ran after the loop is the join line's, which waited for them).
     # Not all of it: the drain hands a tick without a native holder to the stack
     # it last charged within LP_OTHERS_WINDOW_NS (200 ms: at most 0.2 s of the one
-    # background thread's CPU), and a holder whose latest sample is older than
-    # it should be (a busy machine) now and then says native and takes a tick
-    # for the loop line (bounded below); the rest must be stated
+    # background thread's CPU), and what the loop line took (bounded below);
+    # the rest must be stated
     beside_loop = json.load(open(os.path.join(os.path.dirname(script), "beside_loop.json")))
     loop_line = _marker_rows(prof).get(line_of(script, "loop"), 0.0)
     window = 0.2
