@@ -27,6 +27,7 @@
 #include "common/base.h"
 #include "aggregate/metrics.h"
 #include "aggregate/stacktab.h"
+#include "aggregate/task_split.h"
 
 /* Creates the global tables (idempotent). 0 on success, -1 if mmap failed. */
 LP_INTERNAL int lp_agg_init(void);
@@ -42,6 +43,11 @@ LP_INTERNAL uint32_t lp_agg_intern(uint64_t thread, const lp_rawframe *frames, s
 /* One more frame under `stack` (lp_stacktab_extend). */
 LP_INTERNAL uint32_t lp_agg_extend(uint32_t stack, void *code, int32_t offset);
 LP_INTERNAL void lp_agg_add(uint32_t stack, lp_metric m, int64_t value);
+/* The part of a sampling value (lp_agg_add's, already added) that asyncio
+ * task `task` took (aggregate/task_split.h): GIL held; task 0 adds nothing. */
+LP_INTERNAL void lp_agg_add_task(uint32_t stack, uint32_t task, lp_metric m, int64_t value);
+/* The global task split (NULL before lp_agg_init); read under the GIL. */
+LP_INTERNAL const lp_task_split *lp_agg_task_split(void);
 
 /* A collector whose samples wait outside the table until drained (the
  * sampler: its rings). drain moves them in and returns how many; pending is

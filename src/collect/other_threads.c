@@ -135,6 +135,7 @@ static int emit_stack(lp_sampler_slot *t, int want_gil, int check, uint64_t cpu_
     s->flags = LP_SF_OTHER | (truncated ? LP_SF_TRUNCATED : 0) | (check ? LP_SF_GIL : 0);
     s->depth = (uint32_t)n;
     s->native_depth = 0;
+    s->task = s->reserved = 0; /* other threads' time: not the task's */
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu_ns;
     s->t_ns = now_ns;

@@ -63,6 +63,9 @@ static void commit_detached(slot *t, lp_sample *s, int n, uint32_t weight, uint3
     s->flags = flags;
     s->depth = (uint32_t)n;
     s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
+    /* without the GIL the thread cannot switch tasks: read with its stack */
+    s->task = S.host.task ? S.host.task(t->tstate, S.host.safe_read) : 0;
+    s->reserved = 0;
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu_ns;
     s->t_ns = clock_ns(CLOCK_MONOTONIC);
@@ -647,6 +650,7 @@ static void account_tail(slot *t, const lp_rawframe *ran) {
     s->flags = LP_SF_TAIL | (truncated ? LP_SF_TRUNCATED : 0);
     s->depth = (uint32_t)n;
     s->native_depth = 0;
+    s->task = s->reserved = 0; /* charged to the thread's last stack, whole */
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu - covered;
     s->t_ns = 0; /* not a moment: kept off the timeline */

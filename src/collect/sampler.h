@@ -76,6 +76,8 @@ typedef struct {
     uint32_t native_depth; /* lprof --native: instruction addresses after the frames */
     uint32_t shared;       /* LP_SF_CHAINED: root-side frames of the previous record */
     uint32_t chain_slot;   /* LP_SF_CHAINED in the wall ring: whose previous record */
+    uint32_t task;         /* serial of the asyncio task the thread ran (host.task), 0: none */
+    uint32_t reserved;     /* 0 */
     uint64_t thread_key;   /* PyThreadState.thread_id */
     uint64_t cpu_ns;       /* detached wall samples: thread CPU time since the last one;
                           * LP_SF_TAIL: the unsampled CPU time at the thread's end */
@@ -111,6 +113,9 @@ typedef struct {
     int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
     int (*holds_gil)(const void *tstate, lp_reader reader);   /* 1, 0, or -1 unreadable */
     const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
+    /* the serial of the asyncio task the thread runs (collect/task_ids.h),
+     * 0 for none; NULL: never one (before 3.14, the C tests' fake) */
+    uint32_t (*task)(const void *tstate, lp_reader reader);
     /* lprof --native (NULL: off): the interrupted thread's native stack from
      * the handler's ucontext, leaf first (collect/native_unwind.h) */
     int (*native)(void *ucontext, uintptr_t *ips, int max);

@@ -101,6 +101,8 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     s->flags = flags;
     s->depth = (uint32_t)n;
     s->shared = shared;
+    s->task = h->task ? h->task(t->tstate, rd) : 0;
+    s->reserved = 0;
     s->thread_key = t->thread_key;
     s->cpu_ns = 0;
     struct timespec now; /* vDSO, async-signal-safe (POSIX) */

@@ -30,6 +30,7 @@ typedef struct {
     uint64_t serial;   /* tracer: the suspending thread */
     int32_t line;      /* tracer: index of the line it stopped on */
     uint32_t stack;    /* await collector: the stack it waited in */
+    uint32_t task;     /* await collector: the serial of the task waiting (task_ids.h), 0 none */
 } lp_suspended;
 
 /* One user's table; all zero = empty (nothing allocated yet). */

@@ -253,7 +253,7 @@ static void stop(lp_tc_thread *th, lp_tc_code *code, const void *frame, uint64_t
     if (i == 0) return; /* not ours (started before tracing, no line yet) */
     const lp_tc_frame *f = &th->stack[i - 1];
     if (frame != NULL && f->line >= 0) {
-        lp_suspended e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line, 0};
+        lp_suspended e = {frame, code, t, lp_tc_program_clock(th, t), th->serial, f->line, 0, 0};
         (void)lp_suspended_put(&waits, &e);
     }
     /* Frames above it lost their exit event: close them at t too. */

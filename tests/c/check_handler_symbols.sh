@@ -2,14 +2,15 @@
 # Fails when the sampler's signal handler can call something that is not
 # async-signal-safe: compiles the handler's unit (src/collect/sampler_handler.c),
 # the ring it writes into (src/collect/ring.c) and its stack encoding
-# (src/collect/frame_chain.c) as the extension does, and
+# (src/collect/frame_chain.c) and the task serials the host looks up for it
+# (src/collect/task_ids.c) as the extension does, and
 # checks every undefined symbol of each object (`nm -u`) against ALLOW or the
 # set's own definitions. Calls through the host's walker pointers are not
 # symbols; the host promises those (LP_SIGNAL_SAFE in collect/sampler.h).
 # Run by `make ctest`; CC as for the build.
 set -eu
 CC=${CC:-gcc}
-UNITS="src/collect/sampler_handler.c src/collect/ring.c src/collect/frame_chain.c"
+UNITS="src/collect/sampler_handler.c src/collect/ring.c src/collect/frame_chain.c src/collect/task_ids.c"
 # errno, the gettid syscall, compiler-emitted copies, the stack protector's
 # abort; aarch64 outline atomics (libgcc, lock-free); clock_gettime (the
 # sample's time; async-signal-safe in POSIX, a vDSO call on Linux). No TLS,

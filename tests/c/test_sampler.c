@@ -67,6 +67,14 @@ static const void *fake_top(const void *tstate, lp_reader rd) {
     return tstate;
 }
 
+/* the running task's serial: 7 for A, 9 for B; 0 when read the wrong way
+ * (the handler must read its own thread with its reader, the wall thread a
+ * detached one fault-safely) */
+static uint32_t fake_task(const void *tstate, lp_reader rd) {
+    if (tstate == &tstate_a) return rd == fake_interrupted_read ? 7 : 0;
+    return rd == fake_safe_read ? 9 : 0;
+}
+
 static lp_sampler_host fake_host(void) {
     lp_sampler_host h = {0};
     h.capture = fake_capture;
@@ -81,7 +89,7 @@ static lp_sampler_host fake_host(void) {
 /* ---- draining into copies ---- */
 
 typedef struct {
-    uint32_t weight, flags, depth;
+    uint32_t weight, flags, depth, task;
     uint64_t key, t_ns, cpu_ns;
     lp_rawframe frames[3];
 } got_sample;
@@ -97,6 +105,7 @@ static void keep(const lp_sample *s, int slot, void *arg) {
     g->weight = s->weight;
     g->flags = s->flags;
     g->depth = s->depth;
+    g->task = s->task;
     g->key = s->thread_key;
     g->t_ns = s->t_ns;
     g->cpu_ns = s->cpu_ns;
@@ -387,6 +396,34 @@ TEST(test_wall_mode_signals_holder_reads_detached) {
     CHECK(st.wall_reads >= (uint64_t)n_b);
     CHECK(st.truncated >= (uint64_t)n_b);
     stop_and_clear();
+}
+
+/* Each sample carries the serial of the task its thread ran, read as its
+ * frames are (host.task); none without the host's reader. */
+TEST(test_samples_carry_the_running_task) {
+    for (int with_task = 0; with_task < 2; with_task++) {
+        lp_sampler_host h = fake_host();
+        if (with_task) h.task = fake_task;
+        REQUIRE(start(LP_MODE_WALL, 1000000, &h) == 0);
+        REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+        REQUIRE(lp_sampler_register(&tstate_b, KEY_B, my_tid(), 1) >= 0);
+        int n_a = 0, n_b = 0, bad = 0;
+        for (double t0 = now_s(); (n_a < 3 || n_b < 3) && now_s() - t0 < 10;) {
+            burn_cpu();
+            int n = drain();
+            for (int i = 0; i < n; i++) {
+                const got_sample *g = &got[i];
+                uint32_t want = !with_task ? 0 : g->key == KEY_A ? 7 : 9;
+                if (g->task != want) bad++;
+                n_a += g->key == KEY_A;
+                n_b += g->key == KEY_B;
+            }
+        }
+        CHECK(n_a >= 3);
+        CHECK(n_b >= 3);
+        CHECK_EQ_INT(bad, 0);
+        stop_and_clear();
+    }
 }
 
 /* A signal landing in lprof's own code (the host's self range) is counted
@@ -812,9 +849,10 @@ RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code,
           test_other_threads_cpu_goes_to_a_running_thread_only_if_native, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
           test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
-          test_wall_mode_signals_holder_reads_detached, test_signal_in_lprof_code_is_not_a_sample,
-          test_start_refuses_incomplete_host, test_pause_cpu_mode, test_pause_wall_mode,
-          test_paused_cpu_is_not_in_the_tail, test_wall_thread_started_when_start_returns,
-          test_perf_events_raise_sigtrap_until_released, test_sigtrap_taken_by_sigaction_moves_the_events,
+          test_wall_mode_signals_holder_reads_detached, test_samples_carry_the_running_task,
+          test_signal_in_lprof_code_is_not_a_sample, test_start_refuses_incomplete_host, test_pause_cpu_mode,
+          test_pause_wall_mode, test_paused_cpu_is_not_in_the_tail,
+          test_wall_thread_started_when_start_returns, test_perf_events_raise_sigtrap_until_released,
+          test_sigtrap_taken_by_sigaction_moves_the_events,
           test_cpu_timers_sample_until_the_perf_events_take_over,
           test_samples_charge_no_more_than_the_thread_clock)

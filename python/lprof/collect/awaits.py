@@ -5,9 +5,11 @@ what the program waited for is the await each suspended coroutine stopped
 at. The C callbacks (src/collect/cpython/awaits.c) take the await chain's
 stack at each suspension and add the time to its resume to that stack's
 wait_s column; this module registers them with sys.monitoring (PY_YIELD,
-PY_RESUME, PY_THROW) under a tool id of its own. Before 3.12 there is no
+PY_RESUME, PY_THROW; on 3.14+ PY_START too, where a task's first coroutine
+starts: its serial) under a tool id of its own. Before 3.12 there is no
 sys.monitoring: start() says why it did nothing."""
 
+import functools
 import sys
 
 from .. import _lprof
@@ -34,11 +36,16 @@ def start():
     mon.register_callback(tool, ev.PY_YIELD, _lprof.await_on_yield)
     mon.register_callback(tool, ev.PY_RESUME, _lprof.await_on_resume)
     mon.register_callback(tool, ev.PY_THROW, _lprof.await_on_throw)
+    events = ev.PY_YIELD | ev.PY_RESUME | ev.PY_THROW
+    if sys.version_info >= (3, 14):  # a task's serial as its first coroutine starts
+        mon.register_callback(tool, ev.PY_START, _lprof.await_on_start)
+        events |= ev.PY_START
     _lprof.await_reset()
     task_names.reset()
-    # the task view: the running asyncio task at each suspension (collect/task_names.py)
-    _lprof.await_start(mon.DISABLE, task_names.note)
-    mon.set_events(tool, ev.PY_YIELD | ev.PY_RESUME | ev.PY_THROW)
+    # the task view: the running asyncio task at each suspension (collect/task_names.py),
+    # with its serial on 3.14+ and the way to another task's (its awaiting task's)
+    _lprof.await_start(mon.DISABLE, functools.partial(task_names.note, serial_of=_lprof.await_task_serial))
+    mon.set_events(tool, events)
     _tool = tool
     return None
 
@@ -53,7 +60,7 @@ def stop():
     ev = mon.events
     try:
         mon.set_events(_tool, 0)
-        for e in (ev.PY_YIELD, ev.PY_RESUME, ev.PY_THROW):
+        for e in (ev.PY_YIELD, ev.PY_RESUME, ev.PY_THROW, ev.PY_START):
             mon.register_callback(_tool, e, None)
         mon.free_tool_id(_tool)
     except ValueError:  # the program freed or took the id itself

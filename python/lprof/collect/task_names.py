@@ -6,8 +6,12 @@ which task awaited it. At a coroutine's suspension the await collector
 records it under its root coroutine, the frame a task view starts from:
 its name and, once known, the task awaiting it (`await task`, gather, a
 TaskGroup) with that task's await chain then. Tasks of one coroutine
-function share a record (their samples cannot be told apart). Bounded: up to
-4096 root coroutines, 8 names each; past that, tasks go unnamed.
+function share that record. On 3.14+ a task also has a serial, the one the
+sampler stamps on its samples (src/collect/task_ids.h), and a record of its
+own under it ("id"), whose parent names the awaiting task's serial: the
+view draws each such task apart. Bounded: up to 4096 root coroutines, 8
+names each, and 4096 tasks of their own; past that, tasks go unnamed or
+share their coroutine's record.
 
 note() runs inside a sys.monitoring callback: it must not raise into the
 program, and uses no generator (its own yields would be monitored)."""
@@ -18,11 +22,15 @@ _MAX_ROOTS = 4096
 _MAX_NAMES = 8
 _CHAIN = 64
 
+_MAX_TASKS = 4096
+
 _roots = {}  # (file, function, first_line) -> {"names": [...], "parent": {...} or None}
+_tasks = {}  # serial -> {"root": key, "names": [name], "parent": {...} or None}
 
 
 def reset():
     _roots.clear()
+    _tasks.clear()
 
 
 def _root_key(code):
@@ -68,43 +76,71 @@ def _awaiting_task(task, asyncio):
     return None, False
 
 
-def _note(task):
+def _parent_record(parent, serial_of):
+    parent_code = getattr(parent.get_coro(), "cr_code", None)
+    if parent_code is None:
+        return None
+    out = {
+        "name": parent.get_name(),
+        "root": list(_root_key(parent_code)),
+        "chain": _chain(parent.get_coro()),
+    }
+    parent_serial = serial_of(parent) if serial_of else 0
+    if parent_serial:
+        out["id"] = parent_serial
+    return out
+
+
+def _note(task, serial, serial_of):
     asyncio = sys.modules.get("asyncio")
     coro = task.get_coro()
     code = getattr(coro, "cr_code", None)
     if asyncio is None or code is None:
         return True
     key = _root_key(code)
+    entries = []
     entry = _roots.get(key)
-    if entry is None:
-        if len(_roots) >= _MAX_ROOTS:
-            return True
+    if entry is None and len(_roots) < _MAX_ROOTS:
         entry = _roots[key] = {"names": [], "parent": None}
+    if entry is not None:
+        entries.append(entry)
+    own = _tasks.get(serial) if serial else None
+    if serial and own is None and len(_tasks) < _MAX_TASKS:
+        own = _tasks[serial] = {"root": key, "names": [], "parent": None}
+    if own is not None:
+        entries.append(own)
+    if not entries:
+        return True
     name = task.get_name()
-    if name not in entry["names"] and len(entry["names"]) < _MAX_NAMES:
-        entry["names"].append(name)
+    for e in entries:
+        if name not in e["names"] and len(e["names"]) < _MAX_NAMES:
+            e["names"].append(name)
     parent, known = _awaiting_task(task, asyncio)
-    if parent is not None and entry["parent"] is None:
-        parent_code = getattr(parent.get_coro(), "cr_code", None)
-        if parent_code is not None:
-            entry["parent"] = {
-                "name": parent.get_name(),
-                "root": list(_root_key(parent_code)),
-                "chain": _chain(parent.get_coro()),
-            }
+    if parent is not None:
+        record = None
+        for e in entries:
+            if e["parent"] is None:
+                record = record or _parent_record(parent, serial_of)
+                e["parent"] = record
     return known
 
 
-def note(task):
-    """Records the running task; True once nothing more is to be learnt."""
+def note(task, serial=0, serial_of=None):
+    """Records the running task (its serial: 0 for none, before 3.14);
+    serial_of(task) gives another task's. True once nothing more is to be
+    learnt."""
     try:
-        return _note(task)
+        return _note(task, serial, serial_of)
     except Exception:  # never break the program for the profiler
         return True
 
 
 def table():
-    """The recorded tasks (the sampling section's "tasks": docs/formats.md)."""
-    return [
-        {"root": list(key), "names": list(e["names"]), "parent": e["parent"]} for key, e in _roots.items()
+    """The recorded tasks (the sampling section's "tasks": docs/formats.md):
+    a record per root coroutine, then one per task told apart ("id")."""
+    out = [{"root": list(key), "names": list(e["names"]), "parent": e["parent"]} for key, e in _roots.items()]
+    out += [
+        {"id": serial, "root": list(e["root"]), "names": list(e["names"]), "parent": e["parent"]}
+        for serial, e in _tasks.items()
     ]
+    return out

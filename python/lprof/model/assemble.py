@@ -76,6 +76,8 @@ def sections(collectors, started=None):
             if hasattr(c, "rewrite_stacks"):
                 c.rewrite_stacks(st)
     part = st.pop("timeline", None) if st is not None else None
+    task_rows = st.pop("task_rows", None) if st is not None else None
+    task_rows_refused = st.pop("task_rows_refused", 0) if st is not None else 0
     gpu_part = st.pop("gpu_timeline", None) if st is not None else None
     for c in collectors:
         if hasattr(c, "section"):
@@ -86,6 +88,10 @@ def sections(collectors, started=None):
             out.update(c.snapshot())
     if st is not None and st["stacks"]:
         out["stacks"] = st
+        if task_rows and out.get("sampling", {}).get("tasks"):  # the task view's split (task_stacks.py)
+            out["sampling"]["task_rows"] = task_rows
+            if task_rows_refused:
+                out["sampling"]["task_rows_refused"] = task_rows_refused
         if part and "sampling" in out:
             tl = out["timeline"] = timeline_model.section(part)
             timeline_model.name_threads(tl, out["sampling"].get("threads", {}))

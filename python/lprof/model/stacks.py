@@ -43,24 +43,28 @@ def snapshot(start_s=None):
     With start_s (unix time): also its "timeline" (model/timeline.py) and,
     where GPU work was recorded, its "gpu_timeline" (model/gpu_timeline.py),
     times from start_s, under those keys (assemble moves them to their own
-    sections)."""
+    sections). Where asyncio tasks were told apart (3.14+, --wall), also
+    "task_rows": [[frame ids, thread, task serial, {column: value}], ...],
+    each the part of the stack's row that task took (the task view's:
+    model/task_stacks.py), and "task_rows_refused" (pairs with no room)."""
     from . import timeline as timeline_model
 
     origin = timeline_model.origin_ns(start_s) if start_s is not None else 0
     _lprof.set_launcher_dir(libdirs.LPROF_DIR)  # the frames cut as lprof's own (snap_cut.c)
     _lprof.set_launcher_roles(libdirs.COMMAND_CALLERS, libdirs.PROGRAM_ENTRIES)
-    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw, gpu_raw = _lprof.stacks_snapshot(origin)
+    snap = _lprof.stacks_snapshot(origin)
+    frames, parent_b, frame_b, node_b, thread_b, values_b, tl_raw, gpu_raw, tasks_raw = snap
     cols = columns()
-    rows = _lprof.stacks_rows(
-        parent_b,
-        frame_b,
-        node_b,
-        thread_b,
-        values_b,
-        [name for name, _u, _m in cols],
-        [_SCALE.get(unit) for _n, unit, _m in cols],
-    )
+    names = [name for name, _u, _m in cols]
+    scales = [_SCALE.get(unit) for _n, unit, _m in cols]
+    rows = _lprof.stacks_rows(parent_b, frame_b, node_b, thread_b, values_b, names, scales)
     out = {"frames": [list(f) for f in frames], "columns": [list(c) for c in cols], "stacks": rows}
+    if tasks_raw is not None:
+        t_node, t_thread, t_task, t_values, refused = tasks_raw
+        split = _lprof.stacks_rows(parent_b, frame_b, t_node, t_thread, t_values, names, scales)
+        serials = memoryview(t_task).cast("I")  # uint32 (no array module: start-up imports)
+        out["task_rows"] = [[ids, th, serials[i], m] for i, (ids, th, m) in enumerate(split)]
+        out["task_rows_refused"] = refused
     if start_s is not None:
         out["timeline"] = timeline_model.from_snapshot(tl_raw, start_s)
         if gpu_raw is not None:

@@ -17,7 +17,7 @@
  *
  * By job: snap_build.c builds the trie and the rows, snap_cut.c holds the
  * rule that cuts lprof's own frames, snap_timeline.c the sample and GPU
- * timelines' columns, snap_rows.c the row form, snap_containers.h the map
+ * timelines' columns, snap_tasks.c the task split's, snap_rows.c the row form, snap_containers.h the map
  * and vector they use, snapshot.c the Python functions. This header is
  * what they share. */
 #ifndef LPROF_AGGREGATE_CPYTHON_SNAP_H
@@ -78,6 +78,12 @@ LP_INTERNAL void snap_set_launcher_roles(PyObject *callers, PyObject *entries);
  * an exception. Call after the rows: they map nodes with s. */
 LP_INTERNAL PyObject *snap_timeline_columns(snap *s, uint32_t count, uint64_t origin_ns);
 LP_INTERNAL PyObject *snap_gpu_columns(snap *s, uint32_t count, uint64_t origin_ns);
+
+/* snap_tasks.c: the task split's pairs as columns (node int32 into the
+ * trie, thread uint64, task uint32, values int64 per metric as the rows',
+ * pairs refused for want of room); Py_None when there are none, NULL with
+ * an exception. Call after the rows. */
+LP_INTERNAL PyObject *snap_task_columns(snap *s, uint32_t count);
 
 /* snap_rows.c: stacks_rows(...) */
 LP_INTERNAL PyObject *snap_rows(PyObject *self, PyObject *args);

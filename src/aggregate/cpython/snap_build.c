@@ -181,9 +181,15 @@ PyObject *snap_take(uint64_t origin_ns) {
         Py_DECREF(timeline);
         goto error;
     }
-    out = Py_BuildValue("(ONNNNNNN)", s.frames, snap_bytes_of(&s.parent), snap_bytes_of(&s.frame),
+    PyObject *tasks = snap_task_columns(&s, count);
+    if (!tasks) {
+        Py_DECREF(timeline);
+        Py_DECREF(gpu);
+        goto error;
+    }
+    out = Py_BuildValue("(ONNNNNNNN)", s.frames, snap_bytes_of(&s.parent), snap_bytes_of(&s.frame),
                         snap_bytes_of(&s.row_node), snap_bytes_of(&s.row_thread), snap_bytes_of(&s.values),
-                        timeline, gpu);
+                        timeline, gpu, tasks);
     snap_release(&s);
     return out;
 nomem:

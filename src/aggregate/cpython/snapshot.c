@@ -20,6 +20,10 @@
  *       stack; -1 where the stack has no output node); name int32 into
  *       names; thread uint64 (the launching thread's key); names: list of
  *       str (the interned raw names); capacity; dropped).
+ *     tasks: None, or the stacks' sampled time split by asyncio task
+ *       (aggregate/task_split.h) in columns: (node int32 into the trie,
+ *       thread uint64, task uint32 (its serial), values int64 as the rows',
+ *       pairs refused for want of room).
  *   stacks_reset(), metric_names(), metric_groups(), internal_metrics(),
  *   set_launcher_dir(path), set_launcher_roles(caller_files, entries).
  */

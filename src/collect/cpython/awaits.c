@@ -20,7 +20,13 @@
  * is looked up and handed to lprof.collect.task_names.note, which records
  * it per root coroutine. A cache of weak references (4096 slots, one per
  * task address) makes that one Python call per task, a few more while its
- * awaiting task is not yet known. */
+ * awaiting task is not yet known. On 3.14+ each task also gets its serial
+ * (collect/cpython/task_register.h), the one the sampler stamps on its
+ * samples, as soon as its first coroutine starts (PY_START of coroutine
+ * code, where the task already steps; other code gets DISABLE there): its
+ * time before its first suspension is told apart too. Its waits are split
+ * by it as its samples are (aggregate/task_split.h), and note() records
+ * the task under it as well. */
 #include "cpython/module.h"
 
 #if PY_VERSION_HEX >= 0x030C0000
@@ -29,6 +35,8 @@
 
 #include "aggregate/agg.h"
 #include "collect/cpython/frames.h"
+#include "collect/cpython/task_register.h"
+#include "collect/task_ids.h"
 #include "collect/suspended.h"
 #include "collect/sampler.h"
 #include "common/clock.h"
@@ -83,7 +91,7 @@ static PyObject *referent(PyObject *ref) {
 /* Hands the running asyncio task to note_task, once per task (until it
  * says the task is fully known, at most TASK_TRIES times). Errors are
  * swallowed: the program must not see them. */
-static void note_running_task(void) {
+static void note_running_task(uint32_t serial) {
     if (note_task == NULL) return;
     if (running_loop == NULL) { /* lprof imports no asyncio: the program's own, once it has one */
         PyObject *asyncio_name = PyUnicode_InternFromString("asyncio");
@@ -126,7 +134,9 @@ static void note_running_task(void) {
     }
     Py_XDECREF(seen);
     if (task_seen[slot].tries > 0) {
-        PyObject *done = PyObject_CallOneArg(note_task, task);
+        PyObject *serial_obj = PyLong_FromUnsignedLong(serial);
+        PyObject *done = serial_obj ? PyObject_CallFunctionObjArgs(note_task, task, serial_obj, NULL) : NULL;
+        Py_XDECREF(serial_obj);
         task_notes++;
         if (done == NULL) PyErr_Clear();
         task_seen[slot].tries = (done == Py_True) ? 0 : task_seen[slot].tries - 1;
@@ -160,17 +170,34 @@ static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t narg
     int truncated = 0;
     int n = lp_pyframes_capture(ts, frames, (int)LP_ARRAY_LEN(frames), &truncated, NULL);
     if (!frame || n <= 0) Py_RETURN_NONE;
+    /* 3.14+: the task stepping now, by the field the sampler reads */
+    PyObject *task = (PyObject *)lp_pyframes_running_task(ts, NULL);
     lp_suspended e = {.frame = frame,
                       .code = code,
                       .t = lp_clock_monotonic_ns(),
-                      .stack = lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated)};
+                      .stack = lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated),
+                      .task = task ? lp_pytask_register(task) : 0};
     (void)lp_suspended_put(&suspended_frames, &e); /* a failure is counted there */
     suspensions++;
-    note_running_task();
+    note_running_task(e.task);
     chain.active = 1;
     chain.next = 0;
     chain.n = 0;
     for (int i = 1; i < n && chain.n < CHAIN; i++) chain.codes[chain.n++] = frames[i].code;
+    Py_RETURN_NONE;
+}
+
+/* PY_START(code, offset), 3.14+: a coroutine starts inside the task that
+ * runs it; a task met for the first time gets its serial and its note. */
+static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 2 || !active) Py_RETURN_NONE;
+    if (!is_coroutine(args[0])) return Py_NewRef(disable);
+    PyObject *task = (PyObject *)lp_pyframes_running_task(PyThreadState_Get(), NULL);
+    if (task && !lp_task_ids_find((uintptr_t)(void *)task)) {
+        uint32_t serial = lp_pytask_register(task);
+        if (serial) note_running_task(serial);
+    }
     Py_RETURN_NONE;
 }
 
@@ -186,6 +213,7 @@ static PyObject *resumed(PyObject *code, int may_disable) {
     uint64_t now = lp_clock_monotonic_ns();
     if (now > s.t) {
         lp_agg_add(s.stack, LP_M_WAIT, (int64_t)(now - s.t));
+        lp_agg_add_task(s.stack, s.task, LP_M_WAIT, (int64_t)(now - s.t));
         charged_ns += now - s.t;
     }
     resumes++;
@@ -257,9 +285,17 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
                          (unsigned long long)task_notes);
 }
 
+/* await_task_serial(task): its serial (collect/task_ids.h), 0 if it has none */
+static PyObject *py_task_serial(PyObject *self, PyObject *task) {
+    (void)self;
+    return PyLong_FromUnsignedLong(lp_task_ids_find((uintptr_t)(void *)task));
+}
+
 static PyMethodDef methods[] = {
     {"await_on_yield", (PyCFunction)(void (*)(void))on_yield, METH_FASTCALL,
      "sys.monitoring PY_YIELD callback."},
+    {"await_on_start", (PyCFunction)(void (*)(void))on_start, METH_FASTCALL,
+     "sys.monitoring PY_START callback (3.14+: serials of asyncio tasks)."},
     {"await_on_resume", (PyCFunction)(void (*)(void))on_resume, METH_FASTCALL,
      "sys.monitoring PY_RESUME callback."},
     {"await_on_throw", (PyCFunction)(void (*)(void))on_throw, METH_FASTCALL,
@@ -267,6 +303,7 @@ static PyMethodDef methods[] = {
     {"await_start", py_start, METH_VARARGS,
      "await_start(DISABLE[, note]): charge await waits from now on; note(task) gets the running tasks."},
     {"await_stop", py_stop, METH_NOARGS, "Stop charging await waits."},
+    {"await_task_serial", py_task_serial, METH_O, "await_task_serial(task): its serial, 0 if none (3.14+)."},
     {"await_reset", py_reset, METH_NOARGS, "Forget suspended coroutines and the counts."},
     {"await_stats", py_stats, METH_NOARGS, "{suspensions, resumes, evicted, charged_s, task_notes}."},
     {NULL, NULL, 0, NULL},

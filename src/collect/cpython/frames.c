@@ -16,6 +16,7 @@
 #pragma GCC diagnostic push /* its inline helpers leave parameters unused */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "internal/pycore_interpframe.h"
+#include "internal/pycore_tstate.h" /* _PyThreadStateImpl.asyncio_running_task */
 #pragma GCC diagnostic pop
 #elif PY_VERSION_HEX >= 0x030B0000
 #undef _PyGC_FINALIZED /* pycore headers redefine it on 3.11 (-Werror) */
@@ -129,6 +130,19 @@ int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) {
     (void)reader; /* a global of ours: always readable */
     uintptr_t holder = __atomic_load_n(&_PyRuntime.gilstate.tstate_current._value, __ATOMIC_RELAXED);
     return holder == (uintptr_t)tstate;
+#endif
+}
+
+uintptr_t lp_pyframes_running_task(const void *tstate, lp_reader reader) {
+#if PY_VERSION_HEX >= 0x030E0000
+    /* 3.14's C asyncio sets it as a task steps (its enter_task) */
+    PyObject *task = NULL;
+    if (RD(reader, task, AT(tstate, _PyThreadStateImpl, asyncio_running_task)) < 0) return 0;
+    return (uintptr_t)task;
+#else
+    (void)tstate;
+    (void)reader;
+    return 0;
 #endif
 }
 

@@ -40,6 +40,11 @@ LP_INTERNAL int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) LP_S
  * re-check after a remote read; NULL if none or unreadable. */
 LP_INTERNAL const void *lp_pyframes_top(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
 
+/* The asyncio task the thread runs now (3.14+: the thread state's
+ * asyncio_running_task, which the C asyncio sets while a task steps), as an
+ * address; 0 when none, unreadable, or before 3.14 (no such field). */
+LP_INTERNAL uintptr_t lp_pyframes_running_task(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
+
 /* The addresses of the frames each running eval loop keeps on its own C
  * stack (3.12+: the entry frame an eval call links in before it runs code),
  * leaf first, at most max; on 3.14+ the thread's base frame comes too (it

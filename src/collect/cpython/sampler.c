@@ -29,6 +29,7 @@
 #include "collect/other_threads.h"
 #include "collect/perf_clock.h"
 #include "collect/sampler.h"
+#include "collect/task_ids.h"
 
 static lp_sampler_config config;
 static uint64_t threads_unsampled; /* started while sampling, never registered */
@@ -208,6 +209,8 @@ static void add_sample(const lp_sample *s, int slot, void *arg) {
     if (config.mode == LP_MODE_CPU && c.cpu != LP_M_COUNT && c.weight_ns > 0) /* never past its CPU clock */
         lp_charge_limit(&c, (int64_t)lp_sampler_take_cpu(slot, (uint64_t)c.weight_ns));
     for (int i = 0; i < c.n; i++) lp_agg_add(id, c.add[i].metric, c.add[i].value);
+    if (s->task) /* the part the running asyncio task took (aggregate/task_split.h) */
+        for (int i = 0; i < c.n; i++) lp_agg_add_task(id, s->task, c.add[i].metric, c.add[i].value);
     if (c.cpu != LP_M_COUNT && slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
         slot_last[slot].stack = id;
         slot_last[slot].metric = c.cpu;
@@ -285,12 +288,22 @@ static void find_eval_loop(lp_ranges *eval) {
     }
 }
 
+#if PY_VERSION_HEX >= 0x030E0000
+/* The serial of the task the thread runs (collect/task_ids.h). */
+static uint32_t running_task(const void *tstate, lp_reader reader) {
+    return lp_task_ids_find(lp_pyframes_running_task(tstate, reader));
+}
+#endif
+
 /* The interpreter as the sampler sees it; ranges found once. */
 static const lp_sampler_host *interpreter_host(void) {
     static lp_sampler_host host;
     if (host.capture) return &host;
     host.holds_gil = lp_pyframes_holds_gil;
     host.top = lp_pyframes_top;
+#if PY_VERSION_HEX >= 0x030E0000
+    host.task = running_task;
+#endif
     host.interrupted_read = lp_pyframes_interrupted_read;
     host.safe_read = lp_pyframes_safe_read;
     host.release_gil = save_thread;

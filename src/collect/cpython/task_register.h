@@ -1,0 +1,19 @@
+/* collect: gives a live asyncio task its serial (collect/task_ids.h) and
+ * forgets it when the task dies, through a weak reference whose callback
+ * runs in the task's deallocation, before its memory can be reused.
+ * GIL held. 3.14+ only (before, samples cannot say which task ran: the
+ * serials would serve nothing): 0 there. */
+#ifndef LPROF_COLLECT_CPYTHON_TASK_REGISTER_H
+#define LPROF_COLLECT_CPYTHON_TASK_REGISTER_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#include "common/base.h"
+
+/* The task's serial, giving it one at its first call; 0 when it gets none
+ * (the table is full near its address, no weak reference to it can be
+ * made, or before 3.14). Never raises. */
+LP_INTERNAL uint32_t lp_pytask_register(PyObject *task);
+
+#endif
