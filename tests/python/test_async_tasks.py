@@ -176,10 +176,16 @@ def test_the_awaiting_tasks_chain_is_above_the_awaited_task(recorded):
         f"child ({script}:{line_of(script, 'child sleep')})",
     ]
     assert total_under(rows, chain) >= 30_000 * 0.9
-    # gather: both tasks of part() under main's gather line, one root named after both
+    # gather: both tasks of part() under main's gather line; on 3.14+ each
+    # task apart (the samples say which ran), before one root named after both
     gather = ["task Task-1", main.format(line_of(script, "gather"))]
     labels = {f[2] for f, _v in rows if f[:2] == gather and len(f) > 2 and f[2].startswith("task ")}
-    assert len(labels) == 1 and "left" in labels.pop(), rows
+    if sys.version_info >= (3, 14):
+        assert labels == {"task left", "task right"}, rows
+        for name in ("left", "right"):  # three sleeps of 20 ms each
+            assert total_under(rows, gather + [f"task {name}"]) >= 3 * 20_000 * 0.9
+    else:
+        assert len(labels) == 1 and "left" in labels.pop(), rows
     assert total_under(rows, gather) >= 2 * 3 * 20_000 * 0.9
     # TaskGroup: the child under main's async with and TaskGroup.__aexit__
     tg = ["task Task-1", main.format(line_of(script, "taskgroup"))]
@@ -261,12 +267,96 @@ def test_the_view_cuts_the_loop_and_stops_at_a_cycle_of_awaiting_tasks():
     assert task_stacks.thread_view(prof)["stacks"] is prof["stacks"]
 
 
+def _split_profile():
+    """Two tasks of one coroutine function (ids 1 and 2) awaited by a third
+    (id 3), the samples of each told apart, and a part no task took."""
+    frames = [
+        ["/x/asyncio/base_events.py", "BaseEventLoop.run_forever", 1, 2],
+        ["/x/asyncio/events.py", "Handle._run", 3, 4],
+        ["/p/a.py", "work", 10, 11],
+        ["/p/a.py", "main", 20, 21],
+    ]
+    root = ["/p/a.py", "work", 10]
+    parent = {"name": "M", "root": ["/p/a.py", "main", 20], "chain": [["/p/a.py", "main", 20, 22]], "id": 3}
+    return {
+        "stacks": {"frames": frames, "columns": [],
+                   "stacks": [[[0, 1, 2], 7, {"wall_s": 1.0, "wait_s": 0.5, "alloc_bytes": 64}],
+                              [[0, 1, 3], 7, {"wall_s": 0.25}]]},
+        "sampling": {
+            "tasks": [
+                {"root": root, "names": ["light", "heavy"], "parent": None},
+                {"root": ["/p/a.py", "main", 20], "names": ["M"], "parent": None},
+                {"id": 1, "root": root, "names": ["light"], "parent": parent},
+                {"id": 2, "root": root, "names": ["heavy"], "parent": parent},
+                {"id": 3, "root": ["/p/a.py", "main", 20], "names": ["M"], "parent": None},
+            ],
+            "task_rows": [[[0, 1, 2], 7, 1, {"wall_s": 0.2, "wait_s": 0.5}],
+                          [[0, 1, 2], 7, 2, {"wall_s": 0.7}],
+                          [[0, 1, 3], 7, 3, {"wall_s": 0.25}]],
+        },
+    }
+
+
+def _drawn(view):
+    frames = view["frames"]
+    return [([frames[i][1] for i in ids], th, m) for ids, th, m in view["stacks"]]
+
+
+def test_each_task_told_apart_is_drawn_under_its_own_name_and_parent():
+    """The model alone (every Python version): the rows split by the
+    samples' tasks, the rest under the coroutine's shared record."""
+    rows = _drawn(task_stacks.view(_split_profile()))
+    by_path = {}
+    for path, th, m in rows:
+        assert th == 7
+        for k, v in m.items():
+            by_path.setdefault(tuple(path), {}).setdefault(k, 0)
+            by_path[tuple(path)][k] += v
+    main = ("task M", "main")
+    assert by_path[main + ("task light", "work")] == {"wall_s": 0.2, "wait_s": 0.5}
+    assert by_path[main + ("task heavy", "work")] == {"wall_s": 0.7}
+    # no task took 0.1 s of wall time nor the bytes: the shared record's
+    rest = by_path[("task light | heavy", "work")]
+    assert rest["alloc_bytes"] == 64 and abs(rest["wall_s"] - 0.1) < 1e-12 and "wait_s" not in rest
+    assert by_path[("task M", "main")] == {"wall_s": 0.25}
+    total = sum(m.get("wall_s", 0) for _p, _t, m in rows)
+    assert abs(total - 1.25) < 1e-12  # nothing lost or counted twice
+    # without the split the same rows draw as before: one root for both tasks
+    plain = _split_profile()
+    del plain["sampling"]["task_rows"]
+    assert {tuple(p) for p, _t, _m in _drawn(task_stacks.view(plain))} == {
+        ("task light | heavy", "work"), ("task M", "main")}
+
+
+def test_a_merge_keeps_each_process_tasks_apart():
+    from lprof.model import merge, profile_file
+
+    profiles = []
+    for pid in (101, 102):
+        prof = _split_profile()
+        prof.update({"format": "lprof", "version": 2, "meta": {"pid": pid, "modes": ["wall"]}})
+        prof["sampling"].update({"mode": "wall", "threads": {"7": "MainThread"}})
+        profile_file.validate(prof, "<test>")
+        profiles.append(prof)
+    merged = merge.merge_profiles((p, f"pid {p['meta']['pid']}") for p in profiles)
+    profile_file.validate(merged, "<merged>")
+    ids = sorted(t["id"] for t in merged["sampling"]["tasks"] if "id" in t)
+    assert ids == [1, 2, 3, 4, 5, 6]
+    assert sorted(t["parent"]["id"] for t in merged["sampling"]["tasks"] if t.get("parent")) == [3, 3, 6, 6]
+    assert sorted(r[2] for r in merged["sampling"]["task_rows"]) == [1, 2, 3, 4, 5, 6]
+    rows = _drawn(task_stacks.view(merged))
+    heavy = sum(m.get("wall_s", 0) for p, _t, m in rows if "task heavy" in p)
+    assert abs(heavy - 1.4) < 1e-9  # each process's heavy task, both drawn
+
+
 @pytest.mark.parametrize("bad", [
     "tasks",
     [{"root": ["a.py", "f"], "names": ["t"]}],
     [{"root": ["a.py", "f", 1], "names": [3]}],
     [{"root": ["a.py", "f", 1], "names": [], "parent": {"name": "p", "root": ["a.py", "g", 2],
                                                        "chain": [["a.py", "g", 2]]}}],
+    [{"id": 0, "root": ["a.py", "f", 1], "names": ["t"], "parent": None}],
+    [{"id": True, "root": ["a.py", "f", 1], "names": ["t"], "parent": None}],
 ])
 def test_a_malformed_task_table_is_one_line_error(tmp_path, run_lprof, write_script, load_profile, bad):
     from lprof.model import profile_file
@@ -274,7 +364,8 @@ def test_a_malformed_task_table_is_one_line_error(tmp_path, run_lprof, write_scr
     script = write_script("plain.py", "import time\ntime.sleep(0.02)\n")
     assert run_lprof("--wall", "-o", "p.lprof", script).returncode == 0
     prof = load_profile(str(tmp_path / "p.lprof"))
-    good = [{"root": ["a.py", "f", 1], "names": ["t"], "parent": None}]
+    good = [{"root": ["a.py", "f", 1], "names": ["t"], "parent": None},
+            {"id": 1, "root": ["a.py", "f", 1], "names": ["t"], "parent": None}]
     for tasks, ok in ((good, True), (bad, False)):
         prof["sampling"]["tasks"] = tasks
         profile_file.save(prof, str(tmp_path / "t.lprof"))
@@ -305,6 +396,52 @@ def test_before_312_an_asyncio_program_draws_per_thread(tmp_path, run_lprof, wri
     assert "tasks" not in prof["sampling"] and not task_stacks.applies(prof)
     text = (tmp_path / "a.folded").read_text()
     assert text and "task worker" not in text
+
+
+@pytest.mark.skipif(sys.version_info < (3, 14), reason="samples say which task ran from 3.14 (asyncio_running_task)")
+def test_tasks_of_one_coroutine_get_each_their_own_time(tmp_path, run_lprof, write_script, load_profile):
+    script = write_script("same.py", """\
+        import asyncio, time
+
+        def spin(s):
+            t = time.perf_counter() + s
+            while time.perf_counter() < t:
+                pass
+
+        async def work(steps):
+            for _ in range(steps):
+                spin(0.004)  # spin
+                await asyncio.sleep(0.002)  # nap
+
+        async def main():
+            await asyncio.gather(asyncio.create_task(work(20), name="light"),
+                                 asyncio.create_task(work(60), name="heavy"))
+            print("done")
+
+        asyncio.run(main())
+        """)
+    r = run_lprof("--wall", "-o", "p.lprof", "--stacks", "wall.folded", script)
+    assert r.returncode == 0 and r.stdout.startswith("done"), r.stderr
+    rows = folded(tmp_path / "wall.folded")
+    spin = f"work ({script}:{line_of(script, '# spin')})"
+
+    def spun(name):
+        return sum(v for f, v in rows if f"task {name}" in f and spin in f)
+
+    # 80 ms and 240 ms of spinning (longer under load, both alike): wall
+    # time by the clock, so the ratio holds on a busy machine too
+    light, heavy = spun("light"), spun("heavy")
+    assert light >= 0.8 * 80_000 and heavy >= 0.8 * 240_000, (light, heavy)
+    assert 2.0 <= heavy / light <= 4.5, (light, heavy)
+    assert not any("light | heavy" in f or "heavy | light" in f for frames, _v in rows for f in frames)
+    prof = load_profile(str(tmp_path / "p.lprof"))
+    own = {t["names"][0]: t for t in prof["sampling"]["tasks"] if "id" in t}
+    assert own["light"]["parent"]["id"] == own["heavy"]["parent"]["id"] == own["Task-1"]["id"]
+    # the split never exceeds its row (the waits: 20 and 60 naps of 2 ms)
+    waits = export(tmp_path, "-f", "folded", "--metric", "wait", "-o", "-").stdout.splitlines()
+    nap = {n: sum(int(t.rpartition(" ")[2]) for t in waits if f"task {n};" in t) for n in ("light", "heavy")}
+    assert nap["light"] >= 20 * 2_000 * 0.9 and nap["heavy"] >= 60 * 2_000 * 0.9, nap
+    assert nap["heavy"] > nap["light"], nap
 
 
 @needs_312

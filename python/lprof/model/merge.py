@@ -59,6 +59,8 @@ _SAMPLING_SUMS = (
     "lprof_cpu_s",
     "wait_total_s",
 )
+# the task view's parts of the sampling section (Merger._add_tasks)
+_TASK_KEYS = ("tasks", "task_rows", "task_rows_refused")
 # the sampling section's "waits"
 _WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s", "task_notes")
 # the sampling section's "threads_without_python": CPU of threads that run no Python
@@ -119,6 +121,10 @@ class Merger:
         self._gpu_timeline_members = []  # the member each part came from
         self._gpu_idle = {}  # (file, name, first line) -> {line: GPU idle seconds}
         self._gpu_idle_lines = {}  # (file, line, function) -> [idle s, sampled s] (sampled runs)
+        self._tasks = []  # the task view's records: each root coroutine's first, every task's own
+        self._task_rows = []  # sampling.task_rows, frames, threads and task ids mapped
+        self._task_rows_refused = 0
+        self._task_offset = 0  # task ids of the profiles merged so far are below it
 
     def add(self, prof, source=None):
         meta = prof.get("meta") or {}
@@ -148,6 +154,7 @@ class Merger:
         self._waits_evicted += prof.get("waits_evicted", 0)
         if samp:
             self._add_sampling(samp)
+            self._add_tasks(samp, st)
         if prof.get("memory"):
             self._add_memory(prof["memory"], meta)
         if prof.get("gpu"):
@@ -228,7 +235,7 @@ class Merger:
 
     def _add_sampling(self, samp):
         if self._sampling is None:
-            self._sampling = {k: v for k, v in samp.items() if k not in ("lines", "threads")}
+            self._sampling = {k: v for k, v in samp.items() if k not in ("lines", "threads") + _TASK_KEYS}
             for sub in ("waits", "threads_without_python"):
                 if sub in samp:
                     self._sampling[sub] = dict(samp[sub])
@@ -242,10 +249,39 @@ class Merger:
                 acc = into.setdefault(sub, {})
                 for k in keys:
                     acc[k] = acc.get(k, 0) + samp[sub].get(k, 0)
-        if samp.get("tasks"):  # the task view's tables: each root coroutine's first record
-            have = {tuple(t["root"]) for t in into.get("tasks", [])}
-            into["tasks"] = into.get("tasks", []) + [t for t in samp["tasks"] if tuple(t["root"]) not in have]
         into["duration_s"] = max(into.get("duration_s", 0.0), samp.get("duration_s", 0.0))
+
+    def _add_tasks(self, samp, st):
+        """The task view's tables: each root coroutine's first record, and
+        every task told apart (3.14+) with its id moved past the ids of the
+        profiles before (a task id means nothing across processes), its
+        split rows' frames and threads mapped as the stacks' were."""
+        offset = self._task_offset
+        have = {tuple(t["root"]) for t in self._tasks if "id" not in t}
+        top = 0
+        for t in samp.get("tasks") or []:
+            if "id" not in t:
+                if tuple(t["root"]) not in have:
+                    have.add(tuple(t["root"]))
+                    self._tasks.append(t)
+                continue
+            t = dict(t, id=t["id"] + offset)
+            top = max(top, t["id"])
+            parent = t.get("parent")
+            if parent is not None and "id" in parent:
+                t["parent"] = dict(parent, id=parent["id"] + offset)
+            self._tasks.append(t)
+        self._task_offset = max(offset, top)
+        rows = samp.get("task_rows") or []
+        if rows and st:
+            index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
+            remap = [index[tuple(f)] for f in st.get("frames", [])]
+            names = samp.get("threads") or {}
+            for ids, th, task, values in rows:
+                name = names.get(str(th))
+                th = self._thread_ids.get(name, th) if name is not None else th
+                self._task_rows.append([[remap[i] for i in ids], th, task + offset, dict(values)])
+        self._task_rows_refused += samp.get("task_rows_refused", 0)
 
     def _add_memory(self, mem, meta):
         peak = mem.get("peak_bytes", 0)
@@ -338,6 +374,12 @@ class Merger:
 
             threads = {str(th): name for name, th in self._thread_ids.items()}
             prof["sampling"] = dict(self._sampling, threads=threads, lines=line_rows(st))
+            if self._tasks:
+                prof["sampling"]["tasks"] = self._tasks
+            if self._task_rows:
+                prof["sampling"]["task_rows"] = self._task_rows
+            if self._task_rows_refused:
+                prof["sampling"]["task_rows_refused"] = self._task_rows_refused
         if self._memory is not None:
             from .sections import memory_section as build_section
 

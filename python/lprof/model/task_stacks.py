@@ -9,6 +9,14 @@ and await chain. The tasks come from the sampling section's "tasks" table
 (lprof.collect.task_names; docs/formats.md). Stacks outside any task (the
 loop idle in select, code before asyncio.run) keep their frames.
 
+Which task ran a stack: on 3.14+ the samples say (the sampling section's
+"task_rows": the part of each row each task took, by task id), and each
+task with a record of its own ("id") is drawn apart under its own name and
+awaiting task. What no such task took (before 3.14 all of it, on 3.14+ a
+task's time before its first suspension, columns not split: memory's) goes,
+as before, under the record of the task's root coroutine, which tasks
+running the same coroutine function share.
+
 The view is for pictures (folded stacks, flame graphs); the listing charges
 lines on the stored stacks."""
 
@@ -64,9 +72,9 @@ def _label(names, root):
     return f"task {shown}" + (f" +{more}" if more > 0 else "")
 
 
-def _table(profile):
-    """{root key: record} of the well-formed records."""
-    out = {}
+def _tables(profile):
+    """({root key: record}, {task id: record}) of the well-formed records."""
+    roots, own = {}, {}
     for t in recorded(profile):
         try:
             key = tuple(t["root"][:3])
@@ -77,11 +85,41 @@ def _table(profile):
                     "name": str(parent["name"]),
                     "root": tuple(parent["root"][:3]),
                     "chain": [list(f[:4]) for f in parent["chain"]],
+                    "id": parent.get("id"),
                 }
-        except (KeyError, TypeError, IndexError):
+        except (KeyError, TypeError, IndexError, AttributeError):
             continue
-        out[key] = {"names": names, "parent": parent}
+        record = {"names": names, "parent": parent, "root": key}
+        if "id" in t:
+            own[t["id"]] = record
+        else:
+            roots[key] = record
+    return roots, own
+
+
+def _split(profile, own):
+    """{(frame ids, thread): [(task id, {column: value}), ...]}: the parts of
+    the rows that tasks with records of their own took."""
+    out = {}
+    for row in (profile.get("sampling") or {}).get("task_rows") or []:
+        try:
+            ids, thread, task, values = row
+        except (TypeError, ValueError):
+            continue
+        if task in own and isinstance(values, dict):
+            out.setdefault((tuple(ids), thread), []).append((task, values))
     return out
+
+
+def _rest(values, parts):
+    """The row's values less the tasks' parts; a column the parts took whole
+    (up to float rounding) is left out."""
+    rest = dict(values)
+    for _task, part in parts:
+        for k, v in part.items():
+            if k in rest:
+                rest[k] -= v
+    return {k: v for k, v in rest.items() if abs(v) > 1e-9 * abs(values[k]) + 1e-12}
 
 
 def _task_start(frames, ids):
@@ -98,28 +136,32 @@ def _task_start(frames, ids):
 def view(profile):
     """The profile's stacks section in the task view (the row form)."""
     section = stacks.row_form(profile.get("stacks") or {})
-    table = _table(profile)
+    table, own = _tables(profile)
+    split = _split(profile, own)
     frames = [list(f) for f in section.get("frames", [])]
     fid = stacks.frame_interner(frames)
 
     prefixes = {}
 
-    def prefix(key, depth=0):
-        """Frame ids above a task's root coroutine: its awaiting tasks, its name."""
-        if depth == 0 and key in prefixes:
-            return prefixes[key]
-        entry = table.get(key) or {"names": [], "parent": None}
+    def prefix(key, task=None, depth=0):
+        """Frame ids above a task's root coroutine: its awaiting tasks, its
+        name; the task's own record's (an id) or its root coroutine's."""
+        if depth == 0 and (key, task) in prefixes:
+            return prefixes[key, task]
+        entry = own[task] if task in own else table.get(key) or {"names": [], "parent": None}
         out = []
         parent = entry["parent"]
         if parent is not None and depth < _MAX_DEPTH:
-            if parent["root"] in table:
-                out += prefix(parent["root"], depth + 1)
+            if parent["id"] in own:
+                out += prefix(own[parent["id"]]["root"], parent["id"], depth + 1)
+            elif parent["root"] in table:
+                out += prefix(parent["root"], None, depth + 1)
             else:
                 out.append(fid([TASK_FILE, _label([parent["name"]], parent["root"]), 0, 0]))
             out += [fid(f) for f in parent["chain"]]
         out.append(fid([TASK_FILE, _label(entry["names"], key), 0, 0]))
         if depth == 0:
-            prefixes[key] = out
+            prefixes[key, task] = out
         return out
 
     rows = []
@@ -129,5 +171,12 @@ def view(profile):
             rows.append([ids, thread, values])
             continue
         root = frames[ids[start]]
-        rows.append([prefix((root[0], root[1], root[2])) + list(ids[start:]), thread, values])
+        key = (root[0], root[1], root[2])
+        tail = list(ids[start:])
+        parts = split.get((tuple(ids), thread), ())
+        for task, part in parts:
+            rows.append([prefix(key, task) + tail, thread, dict(part)])
+        rest = _rest(values, parts) if parts else values
+        if rest:
+            rows.append([prefix(key) + tail, thread, rest])
     return {"frames": frames, "columns": section.get("columns", []), "stacks": rows}

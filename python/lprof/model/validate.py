@@ -67,8 +67,15 @@ def _code_frame(v, what, size):
         _line(n, what)
 
 
+def _task_id(v, what):
+    if not (isinstance(v, int) and not isinstance(v, bool) and v > 0):
+        _fail(what)
+
+
 def _task(task):
     """One record of the sampling section's "tasks" (docs/formats.md)."""
+    if "id" in task:
+        _task_id(task["id"], "sampling task id")
     _code_frame(task.get("root"), "sampling task root", 3)
     for name in _list(task.get("names", []), "sampling task names"):
         _str(name, "sampling task name")
@@ -77,6 +84,8 @@ def _task(task):
         _dict(parent, "sampling task parent")
         _str(parent.get("name"), "sampling task parent name")
         _code_frame(parent.get("root"), "sampling task parent root", 3)
+        if "id" in parent:
+            _task_id(parent["id"], "sampling task parent id")
         for f in _list(parent.get("chain"), "sampling task parent chain"):
             _code_frame(f, "sampling task parent chain", 4)
 
@@ -215,6 +224,24 @@ def _gpu(g):
         _named_rows(g["idle_lines"], 2, "gpu idle")
     if "stats" in g:
         _dict(g["stats"], "gpu stats")
+
+
+def _task_rows(s, n):
+    """sampling.task_rows: [frame ids (n frames), thread, task id, {column: value}]."""
+    if "task_rows_refused" in s:
+        _count(s["task_rows_refused"], "sampling task_rows_refused")
+    for row in _list(s.get("task_rows", []), "sampling task_rows"):
+        if not isinstance(row, list) or len(row) != 4:
+            _fail("sampling task row")
+        ids, thread, task, metrics = row
+        for fid in _list(ids, "sampling task row frames"):
+            if not (isinstance(fid, int) and not isinstance(fid, bool) and 0 <= fid < n):
+                _fail("sampling task row frame id")
+        if not isinstance(thread, (int, str)) or isinstance(thread, bool):
+            _fail("sampling task row thread")
+        _task_id(task, "sampling task row task")
+        for v in _dict(metrics, "sampling task row metrics").values():
+            _num(v, "sampling task row metric")
 
 
 def _stacks(st):
@@ -437,6 +464,9 @@ def check(profile, name):
             _gpu(profile["gpu"])
         if "stacks" in profile:
             _stacks(profile["stacks"])
+        if isinstance(profile.get("sampling"), dict):
+            st = profile.get("stacks")
+            _task_rows(profile["sampling"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
         if "timeline" in profile:
             st = profile.get("stacks")
             _timeline(profile["timeline"], len(st.get("frames", [])) if isinstance(st, dict) else 0)
