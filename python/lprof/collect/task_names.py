@@ -22,7 +22,7 @@ _MAX_ROOTS = 4096
 _MAX_NAMES = 8
 _CHAIN = 64
 
-_MAX_TASKS = 4096
+_MAX_TASKS = 4096  # as many as get a serial (LP_TASK_SERIALS_MAX, task_register.h)
 
 _roots = {}  # (file, function, first_line) -> {"names": [...], "parent": {...} or None}
 _tasks = {}  # serial -> {"root": key, "names": [name], "parent": {...} or None}
@@ -77,6 +77,7 @@ def _awaiting_task(task, asyncio):
 
 
 def _parent_record(parent, serial_of):
+    """The awaiting task's record: its name, serial and await chain now."""
     parent_code = getattr(parent.get_coro(), "cr_code", None)
     if parent_code is None:
         return None

@@ -5,23 +5,27 @@
 
 #if PY_VERSION_HEX >= 0x030E0000
 
-/* address (int) -> the weak reference that forgets it: keeps the
- * reference, and so its callback, alive as long as the task */
+/* weak reference -> the task's address (an int): keeps the reference,
+ * and so its callback, alive as long as the task. A weak reference hashes
+ * as its task, computed here while the task lives and kept, so the dead
+ * reference still finds its entry. */
 static PyObject *watchers;
 /* references whose task died: released at the next registration, outside
  * their own callback */
 static PyObject *dead;
+static PyObject *forget_callback;
 
-/* The weak reference's callback; self is the task's address as an int. */
+/* The weak references' callback: the task of `ref` is being deallocated. */
 static PyObject *forget(PyObject *self, PyObject *ref) {
-    uintptr_t addr = (uintptr_t)PyLong_AsVoidPtr(self);
-    if (addr == 0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
+    (void)self;
+    PyObject *addr = watchers ? PyDict_GetItemWithError(watchers, ref) : NULL; /* borrowed */
+    if (addr) {
+        uintptr_t a = (uintptr_t)PyLong_AsVoidPtr(addr);
+        if (!PyErr_Occurred()) lp_task_ids_remove(a);
+        if (dead && PyList_Append(dead, ref) < 0) PyErr_Clear();
+        if (PyDict_DelItem(watchers, ref) < 0) PyErr_Clear();
     }
-    lp_task_ids_remove(addr);
-    if (dead && PyList_Append(dead, ref) < 0) PyErr_Clear();
-    if (watchers && PyDict_DelItem(watchers, self) < 0) PyErr_Clear();
+    PyErr_Clear();
     Py_RETURN_NONE;
 }
 
@@ -30,20 +34,19 @@ static PyMethodDef forget_def = {"lprof_forget_task", forget, METH_O, "Forgets a
 uint32_t lp_pytask_register(PyObject *task) {
     uintptr_t addr = (uintptr_t)(void *)task;
     uint32_t serial = lp_task_ids_find(addr);
-    if (serial) return serial;
+    if (serial || lp_task_ids_given() >= LP_TASK_SERIALS_MAX) return serial;
     if (!watchers) watchers = PyDict_New();
     if (!dead) dead = PyList_New(0);
-    if (!watchers || !dead) goto fail;
+    if (!forget_callback) forget_callback = PyCFunction_New(&forget_def, NULL);
+    if (!watchers || !dead || !forget_callback) goto fail;
     if (PyList_GET_SIZE(dead) && PyList_SetSlice(dead, 0, PyList_GET_SIZE(dead), NULL) < 0) goto fail;
     serial = lp_task_ids_insert(addr);
     if (!serial) return 0;
-    PyObject *key = PyLong_FromVoidPtr(task);
-    PyObject *cb = key ? PyCFunction_New(&forget_def, key) : NULL;
-    PyObject *ref = cb ? PyWeakref_NewRef(task, cb) : NULL;
-    int kept = ref && PyDict_SetItem(watchers, key, ref) == 0;
+    PyObject *where = PyLong_FromVoidPtr(task);
+    PyObject *ref = where ? PyWeakref_NewRef(task, forget_callback) : NULL;
+    int kept = ref && PyDict_SetItem(watchers, ref, where) == 0;
     Py_XDECREF(ref);
-    Py_XDECREF(cb);
-    Py_XDECREF(key);
+    Py_XDECREF(where);
     if (kept) return serial;
     lp_task_ids_remove(addr); /* nothing would forget it */
 fail:
