@@ -58,13 +58,13 @@ static int chain_detached(slot *t, lp_sample *s, int n) {
 
 /* Commits a detached read of t into the wall ring: its n frames (already
  * in s, after any chaining), weight, flags and the CPU time it carries. */
-static void commit_detached(slot *t, lp_sample *s, int n, uint32_t weight, uint32_t flags, uint64_t cpu_ns) {
+static void commit_detached(slot *t, lp_sample *s, int n, uint32_t weight, uint32_t flags, uint64_t cpu_ns,
+                            uint32_t task) {
     s->weight = weight;
     s->flags = flags;
     s->depth = (uint32_t)n;
     s->native_depth = 0; /* another thread's native stack cannot be unwound locally */
-    /* without the GIL the thread cannot switch tasks: read with its stack */
-    s->task = S.host.task ? S.host.task(t->tstate, S.host.safe_read) : 0;
+    s->task = task;
     s->reserved = 0;
     s->thread_key = t->thread_key;
     s->cpu_ns = cpu_ns;
@@ -75,6 +75,10 @@ static void commit_detached(slot *t, lp_sample *s, int n, uint32_t weight, uint3
     lp_sampler_ask_drain(&S.wall_ring);
 }
 
+/* The task a detached thread runs: without the GIL it cannot switch tasks,
+ * so the one read beside its stack is the stack's. */
+static uint32_t detached_task(slot *t) { return S.host.task ? S.host.task(t->tstate, S.host.safe_read) : 0; }
+
 static void wall_read_detached(slot *t, uint32_t periods) {
     lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
@@ -84,7 +88,8 @@ static void wall_read_detached(slot *t, uint32_t periods) {
         s->shared = __atomic_load_n(&t->wall_chain.n, __ATOMIC_RELAXED);
         s->chain_slot = (uint32_t)(t - S.slots);
         commit_detached(t, s, 0, periods,
-                        LP_SF_DETACHED | LP_SF_CHAINED | (t->wall_read_truncated ? LP_SF_TRUNCATED : 0), 0);
+                        LP_SF_DETACHED | LP_SF_CHAINED | (t->wall_read_truncated ? LP_SF_TRUNCATED : 0), 0,
+                        t->wall_read_task);
         return;
     }
     const void *top = S.host.top(t->tstate, S.host.safe_read);
@@ -100,9 +105,11 @@ static void wall_read_detached(slot *t, uint32_t periods) {
     n = chain_detached(t, s, n < 0 ? 0 : n);
     t->wall_read_cpu_ns = cpu;
     t->wall_read_truncated = truncated;
+    t->wall_read_task = detached_task(t);
     uint64_t ran = cpu > t->last_cpu_ns && t->last_cpu_ns ? cpu - t->last_cpu_ns : 0;
     t->last_cpu_ns = cpu;
-    commit_detached(t, s, n, periods, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), ran);
+    commit_detached(t, s, n, periods, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), ran,
+                    t->wall_read_task);
 }
 
 /* CPU mode, the sampler thread: a thread that did not run in this period
@@ -124,7 +131,8 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
     n = chain_detached(t, s, n);
     t->offered_cpu_ns += owed_ns;
     __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
-    commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns);
+    commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns,
+                    detached_task(t));
 }
 
 /* One look at every thread: the CPU time it spent since the samples asked
@@ -571,6 +579,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     lp_frame_chain_reset(&t->chain);
     lp_frame_chain_reset(&t->wall_chain);
     t->wall_read_cpu_ns = 0;
+    t->wall_read_task = 0;
     __atomic_store_n(&t->wall_seen_ns, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
     /* a new owner: timer signals queued for an earlier one no longer match */
     __atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);

@@ -65,10 +65,11 @@ typedef struct {
     /* wall mode: CLOCK_MONOTONIC up to which the wall thread has charged the
      * thread (each read weighs the periods since: a pass slower than the
      * period loses no time), and its last detached read: the thread's CPU
-     * clock then and whether that stack was cut (a thread that has not run
-     * since has the same stack: it is not read again) */
+     * clock then, whether that stack was cut and the task it ran (a thread
+     * that has not run since has the same stack and task: not read again) */
     uint64_t wall_seen_ns, wall_read_cpu_ns;
     int wall_read_truncated;
+    uint32_t wall_read_task;
     lp_ring ring;
     /* the ring's stacks as changes (collect/frame_chain.h): the handler's
      * previous stack, and the drain's copy of it; the same for the wall

@@ -40,8 +40,9 @@ uint32_t lp_task_ids_insert(uintptr_t addr) {
     for (uint32_t i = 0; i < LP_TASK_IDS_PROBES; i++, at = (at + 1) & (LP_TASK_IDS_SLOTS - 1)) {
         uintptr_t k = slots[at].key;
         if (k != FREE && k != TOMBSTONE) continue;
-        uint32_t serial = next_serial++;
-        if (next_serial == 0) next_serial = 1; /* 4 G tasks later: 0 stays "none" */
+        uint32_t serial = next_serial;
+        /* read by lp_task_ids_given on any thread; 4 G tasks later 0 stays "none" */
+        __atomic_store_n(&next_serial, next_serial + 1 == 0 ? 1 : next_serial + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[at].serial, serial, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[at].key, addr, __ATOMIC_RELEASE);
         return serial;
@@ -65,4 +66,4 @@ void lp_task_ids_remove(uintptr_t addr) {
 
 uint64_t lp_task_ids_refused(void) { return refused; }
 
-uint32_t lp_task_ids_given(void) { return next_serial - 1; }
+uint32_t lp_task_ids_given(void) { return __atomic_load_n(&next_serial, __ATOMIC_RELAXED) - 1; }

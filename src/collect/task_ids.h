@@ -30,8 +30,9 @@ LP_INTERNAL uint32_t lp_task_ids_insert(uintptr_t addr);
 LP_INTERNAL void lp_task_ids_remove(uintptr_t addr);
 /* The address's serial, 0 if absent or addr is 0. */
 LP_INTERNAL uint32_t lp_task_ids_find(uintptr_t addr) LP_SIGNAL_SAFE;
-/* Tasks refused a serial for want of room; tasks given one. */
+/* Tasks refused a serial for want of room; tasks given one (any thread,
+ * signal-safe). */
 LP_INTERNAL uint64_t lp_task_ids_refused(void);
-LP_INTERNAL uint32_t lp_task_ids_given(void);
+LP_INTERNAL uint32_t lp_task_ids_given(void) LP_SIGNAL_SAFE;
 
 #endif

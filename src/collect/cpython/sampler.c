@@ -289,8 +289,13 @@ static void find_eval_loop(lp_ranges *eval) {
 }
 
 #if PY_VERSION_HEX >= 0x030E0000
-/* The serial of the task the thread runs (collect/task_ids.h). */
+/* The serial of the task the thread runs (collect/task_ids.h). Nothing
+ * read while no task has one (CPU mode, a program without asyncio); a
+ * handler reads its own thread's state directly (whole while the thread
+ * runs: the fault-safe reads are for the top of its frame chain). */
 static uint32_t running_task(const void *tstate, lp_reader reader) {
+    if (lp_task_ids_given() == 0) return 0;
+    if (reader == lp_pyframes_interrupted_read) reader = NULL;
     return lp_task_ids_find(lp_pyframes_running_task(tstate, reader));
 }
 #endif
