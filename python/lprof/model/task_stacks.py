@@ -1,7 +1,8 @@
 """The task view of a wall-mode profile of an asyncio program (3.12+): each
 stack that ran (or waited) inside a task starts at the task, not at the
 event loop. The rows stay those of the stacks section, in order, with their
-threads and values; only the frames above the task's root coroutine change:
+threads and values (a row split by task, below, becomes its parts, the same
+values in all); only the frames above the task's root coroutine change:
 the loop's scaffolding (asyncio.run, run_forever, _run_once, Handle._run,
 a Python Task's step) is cut, and in its place come a frame naming the task
 ("task fetcher") and, when another task awaited it, that task's own prefix
@@ -12,10 +13,10 @@ loop idle in select, code before asyncio.run) keep their frames.
 Which task ran a stack: on 3.14+ the samples say (the sampling section's
 "task_rows": the part of each row each task took, by task id), and each
 task with a record of its own ("id") is drawn apart under its own name and
-awaiting task. What no such task took (before 3.14 all of it, on 3.14+ a
-task's time before its first suspension, columns not split: memory's) goes,
-as before, under the record of the task's root coroutine, which tasks
-running the same coroutine function share.
+awaiting task. What no such task took (before 3.14 all of it; on 3.14+
+the time of tasks past a process's first 4096, and the columns not split:
+memory's) goes, as before, under the record of the task's root coroutine,
+which tasks running the same coroutine function share.
 
 The view is for pictures (folded stacks, flame graphs); the listing charges
 lines on the stored stacks."""
