@@ -347,6 +347,14 @@ def test_a_merge_keeps_each_process_tasks_apart():
     rows = _drawn(task_stacks.view(merged))
     heavy = sum(m.get("wall_s", 0) for p, _t, m in rows if "task heavy" in p)
     assert abs(heavy - 1.4) < 1e-9  # each process's heavy task, both drawn
+    # the JSON export names the rows' fields, frames indexing its stacks' frames
+    from lprof.export import json_doc
+
+    doc = json_doc.export_dict(merged)
+    names = [f["function"] for f in doc["stacks"]["frames"]]
+    row = doc["sampling"]["task_rows"][0]
+    assert set(row) == {"frames", "thread", "task", "metrics"}
+    assert [names[i] for i in row["frames"]][-1] in ("work", "main")
 
 
 @pytest.mark.parametrize("bad", [

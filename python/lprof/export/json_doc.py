@@ -60,6 +60,11 @@ def export_dict(prof):
     if "sampling" in prof:
         s = dict(prof["sampling"])
         s["lines"] = _rows(s.get("lines", []), SAMPLING_LINE_FIELDS)
+        if "task_rows" in s:  # 3.14+: each stack's time by asyncio task, frames as the stacks'
+            s["task_rows"] = [
+                {"frames": ids, "thread": thread, "task": task, "metrics": metrics}
+                for ids, thread, task, metrics in s["task_rows"]
+            ]
         if "stacks" in prof:  # the whole the shares are of, and what no selected line holds
             from ..model import shares
 
