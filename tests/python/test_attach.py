@@ -910,3 +910,51 @@ def test_a_python_before_3_14_is_refused_with_its_version_where_code_must_run(tm
     assert f"runs Python {v}, which cannot be asked to run lprof's code" in r.stderr
     assert f"-l needs lprof's code in the process (lprof dump {p.pid}" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+MID_IMPORT = """\
+    import glob, importlib.abc, os, sys, tempfile, time
+
+    class SlowEncoder(importlib.abc.MetaPathFinder):
+        # json's own import stops at its encoder, json half initialized (no
+        # dumps yet), until lprof's attach script has found the main thread
+        # there and said so (at most 10 s)
+        def find_spec(self, name, path, target=None):
+            if name != "json.encoder":
+                return None
+            sys.meta_path.remove(self)
+            pattern = os.path.join(tempfile.gettempdir(), f"lprof-attach-{os.getpid()}-*", "deferred")
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not glob.glob(pattern):
+                pass
+            return None
+
+    sys.meta_path.insert(0, SlowEncoder())
+    print("ready")
+    import json
+    print("json whole", hasattr(json, "dumps"))
+    t = time.perf_counter() + 4
+    n = 0
+    while time.perf_counter() < t:
+        n += 1  # after the import
+    print("done")
+    """
+
+
+@needs_remote_exec
+def test_an_attach_inside_an_import_waits_for_its_end(tmp_path, target):
+    """The attach script ran where the main thread stood, inside an import
+    of a module lprof uses too: lprof's own `import json` got the half
+    initialized json and the agent failed. It now waits for the import."""
+    p = target(MID_IMPORT)
+    t0 = time.monotonic()
+    r = _attach(tmp_path, p.pid, "-d", 1, "-o", tmp_path / "a.lprof")
+    assert r.returncode == 0, r.stderr
+    # the script found the import and the command asked again: well before
+    # the target's own 10 s bound on the import
+    assert time.monotonic() - t0 < 9
+    prof = _load(tmp_path / "a.lprof")
+    assert _line_seconds(prof, "n += 1", MID_IMPORT) > 0.2
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and err == "", err
+    assert out.splitlines() == ["json whole True", "done"]

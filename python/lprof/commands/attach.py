@@ -280,7 +280,7 @@ def _poll_all(sessions, first, poll, until=None):
 def _announce(args, st, children):
     what = ("wall" if args.wall else "CPU") + " time"
     if args.line_by_line:
-        what = f"the lines of {st['functions']} function(s)"
+        what = f"the lines of {st.get('functions', '?')} function(s)"
     until = f"for {args.duration:g} s" if args.duration else "until Ctrl-C"
     also = ""
     if args.memory:
@@ -293,7 +293,8 @@ def _announce(args, st, children):
     verb = "timing" if args.line_by_line else "sampling"
     more = f" and {children} child process(es)" if args.children else ""
     sys.stderr.write(
-        f"lprof: attached to process {args.pid}{more} (Python {st['python']}): {verb} {what}{also} {until}\n"
+        f"lprof: attached to process {args.pid}{more} (Python {st.get('python', '?')}): "
+        f"{verb} {what}{also} {until}\n"
     )
 
 

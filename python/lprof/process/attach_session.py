@@ -7,7 +7,13 @@ agent (attach_agent.py), which answers in the folder's status file and saves
 the profile there. Either side may go away first: the script does nothing if
 the command gave up on it (whoever creates "claimed" first wins), the agent
 stops if the command is gone, and the command reports a process that ended
-without saving. A Session is one process's folder and what is known of it;
+without saving. The script runs wherever the main thread stands; inside an
+import (a spawned worker starting up) the modules lprof imports may be
+half initialized (`import json` in the middle of json's own import gives a
+json without dumps), so there it does nothing but say so (a byte more in
+"deferred"), and the command asks again, until the import is over or
+BUSY_WAIT_S have passed (then "force": an import that never ends, a module
+that runs the program, does not keep lprof out). A Session is one process's folder and what is known of it;
 commands/attach.py drives one per process."""
 
 import json
@@ -22,14 +28,33 @@ from .procfs import gone
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
+BUSY_WAIT_S = 2.0  # how long the script may find the main thread inside an import
 
 # Run by the process, in a namespace of its own (sys.remote_exec): it must
 # leave the program's sys.path as it was and never raise into it.
 _SCRIPT = r"""
+def _lprof_in_import(frame):
+    # importlib's frames below: the main thread is running a module's import
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _lprof_attach(control, parent, options):
-    import json, os, sys
+    import os, sys  # always whole: the interpreter imported them at its start
+    claimed = os.path.join(control, "claimed")
+    if (not os.path.exists(claimed) and not os.path.exists(os.path.join(control, "force"))
+            and _lprof_in_import(sys._getframe())):
+        try:  # the command asks again
+            with open(os.path.join(control, "deferred"), "ab") as fh:
+                fh.write(b".")
+        except OSError:
+            pass
+        return
     try:
-        os.close(os.open(os.path.join(control, "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(os.open(claimed, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except OSError:
         # the lprof command gave up waiting and left its folder to this script
         try:
@@ -39,6 +64,7 @@ def _lprof_attach(control, parent, options):
         except OSError:
             pass
         return
+    import json
     added = parent not in sys.path
     if added:
         sys.path.insert(0, parent)
@@ -90,6 +116,8 @@ class Session:
         # error printed in the program), finds it given up, removes the folder
         self.pending = False
         self.requested = False
+        self.deferred = 0  # the script's answers "inside an import": asked again
+        self.deferred_since = None
         self.script = os.path.join(self.control, "attach.py")
         with open(self.script, "w") as fh:
             fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, {options!r})\n")
@@ -103,6 +131,7 @@ class Session:
         s = cls.__new__(cls)
         s.pid, s.control = pid, control
         s.pending = s.requested = False
+        s.deferred, s.deferred_since = 0, None
         s.script = None
         s.live_path = os.path.join(control, attach_agent.LIVE_NAME)
         return s
@@ -142,6 +171,8 @@ class Session:
             self._claim()
             raise LprofError(f"attach: process {self.pid} ended before sampling started", 1)
         now = time.monotonic()
+        if self._ask_again(now):
+            return None
         if now > deadline and self._claim():
             self.pending = True
             raise GaveUp(
@@ -157,6 +188,23 @@ class Session:
                 1,
             )
         return None
+
+    def _ask_again(self, now):
+        """The script found the main thread inside an import: asks again
+        (with "force" once that has lasted BUSY_WAIT_S). True when it did."""
+        try:
+            deferred = os.path.getsize(os.path.join(self.control, "deferred"))
+        except OSError:
+            return False
+        if deferred <= self.deferred:
+            return False
+        self.deferred = deferred
+        if self.deferred_since is None:
+            self.deferred_since = now
+        if now - self.deferred_since > BUSY_WAIT_S:
+            open(os.path.join(self.control, "force"), "w").close()
+        self.request()
+        return True
 
     def give_up_start(self):
         """Ctrl-C before the start: the script, if it runs later, does nothing
