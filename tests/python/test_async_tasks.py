@@ -115,8 +115,14 @@ def test_the_program_runs_as_without_lprof_and_records_its_tasks(recorded, load_
     names = {n for t in prof["sampling"]["tasks"] for n in t["names"]}
     assert {"fetcher", "left", "right", "grouped", "parent", "child"} <= names
     assert task_stacks.applies(prof)
-    # the listing says its pictures are per task
-    assert "per asyncio task" in " ".join(r.stdout.split())
+    # the listing says its pictures are per task, and whether each task is apart
+    said = " ".join(r.stdout.split())
+    assert "per asyncio task" in said
+    own = [t for t in prof["sampling"]["tasks"] if "id" in t]
+    if sys.version_info >= (3, 14):
+        assert len(own) >= 7 and f"{len(own)} task(s) each apart" in said, said
+    else:
+        assert not own and "tasks of one coroutine function together" in said, said
 
 
 @needs_312

@@ -57,6 +57,11 @@ def applies(profile):
     return bool(recorded(profile))
 
 
+def told_apart(profile):
+    """How many tasks have records of their own (3.14+: drawn apart)."""
+    return sum(1 for t in recorded(profile) if isinstance(t, dict) and "id" in t)
+
+
 def thread_view(profile):
     """The profile without its task table: its pictures draw thread stacks."""
     sampling = profile.get("sampling")

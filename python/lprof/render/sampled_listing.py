@@ -344,6 +344,12 @@ def legend(profile, cols=None):
             "; the flame graph and folded stacks are per asyncio task, from the task's name down "
             "its await chain (--thread-stacks: per thread)"
         )
+        apart = task_stacks.told_apart(profile)
+        text += (
+            f", {apart} task(s) each apart"
+            if apart
+            else ", tasks of one coroutine function together (Python 3.14+ draws each apart)"
+        )
     if profile.get("memory"):
         text += (
             "; alloc = bytes allocated, net = allocated minus freed, at peak = live at the "
