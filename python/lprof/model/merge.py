@@ -62,7 +62,15 @@ _SAMPLING_SUMS = (
 # the task view's parts of the sampling section (Merger._add_tasks)
 _TASK_KEYS = ("tasks", "task_rows", "task_rows_refused")
 # the sampling section's "waits"
-_WAITS_SUMS = ("suspensions", "resumes", "evicted", "charged_s", "task_notes")
+_WAITS_SUMS = (
+    "suspensions",
+    "resumes",
+    "evicted",
+    "charged_s",
+    "task_notes",
+    "task_serials",
+    "task_serials_refused",
+)
 # the sampling section's "threads_without_python": CPU of threads that run no Python
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
 # exact line timing (lprof -l) joins the imbalance view under these names
@@ -168,14 +176,20 @@ class Merger:
         names = (samp or {}).get("threads") or {}
         if not names:
             return st
-        seen = self._thread_ids
-        rows = []
-        for ids, th, m in st.get("stacks", []):
-            name = names.get(str(th))
-            if name is not None:
-                th = seen.setdefault(name, th)
-            rows.append([ids, th, m])
+        rows = [[ids, self._merged_thread(names, th), m] for ids, th, m in st.get("stacks", [])]
         return dict(st, stacks=rows)
+
+    def _merged_thread(self, names, th):
+        """The thread id the merge uses for thread th of a profile whose
+        threads are named `names`: the first id seen for its name."""
+        name = names.get(str(th))
+        return th if name is None else self._thread_ids.setdefault(name, th)
+
+    def _frame_remap(self, st):
+        """The merged frame id of each of st's frames (stacks_model.merge
+        has added every frame of st)."""
+        index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
+        return [index[tuple(f)] for f in st.get("frames", [])]
 
     # -- sections ------------------------------------------------------
     def _add_timeline(self, tl, st, meta):
@@ -183,8 +197,7 @@ class Merger:
         (stacks_model.merge has added every frame of st)."""
         if not tl:
             return
-        index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
-        remap = [index[tuple(f)] for f in st.get("frames", [])]
+        remap = self._frame_remap(st)
         for part in tl.get("parts", []):
             part = timeline_model.remap_frames(part, remap)
             if part.get("pid") is None and meta.get("pid") is not None:
@@ -197,8 +210,7 @@ class Merger:
             return
         from . import gpu_timeline
 
-        index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
-        remap = [index[tuple(f)] for f in st.get("frames", [])]
+        remap = self._frame_remap(st)
         for part in tl.get("parts", []):
             part = gpu_timeline.remap_frames(part, remap)
             if part.get("pid") is None and meta.get("pid") is not None:
@@ -274,12 +286,10 @@ class Merger:
         self._task_offset = max(offset, top)
         rows = samp.get("task_rows") or []
         if rows and st:
-            index = {tuple(f): i for i, f in enumerate(self._stacks["frames"])}
-            remap = [index[tuple(f)] for f in st.get("frames", [])]
+            remap = self._frame_remap(st)
             names = samp.get("threads") or {}
             for ids, th, task, values in rows:
-                name = names.get(str(th))
-                th = self._thread_ids.get(name, th) if name is not None else th
+                th = self._merged_thread(names, th)
                 self._task_rows.append([[remap[i] for i in ids], th, task + offset, dict(values)])
         self._task_rows_refused += samp.get("task_rows_refused", 0)
 
