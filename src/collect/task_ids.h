@@ -20,7 +20,7 @@
 
 #include "common/base.h"
 
-#define LP_TASK_IDS_SLOTS  (1u << 16)
+#define LP_TASK_IDS_SLOTS  (1u << 13) /* twice the serials given (task_register.h): half full */
 #define LP_TASK_IDS_PROBES 32
 
 /* The address's serial, inserting it with a new one if absent; 0 when the

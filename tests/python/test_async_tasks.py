@@ -450,6 +450,10 @@ def test_tasks_of_one_coroutine_get_each_their_own_time(tmp_path, run_lprof, wri
     assert not any("light | heavy" in f or "heavy | light" in f for frames, _v in rows for f in frames)
     prof = load_profile(str(tmp_path / "p.lprof"))
     own = {t["names"][0]: t for t in prof["sampling"]["tasks"] if "id" in t}
+    # every task got a serial and a record: main's, the workers, asyncio.run's own at its end
+    waits = prof["sampling"]["waits"]
+    told = [t for t in prof["sampling"]["tasks"] if "id" in t]
+    assert waits["task_serials"] == len(told) >= 3 and waits["task_serials_refused"] == 0, waits
     assert own["light"]["parent"]["id"] == own["heavy"]["parent"]["id"] == own["Task-1"]["id"]
     # the split never exceeds its row (the waits: 20 and 60 naps of 2 ms)
     waits = export(tmp_path, "-f", "folded", "--metric", "wait", "-o", "-").stdout.splitlines()

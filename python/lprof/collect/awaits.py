@@ -77,7 +77,8 @@ def after_fork_child():
 
 
 def stats():
-    """{suspensions, resumes, evicted, charged_s, task_notes}, or None before 3.12."""
+    """{suspensions, resumes, evicted, charged_s, task_notes, task_serials,
+    task_serials_refused}, or None before 3.12."""
     return _lprof.await_stats() if hasattr(_lprof, "await_stats") else None
 
 

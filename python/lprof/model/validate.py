@@ -179,7 +179,17 @@ def _sampling(s):
     if "waits" in s:  # --wall's await waits: counts, and why there are none
         waits = _dict(s["waits"], "sampling waits")
         _optional_nums(
-            waits, ("suspensions", "resumes", "evicted", "charged_s", "task_notes"), "sampling waits"
+            waits,
+            (
+                "suspensions",
+                "resumes",
+                "evicted",
+                "charged_s",
+                "task_notes",
+                "task_serials",
+                "task_serials_refused",
+            ),
+            "sampling waits",
         )
         if "note" in waits:
             _str(waits["note"], "sampling waits note")

@@ -176,7 +176,7 @@ static PyObject *on_yield(PyObject *self, PyObject *const *args, Py_ssize_t narg
                       .code = code,
                       .t = lp_clock_monotonic_ns(),
                       .stack = lp_agg_intern(lp_pyframes_thread_key(ts), frames, (size_t)n, truncated),
-                      .task = task ? lp_pytask_register(task) : 0};
+                      .task = task ? lp_pytask_register(task, NULL) : 0};
     (void)lp_suspended_put(&suspended_frames, &e); /* a failure is counted there */
     suspensions++;
     note_running_task(e.task);
@@ -194,10 +194,9 @@ static PyObject *on_start(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (nargs < 2 || !active) Py_RETURN_NONE;
     if (!is_coroutine(args[0])) return Py_NewRef(disable);
     PyObject *task = (PyObject *)lp_pyframes_running_task(PyThreadState_Get(), NULL);
-    if (task && !lp_task_ids_find((uintptr_t)(void *)task)) {
-        uint32_t serial = lp_pytask_register(task);
-        if (serial) note_running_task(serial);
-    }
+    int fresh = 0;
+    uint32_t serial = task ? lp_pytask_register(task, &fresh) : 0;
+    if (fresh) note_running_task(serial);
     Py_RETURN_NONE;
 }
 
@@ -279,10 +278,11 @@ static PyObject *py_reset(PyObject *self, PyObject *unused) {
 static PyObject *py_stats(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K}", "suspensions", (unsigned long long)suspensions, "resumes",
-                         (unsigned long long)resumes, "evicted", (unsigned long long)suspended_frames.evicted,
-                         "charged_s", (double)charged_ns * 1e-9, "task_notes",
-                         (unsigned long long)task_notes);
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K,s:I,s:K}", "suspensions", (unsigned long long)suspensions,
+                         "resumes", (unsigned long long)resumes, "evicted",
+                         (unsigned long long)suspended_frames.evicted, "charged_s", (double)charged_ns * 1e-9,
+                         "task_notes", (unsigned long long)task_notes, "task_serials", lp_task_ids_given(),
+                         "task_serials_refused", (unsigned long long)lp_task_ids_refused());
 }
 
 /* await_task_serial(task): its serial (collect/task_ids.h), 0 if it has none */
@@ -305,7 +305,8 @@ static PyMethodDef methods[] = {
     {"await_stop", py_stop, METH_NOARGS, "Stop charging await waits."},
     {"await_task_serial", py_task_serial, METH_O, "await_task_serial(task): its serial, 0 if none (3.14+)."},
     {"await_reset", py_reset, METH_NOARGS, "Forget suspended coroutines and the counts."},
-    {"await_stats", py_stats, METH_NOARGS, "{suspensions, resumes, evicted, charged_s, task_notes}."},
+    {"await_stats", py_stats, METH_NOARGS,
+     "{suspensions, resumes, evicted, charged_s, task_notes, task_serials, task_serials_refused}."},
     {NULL, NULL, 0, NULL},
 };
 

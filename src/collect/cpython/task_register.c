@@ -31,8 +31,9 @@ static PyObject *forget(PyObject *self, PyObject *ref) {
 
 static PyMethodDef forget_def = {"lprof_forget_task", forget, METH_O, "Forgets a dead task's serial."};
 
-uint32_t lp_pytask_register(PyObject *task) {
+uint32_t lp_pytask_register(PyObject *task, int *fresh) {
     uintptr_t addr = (uintptr_t)(void *)task;
+    if (fresh) *fresh = 0;
     uint32_t serial = lp_task_ids_find(addr);
     if (serial || lp_task_ids_given() >= LP_TASK_SERIALS_MAX) return serial;
     if (!watchers) watchers = PyDict_New();
@@ -47,7 +48,10 @@ uint32_t lp_pytask_register(PyObject *task) {
     int kept = ref && PyDict_SetItem(watchers, ref, where) == 0;
     Py_XDECREF(ref);
     Py_XDECREF(where);
-    if (kept) return serial;
+    if (kept) {
+        if (fresh) *fresh = 1;
+        return serial;
+    }
     lp_task_ids_remove(addr); /* nothing would forget it */
 fail:
     PyErr_Clear();
@@ -56,8 +60,9 @@ fail:
 
 #else
 
-uint32_t lp_pytask_register(PyObject *task) {
+uint32_t lp_pytask_register(PyObject *task, int *fresh) {
     (void)task;
+    if (fresh) *fresh = 0;
     return 0;
 }
 

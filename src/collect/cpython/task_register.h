@@ -17,9 +17,10 @@
 
 #define LP_TASK_SERIALS_MAX 4096
 
-/* The task's serial, giving it one at its first call; 0 when it gets none
- * (past the first LP_TASK_SERIALS_MAX, the table is full near its address,
- * no weak reference to it can be made, or before 3.14). Never raises. */
-LP_INTERNAL uint32_t lp_pytask_register(PyObject *task);
+/* The task's serial, giving it one at its first call (*fresh = 1 then,
+ * when fresh is not NULL); 0 when it gets none (past the first
+ * LP_TASK_SERIALS_MAX, the table is full near its address, no weak
+ * reference to it can be made, or before 3.14). Never raises. */
+LP_INTERNAL uint32_t lp_pytask_register(PyObject *task, int *fresh);
 
 #endif
