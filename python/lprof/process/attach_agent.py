@@ -9,7 +9,9 @@ with --memory) and an lprof thread (common/own_thread.py, unseen by the
 program) that ends the recording when one of these happens first:
 
   - the command asks (a "stop" file in the control folder: its duration is
-    over, or Ctrl-C): the profile is saved there, the command prints it;
+    over, or Ctrl-C): the profile is saved there, the command prints it
+    (by the main thread, stop_from_main, when the command's nudge finds
+    this thread starved of the GIL);
   - the command is gone (killed) or its control folder is: sampling stops,
     nothing is written, the program goes on as before;
   - the program ends (atexit, or os._exit: multiprocessing's workers end
@@ -218,6 +220,16 @@ def _forget_in_child():
     except OSError:
         return  # the command is gone, or will attach to it by remote_exec
     begin(control, parent.options)
+
+
+def stop_from_main(control):
+    """The command's nudge (attach_session._NUDGE_SCRIPT), on the main
+    thread: the stop it asked for is saved here when the agent's thread has
+    not begun it (starved of the GIL); when it has, finish() waits on the
+    lock for it, which hands that thread the GIL."""
+    rec = _current
+    if rec is not None and rec.control == control and os.path.exists(os.path.join(control, "stop")):
+        rec.finish("stopped")
 
 
 def _report(control, message):

@@ -29,6 +29,7 @@ from .procfs import gone
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
 BUSY_WAIT_S = 2.0  # how long the script may find the main thread inside an import
+NUDGE_AFTER_S = 1.0  # from the stop request to the nudge (see _NUDGE_SCRIPT)
 
 # Run by the process, in a namespace of its own (sys.remote_exec): it must
 # leave the program's sys.path as it was and never raise into it.
@@ -90,6 +91,37 @@ def _lprof_attach(control, parent, options):
 """
 
 
+# Run by the process on its main thread when the stop has not been saved
+# NUDGE_AFTER_S after it was asked: the agent's own thread may be starved of
+# the GIL (a main thread that releases and retakes it thousands of times a
+# second, as a loop of short I/O calls does, bumps the GIL's switch count,
+# and CPython then never asks it to give way: waiters stay asleep for
+# seconds). The main thread then saves (or, when the agent's thread has begun
+# saving, waits for it, which gives that thread the GIL). Whoever creates
+# "nudge-claimed" first wins, as with the attach script.
+_NUDGE_SCRIPT = r"""
+def _lprof_nudge(control):
+    import os, sys
+    try:
+        os.close(os.open(os.path.join(control, "nudge-claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        # the command is done and left its folder to this script
+        try:
+            for name in os.listdir(control):
+                os.remove(os.path.join(control, name))
+            os.rmdir(control)
+        except OSError:
+            pass
+        return
+    agent = sys.modules.get("lprof.process.attach_agent")
+    try:  # never into the program
+        if agent is not None:
+            agent.stop_from_main(control)
+    except Exception:
+        pass
+"""
+
+
 class GaveUp(LprofError):
     """The script never ran, and will do nothing when it does."""
 
@@ -118,6 +150,9 @@ class Session:
         self.requested = False
         self.deferred = 0  # the script's answers "inside an import": asked again
         self.deferred_since = None
+        self.stop_asked = None  # monotonic time of ask_stop()
+        self.nudged = False
+        self.nudge_requested = False  # the nudge may run later: close() claims it
         self.script = os.path.join(self.control, "attach.py")
         with open(self.script, "w") as fh:
             fh.write(_SCRIPT + f"\n_lprof_attach({self.control!r}, {PACKAGE_PARENT!r}, {options!r})\n")
@@ -132,6 +167,7 @@ class Session:
         s.pid, s.control = pid, control
         s.pending = s.requested = False
         s.deferred, s.deferred_since = 0, None
+        s.stop_asked, s.nudged, s.nudge_requested = None, False, False
         s.script = None
         s.live_path = os.path.join(control, attach_agent.LIVE_NAME)
         return s
@@ -206,6 +242,15 @@ class Session:
         self.request()
         return True
 
+    def _claim_nudge(self):
+        try:
+            os.close(
+                os.open(os.path.join(self.control, "nudge-claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            )
+            return True
+        except OSError:
+            return False
+
     def give_up_start(self):
         """Ctrl-C before the start: the script, if it runs later, does nothing
         (and a process never asked has no script to run)."""
@@ -217,10 +262,30 @@ class Session:
         return st if st is not None and st["state"] != "started" else None
 
     def ask_stop(self):
+        self.stop_asked = time.monotonic()
         try:
             open(os.path.join(self.control, "stop"), "w").close()
         except OSError:
             pass
+
+    def _nudge(self):
+        """Asks the main thread to save (_NUDGE_SCRIPT), once; a process we
+        cannot ask (adopted, gone) just goes on waiting."""
+        self.nudged = True
+        if self.script is None:  # adopted: a forked child, maybe not reachable
+            return
+        path = os.path.join(self.control, "nudge.py")
+        try:
+            with open(path, "w") as fh:
+                fh.write(_NUDGE_SCRIPT + f"\n_lprof_nudge({self.control!r})\n")
+            os.chmod(path, 0o644)
+        except OSError:
+            return
+        self.nudge_requested = True  # a Ctrl-C inside the call may come after the request
+        try:
+            remote.run_file(self.pid, path)
+        except LprofError:  # refused, or the process is gone: nothing will run it
+            self.nudge_requested = False
 
     def poll_end(self):
         """The final status, or None while the process is still saving;
@@ -228,6 +293,12 @@ class Session:
         st = self.ended()
         if st is not None:
             return st
+        if (
+            not self.nudged
+            and self.stop_asked is not None
+            and time.monotonic() - self.stop_asked > NUDGE_AFTER_S
+        ):
+            self._nudge()
         if gone(self.pid):
             st = self.ended()  # saved just before it ended
             if st is not None:
@@ -238,5 +309,7 @@ class Session:
         return None
 
     def close(self):
+        if self.nudge_requested and self._claim_nudge():
+            self.pending = True  # the nudge has not run: it will find the folder and remove it
         if not self.pending:
             shutil.rmtree(self.control, ignore_errors=True)
