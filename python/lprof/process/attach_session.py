@@ -269,11 +269,10 @@ class Session:
             pass
 
     def _nudge(self):
-        """Asks the main thread to save (_NUDGE_SCRIPT), once; a process we
-        cannot ask (adopted, gone) just goes on waiting."""
+        """Asks the main thread to save (_NUDGE_SCRIPT), once; a process that
+        cannot be asked (gone; a child forked from another thread than its
+        main one, which sys.remote_exec cannot reach) just goes on saving."""
         self.nudged = True
-        if self.script is None:  # adopted: a forked child, maybe not reachable
-            return
         path = os.path.join(self.control, "nudge.py")
         try:
             with open(path, "w") as fh:
