@@ -225,6 +225,7 @@ static void place(uint64_t cpu_ns, const uint64_t d[LP_SAMPLER_MAX_THREADS]) {
 }
 
 static void tick(int final) {
+    if (!final) lp_sampler_check_behind(); /* the drain thread may be starved of the GIL */
     uint64_t proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t d[LP_SAMPLER_MAX_THREADS];
     uint64_t py = python_delta(d);

@@ -74,6 +74,11 @@ int lp_ring_half_full(const lp_ring *r) {
     return r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > r->size / 2;
 }
 
+int lp_ring_mostly_full(const lp_ring *r) {
+    uint64_t used = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    return used > r->size / 4 * 3;
+}
+
 int lp_ring_empty(const lp_ring *r) {
     return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) == __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 }

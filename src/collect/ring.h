@@ -30,6 +30,8 @@ LP_INTERNAL void lp_ring_release(lp_ring *r);
 LP_INTERNAL int lp_ring_empty(const lp_ring *r);
 /* Producer: whether more than half the ring is in use (time to drain). */
 LP_INTERNAL int lp_ring_half_full(const lp_ring *r) LP_SIGNAL_SAFE;
+/* Either side: more than three quarters in use (the drain is behind). */
+LP_INTERNAL int lp_ring_mostly_full(const lp_ring *r) LP_SIGNAL_SAFE;
 /* Consumer-side reset: drops everything (producer must be quiet). */
 LP_INTERNAL void lp_ring_reset(lp_ring *r);
 

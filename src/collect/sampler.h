@@ -129,6 +129,13 @@ typedef struct {
     uintptr_t tls_lo, tls_hi;
     lp_ranges eval;             /* the eval loop function's parts: LP_SF_IN_EVAL */
     uintptr_t self_lo, self_hi; /* lprof's own code: signals there are not counted */
+    /* A ring is more than three quarters full: the drain thread has not had
+     * the GIL for a while (a thread that releases and retakes it thousands
+     * of times a second keeps the others waiting for seconds), and samples
+     * are about to be lost. Asks a thread that gets the GIL to drain; called
+     * by lprof's clock thread without the GIL, at most once until the next
+     * drain. NULL: nothing to ask. */
+    void (*drain_behind)(void);
     /* around stop's wait for the wall thread; both NULL: nothing to release */
     void *(*release_gil)(void);
     void (*reacquire_gil)(void *saved);
@@ -204,6 +211,9 @@ LP_INTERNAL uint64_t lp_sampler_take_cpu(int slot, uint64_t want_ns);
 LP_INTERNAL int lp_sampler_drain_wait(double seconds);
 LP_INTERNAL void lp_sampler_drain_wake(void);
 LP_INTERNAL int lp_sampler_has_pending(void);
+/* The clock thread's check, no GIL: calls the host's drain_behind when a
+ * ring is mostly full (once until the next drain). Counted in stats. */
+LP_INTERNAL void lp_sampler_check_behind(void);
 
 typedef struct {
     uint64_t signals;     /* handler invocations that took a sample */
@@ -215,6 +225,7 @@ typedef struct {
     int signo;
     lp_cpu_source cpu_source; /* what made CPU-mode signals (after any fallback) */
     uint64_t perf_stalled;    /* perf events closed because their thread blocked the signal */
+    uint64_t drains_behind;   /* times the host was asked to drain (lp_sampler_check_behind) */
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);

@@ -114,6 +114,10 @@ typedef struct {
     /* 1: a ring is more than half full, or the drain's wait is over (stop):
      * the futex word lp_sampler_drain_wait sleeps on */
     int drain_asked;
+    /* 1: the host was asked to drain elsewhere (drain_behind) since the
+     * last drain; how many times in all */
+    int behind_asked;
+    uint64_t drains_behind;
 } lp_sampler_state;
 
 extern LP_INTERNAL lp_sampler_state lp_sampler_S;

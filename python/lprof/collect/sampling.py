@@ -338,6 +338,8 @@ class SamplingCollector:
             "signals": stats["signals"],
             "dropped": stats["dropped"],
             "in_profiler": stats.get("in_profiler", 0),
+            # times the drain thread was starved of the GIL and the main thread drained
+            "drains_behind": stats.get("drains_behind", 0),
             "truncated": stats["truncated"],
             "stack_overflows": stats["stack_overflows"],
             "native": self.native,

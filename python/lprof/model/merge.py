@@ -49,6 +49,7 @@ _SAMPLING_SUMS = (
     "signals",
     "dropped",
     "in_profiler",
+    "drains_behind",
     "truncated",
     "stack_overflows",
     "native_mismatch",

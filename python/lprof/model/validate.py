@@ -162,6 +162,7 @@ def _sampling(s):
             "signals",
             "dropped",
             "in_profiler",
+            "drains_behind",
             "truncated",
             "stack_overflows",
             "native_mismatch",

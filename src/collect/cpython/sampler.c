@@ -258,6 +258,22 @@ static PyObject *py_drain(PyObject *self, PyObject *unused) {
     return PyLong_FromUnsignedLongLong(n);
 }
 
+/* A pending call (drain_behind): the drain on whichever thread runs pending
+ * calls (the main one) when it next runs Python, which the GIL's holder
+ * does at once. Never an error into the program. */
+static int drain_pending(void *unused) {
+    (void)unused;
+    PyObject *r = py_drain(NULL, NULL);
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+    return 0;
+}
+
+/* the host's drain_behind: lprof's clock thread, no GIL (allowed for
+ * Py_AddPendingCall); a full queue of pending calls (-1) leaves it to the
+ * drain thread */
+static void ask_drain_behind(void) { (void)Py_AddPendingCall(drain_pending, NULL); }
+
 static void *save_thread(void) { return PyEval_SaveThread(); }
 static void restore_thread(void *ts) { PyEval_RestoreThread(ts); }
 
@@ -311,6 +327,7 @@ static const lp_sampler_host *interpreter_host(void) {
 #endif
     host.interrupted_read = lp_pyframes_interrupted_read;
     host.safe_read = lp_pyframes_safe_read;
+    host.drain_behind = ask_drain_behind;
     host.release_gil = save_thread;
     host.reacquire_gil = restore_thread;
     lp_sampler_text_range((uintptr_t)(void *)&PyEval_EvalCode, &host.interp_lo, &host.interp_hi);
@@ -572,6 +589,7 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         {"others_uncharged_ns", other_uncharged_ns},
         {"signals", st.signals},
         {"in_profiler", st.in_profiler},
+        {"drains_behind", st.drains_behind},
         {"dropped", st.dropped},
         {"truncated", st.truncated},
         {"wall_reads", st.wall_reads},
