@@ -33,6 +33,9 @@ from ..common.own_thread import OwnThread
 FIRST_CHECKPOINT_S = 0.5
 CHECKPOINT_EVERY_S = 2.0
 CHECKPOINT_COST_FACTOR = 50
+# how long the main thread, asked to save on SIGTERM while another thread
+# saves already, sleeps to let that thread have the GIL
+TERM_YIELD_S = 5.0
 
 
 class Guard:
@@ -48,6 +51,7 @@ class Guard:
         is (a followed child's death, told to the lprof command)."""
         self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
         self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
+        self._ender = None  # the thread that holds _lock
         self._cp_lock = _thread.allocate_lock()  # a checkpoint being encoded
         self._cp_off = False
         self._pid = os.getpid()
@@ -66,7 +70,7 @@ class Guard:
         due = time.monotonic() + FIRST_CHECKPOINT_S
         while True:
             wait = max(0.0, due - time.monotonic()) if self._checkpoints else -1.0
-            woken_by = _lprof.emergency_wait(wait)
+            woken_by = _lprof.emergency_wait(wait, self._terminated_on_main)
             if woken_by > 0:
                 self._terminated(woken_by)
                 return
@@ -86,6 +90,28 @@ class Guard:
     def _terminated(self, signum):
         if not self._lock.acquire(blocking=True):
             return
+        self._ender = _thread.get_ident()
+        self._die_saved(signum)
+
+    def _terminated_on_main(self, signum):
+        """The same SIGTERM, as a pending call on the main thread (queued
+        by emergency_wait before the watcher waits for the GIL): a program
+        that releases and retakes the GIL thousands of times a second kept
+        the watcher from it, and the save took 4-26 s. Whichever of the two
+        comes first saves; when an ending is under way on another thread
+        (the watcher's, starved), this one sleeps a while, which hands that
+        thread the GIL. Never while this thread ends the run itself."""
+        if self._lock.acquire(blocking=False):
+            self._ender = _thread.get_ident()
+            self._die_saved(signum)
+            return
+        if self._ender == _thread.get_ident():
+            return  # this thread's own end(): it dies by the signal after its save
+        end = time.monotonic() + TERM_YIELD_S
+        while time.monotonic() < end:
+            time.sleep(0.01)
+
+    def _die_saved(self, signum):
         try:
             self._finish(f"killed by {signal.Signals(signum).name}", -signum)
         finally:
@@ -109,11 +135,13 @@ class Guard:
         """exec or os._exit: save and print now (lprof's process only)."""
         if os.getpid() != self._pid or not self._lock.acquire(blocking=False):
             return
+        self._ender = _thread.get_ident()
         try:
             self._finish(how, None)
         except Exception:
             pass
         _flush()
+        self._ender = None
         self._lock.release()
 
     def end(self, join=True):
@@ -123,6 +151,7 @@ class Guard:
         caller saves (reap() waits for it then): two thread wake-ups of
         this VM's milliseconds off the end of the run."""
         self._lock.acquire()
+        self._ender = _thread.get_ident()
         self.stop_checkpoints()  # one being encoded ends first: the caller builds next
         _lprof.emergency_disarm()
         for remove in (self._exit_hook, self._exec_hook):

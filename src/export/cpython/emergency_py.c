@@ -54,13 +54,42 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(rc == 0);
 }
 
-static PyObject *py_wait(PyObject *self, PyObject *arg) {
+/* on_term of the wait that saw SIGTERM, for the pending call (one owned
+ * reference); exchanged atomically: stored without the GIL */
+static PyObject *term_callback;
+
+static int call_on_term(void *signum) {
+    PyObject *cb = __atomic_exchange_n(&term_callback, NULL, __ATOMIC_ACQ_REL);
+    if (!cb) return 0;
+    PyObject *r = PyObject_CallFunction(cb, "i", (int)(intptr_t)signum);
+    if (!r) PyErr_Clear(); /* never an error into the program */
+    Py_XDECREF(r);
+    Py_DECREF(cb);
+    return 0;
+}
+
+/* emergency_wait(timeout_s, on_term=None). With on_term, a SIGTERM also
+ * queues on_term(signum) as a pending call, before this thread waits for
+ * the GIL: the main thread runs it at its next instruction, so the save does
+ * not wait for a GIL that a program releasing and retaking it thousands of
+ * times a second keeps from every other thread for seconds. */
+static PyObject *py_wait(PyObject *self, PyObject *args) {
     (void)self;
-    double timeout = PyFloat_AsDouble(arg);
-    if (timeout == -1.0 && PyErr_Occurred()) return NULL;
-    int rc;
+    double timeout;
+    PyObject *on_term = Py_None;
+    if (!PyArg_ParseTuple(args, "d|O", &timeout, &on_term)) return NULL;
+    PyObject *cb = on_term != Py_None ? Py_NewRef(on_term) : NULL;
+    int rc, queued = 0;
     Py_BEGIN_ALLOW_THREADS rc = lp_emergency_wait(timeout);
-    Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
+    if (rc > 0 && cb) {
+        PyObject *none = NULL;
+        if (__atomic_compare_exchange_n(&term_callback, &none, cb, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            queued = Py_AddPendingCall(call_on_term, (void *)(intptr_t)rc) == 0;
+            if (!queued) __atomic_store_n(&term_callback, NULL, __ATOMIC_RELEASE);
+        }
+    }
+    Py_END_ALLOW_THREADS if (cb && !queued) Py_DECREF(cb);
+    return PyLong_FromLong(rc);
 }
 
 static PyObject *py_release(PyObject *self, PyObject *unused) {
@@ -108,9 +137,9 @@ static PyMethodDef methods[] = {
     {"headroom_release", py_headroom_release, METH_NOARGS, "Give the held address space back (idempotent)."},
     {"emergency_arm", py_arm, METH_VARARGS,
      "emergency_arm(handle_term, quiet, path, tmp_path, mode): handle SIGTERM and fatal signals."},
-    {"emergency_wait", py_wait, METH_O,
-     "emergency_wait(timeout_s): the SIGTERM received, 0 on timeout (timeout_s < 0: none), -1 once "
-     "released."},
+    {"emergency_wait", py_wait, METH_VARARGS,
+     "emergency_wait(timeout_s, on_term=None): the SIGTERM received, 0 on timeout (timeout_s < 0: "
+     "none), -1 once released; a SIGTERM also queues on_term(signum) for the main thread."},
     {"emergency_release", py_release, METH_NOARGS, "Wake the watcher for good (the run is ending)."},
     {"emergency_disarm", py_disarm, METH_NOARGS, "Restore the previous signal handlers."},
     {"emergency_note", py_note, METH_O,
