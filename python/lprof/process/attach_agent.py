@@ -228,6 +228,8 @@ def stop_from_main(control):
     not begun it (starved of the GIL); when it has, finish() waits on the
     lock for it, which hands that thread the GIL."""
     rec = _current
+    if _finish_lock._is_owned():
+        return  # run inside this thread's own finish (exit, exec): it saves
     if rec is not None and rec.control == control and os.path.exists(os.path.join(control, "stop")):
         rec.finish("stopped")
 

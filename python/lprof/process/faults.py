@@ -33,8 +33,8 @@ from ..common.own_thread import OwnThread
 FIRST_CHECKPOINT_S = 0.5
 CHECKPOINT_EVERY_S = 2.0
 CHECKPOINT_COST_FACTOR = 50
-# how long the main thread, asked to save on SIGTERM while another thread
-# saves already, sleeps to let that thread have the GIL
+# how long the main thread sleeps on SIGTERM to let lprof's watcher have
+# the GIL for the save (which ends the process)
 TERM_YIELD_S = 5.0
 
 
@@ -97,16 +97,15 @@ class Guard:
         """The same SIGTERM, as a pending call on the main thread (queued
         by emergency_wait before the watcher waits for the GIL): a program
         that releases and retakes the GIL thousands of times a second kept
-        the watcher from it, and the save took 4-26 s. Whichever of the two
-        comes first saves; when an ending is under way on another thread
-        (the watcher's, starved), this one sleeps a while, which hands that
-        thread the GIL. Never while this thread ends the run itself."""
-        if self._lock.acquire(blocking=False):
-            self._ender = _thread.get_ident()
-            self._die_saved(signum)
+        the watcher from it, and the save took 4-26 s. This thread only
+        sleeps a while, which hands the watcher the GIL; it never saves: a
+        pending call runs at any instruction, also inside lprof's own save
+        on this thread, whose locks it would wait for forever (a pool
+        worker's save before os._exit hung so). Nor does it sleep there:
+        that save ends the process itself."""
+        me = _thread.get_ident()
+        if self._ender == me or me in _saving:
             return
-        if self._ender == _thread.get_ident():
-            return  # this thread's own end(): it dies by the signal after its save
         end = time.monotonic() + TERM_YIELD_S
         while time.monotonic() < end:
             time.sleep(0.01)
@@ -170,6 +169,25 @@ class Guard:
     def die(signum):
         _flush()
         _lprof.emergency_die(signum)
+
+
+# threads inside one of lprof's saves (saving_here): a SIGTERM's pending
+# call does not stop them
+_saving = set()
+
+
+class saving_here:
+    """Around a save of lprof's on the calling thread (a followed child's
+    before os._exit or at exit)."""
+
+    def __enter__(self):
+        self._me = _thread.get_ident()
+        self._added = self._me not in _saving
+        _saving.add(self._me)
+
+    def __exit__(self, *exc):
+        if self._added:
+            _saving.discard(self._me)
 
 
 def arm(finish, encode, path, checkpoints=True, wrap_os=True, quiet=False, term=True, note=None):

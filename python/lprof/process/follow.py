@@ -323,6 +323,12 @@ class _Child(Recording):
         that is already ending: it must finish writing, then die by it)."""
         if os.getpid() != self.pid:
             return
+        from . import faults
+
+        with faults.saving_here():  # a SIGTERM's pending call leaves this thread alone
+            self._save(exit_code, by_signal)
+
+    def _save(self, exit_code, by_signal):
         held = None
         with self._save_lock:  # the guard's save waits for a normal one, and finds it done
             if self.saved:

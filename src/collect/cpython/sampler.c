@@ -246,15 +246,19 @@ static void prune_dead_threads(void) {
     }
 }
 
+static int draining; /* GIL held: a drain under way on some thread */
+
 static PyObject *py_drain(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
+    draining++;
     if (lp_sampler_running()) {
         prune_dead_threads();
         lp_sampler_check_sigtrap(); /* once a drain period: a sigaction no wrapper saw */
     }
     uint64_t n = drain_rings();
     lp_resolve_scan(NULL);
+    draining--;
     return PyLong_FromUnsignedLongLong(n);
 }
 
@@ -263,6 +267,9 @@ static PyObject *py_drain(PyObject *self, PyObject *unused) {
  * does at once. Never an error into the program. */
 static int drain_pending(void *unused) {
     (void)unused;
+    /* a pending call runs at any instruction: never inside a drain (a
+     * finalizer run by one), whose ring reads it would cut into */
+    if (draining) return 0;
     PyObject *r = py_drain(NULL, NULL);
     if (!r) PyErr_Clear();
     Py_XDECREF(r);
