@@ -4,8 +4,9 @@ lprof's watcher thread saves the profile on SIGTERM; it needs the GIL, and a
 main thread that releases and retakes it thousands of times a second (a
 stat every few thousand loops) kept it from the watcher for seconds: the
 save took 4-7 s, enough for a supervisor's grace period to end in SIGKILL
-and a lost profile. The watcher now also queues the save as a pending call,
-which the main thread runs at its next instruction."""
+and a lost profile. The watcher now also queues a pending call, which the
+main thread runs at its next instruction: it sleeps a while, handing the
+watcher the GIL for the save."""
 import signal
 import subprocess
 import sys
