@@ -5,6 +5,7 @@ interpreter, which starts the targets; the refusals run on every version."""
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -244,7 +245,9 @@ def test_program_that_ends_while_attached_keeps_its_profile_and_exit_status(tmp_
     assert p.wait(timeout=60) == 3
     prof = _load(tmp_path / "end.lprof")
     assert prof["meta"]["attached"]["ended_by"] == "program exited"
-    assert _line_seconds(prof, "s ^= i", TARGET) > 0.3
+    # sampled until its end (0.30 s of its loop when the machine is idle; a
+    # busy one leaves it less: some samples prove the line)
+    assert _line_seconds(prof, "s ^= i", TARGET) > 0.05
 
 
 @needs_remote_exec
@@ -494,10 +497,13 @@ def test_children_are_attached_and_merged(tmp_path, target):
         assert "and 2 child process(es), merged" in r.stderr
         prof = _load(tmp_path / "c.lprof")
         assert prof["meta"]["attached"]["processes"] == 3
-        # the children's loop holds the CPU time
+        # the children's loop holds the CPU time: most of the three processes'
+        # (the parent sleeps), whatever a busy machine leaves them (0.77-0.94 s
+        # of it under two hogs and two test workers, ~2 s when idle)
         spin = sum(row[3] + row[4] + row[5] for row in prof["sampling"]["lines"]
                    if row[2] == "child_spin")
-        assert spin > 1.0  # two children, ~1.5 s each, on 2 cores shared
+        cpu = prof["sampling"]["process_cpu_s"]
+        assert cpu > 0.2 and spin > 0.7 * cpu, (spin, cpu)
         assert len(prof["ranks"]["members"]) == 3
     finally:
         _kill_children(p.pid)
@@ -684,12 +690,13 @@ def test_top_with_children_adds_their_lines_up(tmp_path, target):
         assert 2 <= len(frames) <= 8, r.stdout
         last = frames[-1].splitlines()
         assert last[0].startswith(f"lprof attach {p.pid} and 2 child process(es): CPU time by line")
-        # the two children's loop leads, its seconds those of both (its two
-        # lines: one alone had 0.95 of 1.30 s when a busy CI machine left the
-        # three processes 1.4 s of CPU in 2.1 s)
+        # the two children's loop leads, its seconds those of both: most of the
+        # processes' CPU time, whatever a busy machine leaves them (its top line
+        # had 0.95 of 1.37 s in a CI run, ~2 s when idle)
         assert "child_spin" in last[2]
         total_s = sum(float(row.split()[2]) for row in last[2:] if "child_spin" in row)
-        assert total_s > 1.0, r.stdout  # two children, ~2 s each, on 2 cores shared
+        cpu = float(re.search(r"of ([0-9.]+) s CPU time", last[0]).group(1))
+        assert cpu > 0.2 and total_s > 0.7 * cpu, r.stdout
     finally:
         _kill_children(p.pid)
         p.kill()
