@@ -31,9 +31,31 @@ SAVE_TIMEOUT_S = 60  # from the stop request to the saved profile
 BUSY_WAIT_S = 2.0  # how long the script may find the main thread inside an import
 NUDGE_AFTER_S = 1.0  # from the stop request to the nudge (see _NUDGE_SCRIPT)
 
+# Both scripts begin with this: the process takes its turn by creating
+# `name` in the folder (O_EXCL); the command takes it first when it stops
+# waiting for the script, which then only removes the folder.
+_CLAIM = r"""
+def _lprof_claim(control, name):
+    import os
+    try:
+        os.close(os.open(os.path.join(control, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except OSError:
+        # the lprof command is done with its folder and left it to this script
+        try:
+            for entry in os.listdir(control):
+                os.remove(os.path.join(control, entry))
+            os.rmdir(control)
+        except OSError:
+            pass
+        return False
+"""
+
 # Run by the process, in a namespace of its own (sys.remote_exec): it must
 # leave the program's sys.path as it was and never raise into it.
-_SCRIPT = r"""
+_SCRIPT = (
+    _CLAIM
+    + r"""
 def _lprof_in_import(frame):
     # importlib's frames below: the main thread is running a module's import
     while frame is not None:
@@ -54,16 +76,7 @@ def _lprof_attach(control, parent, options):
         except OSError:
             pass
         return
-    try:
-        os.close(os.open(claimed, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:
-        # the lprof command gave up waiting and left its folder to this script
-        try:
-            for name in os.listdir(control):
-                os.remove(os.path.join(control, name))
-            os.rmdir(control)
-        except OSError:
-            pass
+    if not _lprof_claim(control, "claimed"):
         return
     import json
     added = parent not in sys.path
@@ -89,6 +102,7 @@ def _lprof_attach(control, parent, options):
             sys.path.remove(parent)
     attach_agent.begin(control, options)
 """
+)
 
 
 # Run by the process on its main thread when the stop has not been saved
@@ -99,19 +113,12 @@ def _lprof_attach(control, parent, options):
 # seconds). The main thread then saves (or, when the agent's thread has begun
 # saving, waits for it, which gives that thread the GIL). Whoever creates
 # "nudge-claimed" first wins, as with the attach script.
-_NUDGE_SCRIPT = r"""
+_NUDGE_SCRIPT = (
+    _CLAIM
+    + r"""
 def _lprof_nudge(control):
-    import os, sys
-    try:
-        os.close(os.open(os.path.join(control, "nudge-claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except OSError:
-        # the command is done and left its folder to this script
-        try:
-            for name in os.listdir(control):
-                os.remove(os.path.join(control, name))
-            os.rmdir(control)
-        except OSError:
-            pass
+    import sys
+    if not _lprof_claim(control, "nudge-claimed"):
         return
     agent = sys.modules.get("lprof.process.attach_agent")
     try:  # never into the program
@@ -120,6 +127,7 @@ def _lprof_nudge(control):
     except Exception:
         pass
 """
+)
 
 
 class GaveUp(LprofError):
