@@ -32,6 +32,7 @@ What merges how:
 
 from . import stacks as stacks_model
 from . import timeline as timeline_model
+from .validate import WAITS_COUNTS
 
 _MEMBER_KEYS = (
     "pid",
@@ -63,15 +64,7 @@ _SAMPLING_SUMS = (
 # the task view's parts of the sampling section (Merger._add_tasks)
 _TASK_KEYS = ("tasks", "task_rows", "task_rows_refused")
 # the sampling section's "waits"
-_WAITS_SUMS = (
-    "suspensions",
-    "resumes",
-    "evicted",
-    "charged_s",
-    "task_notes",
-    "task_serials",
-    "task_serials_refused",
-)
+_WAITS_SUMS = WAITS_COUNTS
 # the sampling section's "threads_without_python": CPU of threads that run no Python
 _OTHERS_SUMS = ("cpu_s", "charged_s", "uncharged_s")
 # exact line timing (lprof -l) joins the imbalance view under these names

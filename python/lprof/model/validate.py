@@ -8,6 +8,17 @@ import math
 
 from ..common.errors import ProfileFileError
 
+# the numbers of the sampling section's "waits" (merge.py adds them up)
+WAITS_COUNTS = (
+    "suspensions",
+    "resumes",
+    "evicted",
+    "charged_s",
+    "task_notes",
+    "task_serials",
+    "task_serials_refused",
+)
+
 # far above any real source file, far below a listing that would never end
 MAX_LINE = 10_000_000
 
@@ -179,19 +190,7 @@ def _sampling(s):
     )
     if "waits" in s:  # --wall's await waits: counts, and why there are none
         waits = _dict(s["waits"], "sampling waits")
-        _optional_nums(
-            waits,
-            (
-                "suspensions",
-                "resumes",
-                "evicted",
-                "charged_s",
-                "task_notes",
-                "task_serials",
-                "task_serials_refused",
-            ),
-            "sampling waits",
-        )
+        _optional_nums(waits, WAITS_COUNTS, "sampling waits")
         if "note" in waits:
             _str(waits["note"], "sampling waits note")
     if "tasks" in s:  # the asyncio tasks of the task view (model/task_stacks.py)
