@@ -51,7 +51,6 @@ class Guard:
         is (a followed child's death, told to the lprof command)."""
         self._finish, self._encode, self._checkpoints = finish, encode, checkpoints
         self._lock = _thread.allocate_lock()  # one ending: normal, SIGTERM, exec or _exit
-        self._ender = None  # the thread that holds _lock
         self._cp_lock = _thread.allocate_lock()  # a checkpoint being encoded
         self._cp_off = False
         self._pid = os.getpid()
@@ -90,7 +89,6 @@ class Guard:
     def _terminated(self, signum):
         if not self._lock.acquire(blocking=True):
             return
-        self._ender = _thread.get_ident()
         self._die_saved(signum)
 
     def _terminated_on_main(self, signum):
@@ -103,8 +101,7 @@ class Guard:
         on this thread, whose locks it would wait for forever (a pool
         worker's save before os._exit hung so). Nor does it sleep there:
         that save ends the process itself."""
-        me = _thread.get_ident()
-        if self._ender == me or me in _saving:
+        if _thread.get_ident() in _saving:
             return
         end = time.monotonic() + TERM_YIELD_S
         while time.monotonic() < end:
@@ -134,13 +131,12 @@ class Guard:
         """exec or os._exit: save and print now (lprof's process only)."""
         if os.getpid() != self._pid or not self._lock.acquire(blocking=False):
             return
-        self._ender = _thread.get_ident()
-        try:
-            self._finish(how, None)
-        except Exception:
-            pass
-        _flush()
-        self._ender = None
+        with saving_here():
+            try:
+                self._finish(how, None)
+            except Exception:
+                pass
+            _flush()
         self._lock.release()
 
     def end(self, join=True):
@@ -150,7 +146,7 @@ class Guard:
         caller saves (reap() waits for it then): two thread wake-ups of
         this VM's milliseconds off the end of the run."""
         self._lock.acquire()
-        self._ender = _thread.get_ident()
+        _saving.add(_thread.get_ident())  # the caller saves next, then the process ends
         self.stop_checkpoints()  # one being encoded ends first: the caller builds next
         _lprof.emergency_disarm()
         for remove in (self._exit_hook, self._exec_hook):
@@ -171,8 +167,8 @@ class Guard:
         _lprof.emergency_die(signum)
 
 
-# threads inside one of lprof's saves (saving_here): a SIGTERM's pending
-# call does not stop them
+# threads inside one of lprof's saves (saving_here, Guard.end's caller): a
+# SIGTERM's pending call does not stop them
 _saving = set()
 
 
