@@ -6,11 +6,16 @@ stat every few thousand loops) kept it from the watcher for seconds: the
 save took 4-7 s, enough for a supervisor's grace period to end in SIGKILL
 and a lost profile. The watcher now also queues a pending call, which the
 main thread runs at its next instruction: it sleeps a while, handing the
-watcher the GIL for the save."""
+watcher the GIL for the save. From 3.12 any thread runs it, so a starving
+thread other than the main one hands the GIL over too (6-13 s before on
+3.12, with the main thread waiting in join)."""
+
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from conftest import lprof_env
 
@@ -26,13 +31,48 @@ while time.perf_counter() < end:
 """
 
 
-def test_sigterm_saves_at_once_while_the_program_starves_lprof(tmp_path, load_profile):
-    (tmp_path / "starving.py").write_text(STARVING)
+STARVING_THREAD = """\
+import os, sys, threading, time
+def spin():
+    end = time.perf_counter() + 60
+    n = 0
+    while time.perf_counter() < end:
+        n += 1  # spinning
+        if n % 10000 == 0 and os.path.exists("never-there"):  # a short GIL release
+            break
+t = threading.Thread(target=spin)
+t.start()
+print("ready", flush=True)
+t.join()
+"""
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        STARVING,
+        pytest.param(
+            STARVING_THREAD,
+            marks=pytest.mark.skipif(
+                sys.version_info < (3, 12), reason="before 3.12 only the main thread runs pending calls"
+            ),
+            id="thread",
+        ),
+    ],
+    ids=["main", "thread"],
+)
+def test_sigterm_saves_at_once_while_the_program_starves_lprof(tmp_path, load_profile, program):
+    (tmp_path / "starving.py").write_text(program)
     # -i: the periodic file, not the watcher, keeps the checkpoints (a
     # watcher starved inside one sees the signal only after it)
-    p = subprocess.Popen([sys.executable, "-m", "lprof", "-q", "-i", "60", "-o", "s.lprof", "starving.py"],
-                         cwd=tmp_path, env=lprof_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "lprof", "-q", "-i", "60", "-o", "s.lprof", "starving.py"],
+        cwd=tmp_path,
+        env=lprof_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert p.stdout.readline() == "ready\n"
         time.sleep(0.5)

@@ -62,6 +62,12 @@ def _hide_from_sys():
         setattr(sys, name, listing)
 
 
+def on_own_thread():
+    """Whether the calling thread is one of lprof's (a pending call may run
+    on any thread of the interpreter from 3.12: lprof's too)."""
+    return _alive.get(_thread.get_ident()) == os.getpid()
+
+
 class OwnThread:
     def __init__(self, target):
         self._target = target

@@ -26,7 +26,7 @@ import time
 
 from .. import _lprof
 from ..collect import exec_guard
-from ..common.own_thread import OwnThread
+from ..common.own_thread import OwnThread, on_own_thread
 
 # first in-memory checkpoint after this many seconds, then at least this
 # often, and never more than 2% of the time (a checkpoint's cost x 50)
@@ -69,7 +69,7 @@ class Guard:
         due = time.monotonic() + FIRST_CHECKPOINT_S
         while True:
             wait = max(0.0, due - time.monotonic()) if self._checkpoints else -1.0
-            woken_by = _lprof.emergency_wait(wait, self._terminated_on_main)
+            woken_by = _lprof.emergency_wait(wait, self._terminated_elsewhere)
             if woken_by > 0:
                 self._terminated(woken_by)
                 return
@@ -91,17 +91,20 @@ class Guard:
             return
         self._die_saved(signum)
 
-    def _terminated_on_main(self, signum):
-        """The same SIGTERM, as a pending call on the main thread (queued
-        by emergency_wait before the watcher waits for the GIL): a program
-        that releases and retakes the GIL thousands of times a second kept
-        the watcher from it, and the save took 4-26 s. This thread only
-        sleeps a while, which hands the watcher the GIL; it never saves: a
-        pending call runs at any instruction, also inside lprof's own save
-        on this thread, whose locks it would wait for forever (a pool
-        worker's save before os._exit hung so). Nor does it sleep there:
-        that save ends the process itself."""
-        if _thread.get_ident() in _saving:
+    def _terminated_elsewhere(self, signum):
+        """The same SIGTERM, as a pending call (queued by emergency_wait
+        before the watcher waits for the GIL), run by the thread that holds
+        the GIL at its next instruction: the main thread before 3.12, any
+        thread from 3.12. A program that releases and retakes the GIL
+        thousands of times a second kept the watcher from it, and the save
+        took 4-26 s. This thread only sleeps a while, which hands the
+        watcher the GIL; it never saves: a pending call runs at any
+        instruction, also inside lprof's own save on this thread, whose
+        locks it would wait for forever (a pool worker's save before
+        os._exit hung so). Nor does it sleep there: that save ends the
+        process itself; nor on lprof's own threads (the watcher itself
+        saves next)."""
+        if _thread.get_ident() in _saving or on_own_thread():
             return
         end = time.monotonic() + TERM_YIELD_S
         while time.monotonic() < end:

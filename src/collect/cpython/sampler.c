@@ -30,6 +30,7 @@
 #include "collect/perf_clock.h"
 #include "collect/sampler.h"
 #include "collect/task_ids.h"
+#include "cpython/pending_call.h"
 
 static lp_sampler_config config;
 static uint64_t threads_unsampled; /* started while sampling, never registered */
@@ -263,8 +264,8 @@ static PyObject *py_drain(PyObject *self, PyObject *unused) {
 }
 
 /* A pending call (drain_behind): the drain on whichever thread runs pending
- * calls (the main one) when it next runs Python, which the GIL's holder
- * does at once. Never an error into the program. */
+ * calls when it next runs Python, which the GIL's holder does at once (any
+ * thread on 3.12+, the main one before). Never an error into the program. */
 static int drain_pending(void *unused) {
     (void)unused;
     /* a pending call runs at any instruction: never inside a drain (a
@@ -276,10 +277,10 @@ static int drain_pending(void *unused) {
     return 0;
 }
 
-/* the host's drain_behind: lprof's clock thread, no GIL (allowed for
- * Py_AddPendingCall); a full queue of pending calls (-1) leaves it to the
- * drain thread */
-static void ask_drain_behind(void) { (void)Py_AddPendingCall(drain_pending, NULL); }
+/* the host's drain_behind: lprof's clock thread, no GIL (allowed for a
+ * pending call); a full queue of pending calls (-1) leaves it to the drain
+ * thread */
+static void ask_drain_behind(void) { (void)lp_pending_call_any_thread(drain_pending, NULL); }
 
 static void *save_thread(void) { return PyEval_SaveThread(); }
 static void restore_thread(void *ts) { PyEval_RestoreThread(ts); }

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "common/headroom.h"
+#include "cpython/pending_call.h"
 #include "export/emergency.h"
 
 static PyObject *py_arm(PyObject *self, PyObject *args) {
@@ -70,7 +71,8 @@ static int call_on_term(void *signum) {
 
 /* emergency_wait(timeout_s, on_term=None). With on_term, a SIGTERM also
  * queues on_term(signum) as a pending call, before this thread waits for
- * the GIL: the main thread runs it at its next instruction, so the save does
+ * the GIL: the GIL's holder runs it at its next instruction (the main thread
+ * before 3.12: lp_pending_call_any_thread), so the save does
  * not wait for a GIL that a program releasing and retaking it thousands of
  * times a second keeps from every other thread for seconds. */
 static PyObject *py_wait(PyObject *self, PyObject *args) {
@@ -84,7 +86,7 @@ static PyObject *py_wait(PyObject *self, PyObject *args) {
     if (rc > 0 && cb) {
         PyObject *none = NULL;
         if (__atomic_compare_exchange_n(&term_callback, &none, cb, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            queued = Py_AddPendingCall(call_on_term, (void *)(intptr_t)rc) == 0;
+            queued = lp_pending_call_any_thread(call_on_term, (void *)(intptr_t)rc) == 0;
             if (!queued) __atomic_store_n(&term_callback, NULL, __ATOMIC_RELEASE);
         }
     }
