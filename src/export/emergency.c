@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/own_tids.h"
+#include "common/thread_start.h"
+
 static const int FATAL_SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 #define N_FATAL LP_ARRAY_LEN(FATAL_SIGNALS)
 
@@ -32,6 +35,19 @@ static atomic_int g_current = -1;
 static atomic_int g_dying;
 static atomic_int g_term_pending;
 static atomic_int g_armed;
+/* lp_emergency_relay_term: the relay, and whether this arming's SIGTERM
+ * went to it */
+static int (*_Atomic g_relay)(int sig);
+static atomic_int g_relayed;
+/* The relay's own thread, beside the watcher: a C thread (no Python, every
+ * signal blocked, never ending) woken by the SIGTERM handler, so the relay
+ * comes at once even while the watcher, inside a checkpoint, waits for a GIL
+ * the program keeps (a SIGTERM then took 1-17 s). One per process that
+ * arms with SIGTERM (a forked child starts its own). */
+static sem_t g_relay_wake;
+static atomic_int g_relay_wake_ok;
+static pid_t g_relay_pid;
+static int g_relay_started;
 
 static pid_t g_owner;
 static unsigned g_flags; /* LP_EMERGENCY_* */
@@ -201,6 +217,7 @@ LP_SIGNAL_SAFE static void on_term(int sig) {
     /* a forked child, or a second SIGTERM while the profile is being saved */
     if (getpid() != g_owner || atomic_exchange(&g_term_pending, sig) != 0) die_now(sig);
     if (!atomic_load(&g_wake_ok) || sem_post(&g_wake) != 0) die_now(sig);
+    if (atomic_load(&g_relay_wake_ok)) sem_post(&g_relay_wake); /* the watcher's post is what counts */
     errno = saved;
 }
 
@@ -230,6 +247,51 @@ static void ensure_altstack(void) {
 
 static void init_wake(void) { atomic_store(&g_wake_ok, sem_init(&g_wake, 0, 0) == 0); }
 
+static void *relay_main(void *started) {
+    lp_own_tid_add_self(); /* its (nil) CPU time is lprof's */
+    __atomic_store_n((int *)started, 1, __ATOMIC_RELEASE);
+    for (;;) {
+        if (sem_wait(&g_relay_wake) != 0) {
+            if (errno == EINTR) continue;
+            break; /* no semaphore to wait on: the watcher relays alone */
+        }
+        lp_emergency_relay_term();
+    }
+    return NULL;
+}
+
+/* The relay thread of this process, started once (again in a forked child,
+ * which has none of its parent's threads); its semaphore's posts left from
+ * an earlier arming are taken first. Without it (no semaphore, no thread),
+ * the watcher relays alone, on waking. */
+static void ensure_relay_thread(void) {
+    if (g_relay_started && g_relay_pid == getpid()) {
+        while (sem_trywait(&g_relay_wake) == 0) continue;
+        return;
+    }
+    g_relay_started = 0;
+    atomic_store(&g_relay_wake_ok, 0);
+    if (sem_init(&g_relay_wake, 0, 0) != 0) return;
+    pthread_t thread;
+    static int started;
+    __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
+    int rc = pthread_create(&thread, &attr, relay_main, &started);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) return;
+    lp_wait_for_flag(&started, LP_THREAD_START_WAIT_NS); /* see common/thread_start.h */
+    g_relay_pid = getpid();
+    g_relay_started = 1;
+    atomic_store(&g_relay_wake_ok, 1);
+}
+
 int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path, unsigned mode) {
     if (atomic_load(&g_armed)) {
         errno = EBUSY;
@@ -248,6 +310,8 @@ int lp_emergency_arm(unsigned flags, const char *path, const char *tmp_path, uns
     g_flags = flags;
     g_mode = mode;
     atomic_store(&g_term_pending, 0);
+    atomic_store(&g_relayed, 0);
+    if (flags & LP_EMERGENCY_TERM) ensure_relay_thread();
     atomic_store(&g_dying, 0);
     ensure_altstack();
     struct sigaction sa;
@@ -342,6 +406,16 @@ int lp_emergency_checkpoint(const void *data, size_t len) {
 }
 
 int lp_emergency_pending(void) { return atomic_load(&g_term_pending); }
+
+void lp_emergency_set_relay(int (*relay)(int sig)) { atomic_store(&g_relay, relay); }
+
+void lp_emergency_relay_term(void) {
+    int sig = atomic_load(&g_term_pending);
+    int (*relay)(int) = atomic_load(&g_relay);
+    if (sig <= 0 || relay == NULL || getpid() != g_owner || atomic_load(&g_released)) return;
+    if (atomic_exchange(&g_relayed, 1)) return;
+    if (relay(sig) != 0) atomic_store(&g_relayed, 0); /* asked again at the next look */
+}
 
 int lp_emergency_note(const char *path) {
     if (atomic_load(&g_armed)) {

@@ -46,6 +46,15 @@ LP_INTERNAL int lp_emergency_wait(double timeout_s);
 LP_INTERNAL void lp_emergency_release(void);
 /* The SIGTERM received so far (0: none). */
 LP_INTERNAL int lp_emergency_pending(void);
+/* What hands the save the GIL when the watcher cannot wait for the signal
+ * (it is inside a checkpoint, itself waiting for the GIL): relay(signal)
+ * returns 0 once it has asked for that, -1 to be called again later. Set
+ * once, before arming. */
+LP_INTERNAL void lp_emergency_set_relay(int (*relay)(int sig));
+/* Any thread, GIL or not, not a signal handler: a SIGTERM received and not
+ * relayed yet goes to the relay, once per arming (the watcher on waking,
+ * lprof's clock thread every tick). */
+LP_INTERNAL void lp_emergency_relay_term(void);
 /* Before arming: a fatal signal also writes "<signal> <age of the profile
  * written in ms, or -1: none>\n" to path (NULL: no note). A followed child's
  * death, told to the lprof command (process/follow.py). 0, or -1 (armed,

@@ -87,3 +87,33 @@ def test_sigterm_saves_at_once_while_the_program_starves_lprof(tmp_path, load_pr
     assert took < 2.5, took
     samp = load_profile(tmp_path / "s.lprof")["sampling"]
     assert samp["samples"] > 0
+
+
+@pytest.mark.parametrize("mode", [[], ["-l"]], ids=["sampling", "lines"])
+def test_sigterm_inside_a_starved_checkpoint_saves_at_once(tmp_path, load_profile, mode):
+    """Without -i the watcher itself takes the in-memory checkpoints (the
+    first at 0.5 s), and inside one it waits for the GIL the program keeps:
+    a SIGTERM then waited for the checkpoint's end (0.8-4.3 s sampling,
+    3.5-17 s with -l). A C thread of lprof's now relays it at once."""
+    (tmp_path / "starving.py").write_text(STARVING)
+    for delay in (0.6, 0.75, 0.9):
+        p = subprocess.Popen(
+            [sys.executable, "-m", "lprof", "-q", *mode, "-o", "s.lprof", "starving.py"],
+            cwd=tmp_path,
+            env=lprof_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert p.stdout.readline() == "ready\n"
+            time.sleep(delay)
+            t0 = time.monotonic()
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=60)
+            took = time.monotonic() - t0
+        finally:
+            p.kill()
+        assert p.returncode == -signal.SIGTERM, err
+        assert took < 2.5, (delay, took)
+        assert load_profile(tmp_path / "s.lprof")

@@ -55,13 +55,14 @@ static PyObject *py_checkpoint(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(rc == 0);
 }
 
-/* on_term of the wait that saw SIGTERM, for the pending call (one owned
- * reference); exchanged atomically: stored without the GIL */
+/* The watcher's SIGTERM callback: set by each emergency_wait (GIL held),
+ * dropped by emergency_release; run by the pending call below. */
 static PyObject *term_callback;
 
 static int call_on_term(void *signum) {
-    PyObject *cb = __atomic_exchange_n(&term_callback, NULL, __ATOMIC_ACQ_REL);
+    PyObject *cb = term_callback;
     if (!cb) return 0;
+    Py_INCREF(cb); /* a wait may replace it meanwhile */
     PyObject *r = PyObject_CallFunction(cb, "i", (int)(intptr_t)signum);
     if (!r) PyErr_Clear(); /* never an error into the program */
     Py_XDECREF(r);
@@ -69,35 +70,34 @@ static int call_on_term(void *signum) {
     return 0;
 }
 
-/* emergency_wait(timeout_s, on_term=None). With on_term, a SIGTERM also
- * queues on_term(signum) as a pending call, before this thread waits for
- * the GIL: the GIL's holder runs it at its next instruction (the main thread
- * before 3.12: lp_pending_call_any_thread), so the save does
- * not wait for a GIL that a program releasing and retaking it thousands of
- * times a second keeps from every other thread for seconds. */
+/* The relay (lp_emergency_set_relay): no GIL needed to queue a pending call,
+ * which the GIL's holder runs at its next instruction (the main thread
+ * before 3.12: lp_pending_call_any_thread). */
+static int queue_on_term(int sig) { return lp_pending_call_any_thread(call_on_term, (void *)(intptr_t)sig); }
+
+/* emergency_wait(timeout_s, on_term=None). On SIGTERM, on_term(signum) is
+ * also queued as a pending call before this thread waits for the GIL, so
+ * the save does not wait for a GIL that a program releasing and retaking it
+ * thousands of times a second keeps from every other thread for seconds;
+ * lprof's clock thread queues it too where the watcher is not waiting here
+ * (inside a checkpoint, starved of the GIL itself). Once per SIGTERM. */
 static PyObject *py_wait(PyObject *self, PyObject *args) {
     (void)self;
     double timeout;
     PyObject *on_term = Py_None;
     if (!PyArg_ParseTuple(args, "d|O", &timeout, &on_term)) return NULL;
-    PyObject *cb = on_term != Py_None ? Py_NewRef(on_term) : NULL;
-    int rc, queued = 0;
+    Py_XSETREF(term_callback, on_term != Py_None ? Py_NewRef(on_term) : NULL);
+    int rc;
     Py_BEGIN_ALLOW_THREADS rc = lp_emergency_wait(timeout);
-    if (rc > 0 && cb) {
-        PyObject *none = NULL;
-        if (__atomic_compare_exchange_n(&term_callback, &none, cb, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            queued = lp_pending_call_any_thread(call_on_term, (void *)(intptr_t)rc) == 0;
-            if (!queued) __atomic_store_n(&term_callback, NULL, __ATOMIC_RELEASE);
-        }
-    }
-    Py_END_ALLOW_THREADS if (cb && !queued) Py_DECREF(cb);
-    return PyLong_FromLong(rc);
+    if (rc > 0) lp_emergency_relay_term();
+    Py_END_ALLOW_THREADS return PyLong_FromLong(rc);
 }
 
 static PyObject *py_release(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
     lp_emergency_release();
+    Py_CLEAR(term_callback);
     Py_RETURN_NONE;
 }
 
@@ -154,4 +154,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-int lp_pyemergency_init(PyObject *module) { return PyModule_AddFunctions(module, methods); }
+int lp_pyemergency_init(PyObject *module) {
+    lp_emergency_set_relay(queue_on_term);
+    return PyModule_AddFunctions(module, methods);
+}
