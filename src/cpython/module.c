@@ -44,7 +44,8 @@ PyMODINIT_FUNC PyInit__lprof(void) {
     if (m == NULL) return NULL;
     if (lp_pytracer_init(m) < 0 || lp_pysampler_init(m) < 0 || lp_pymemory_init(m) < 0 ||
         lp_pygpu_init(m) < 0 || lp_pyawaits_init(m) < 0 || lp_pystacks_init(m) < 0 ||
-        lp_pyexport_init(m) < 0 || lp_pyemergency_init(m) < 0 || lp_pyremote_init(m) < 0) {
+        lp_pyexport_init(m) < 0 || lp_pyemergency_init(m) < 0 || lp_pyremote_init(m) < 0 ||
+        lp_pyfork_warning_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,6 +20,7 @@ import signal
 import sys
 
 from .. import _lprof
+from . import fork_warning
 
 
 # synchronous signals (faults) cannot be blocked meaningfully; KILL/STOP cannot be at all
@@ -77,6 +78,7 @@ class OwnThread:
 
     def start(self):
         _hide_from_sys()
+        fork_warning.install()
         self._done.acquire()
         # the new thread inherits the mask in force when it is created
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNC_SIGNALS)
