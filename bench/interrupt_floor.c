@@ -4,17 +4,27 @@
  * every 100 us of the thread's CPU (10 kHz), into a handler that only
  * counts; the difference over the signals is the floor under any sampler
  * that stops the thread for each sample (on a VM, the timer interrupt's
- * exit dominates). A self-sent signal's cost is printed beside it.
- * Output, one line: "perf_us=<float> signals=<n> self_signal_us=<float>",
- * or "perf_us=none ..." where perf events are not allowed. */
+ * exit dominates). A self-sent signal's cost is printed beside it, and two
+ * ways of another thread's, on the loop's CPU time: signalling the loop's
+ * thread every 100 us of wall time (a sampler thread that stops it), and
+ * copying 64 KiB of this process's memory every 100 us without stopping it
+ * (a sampler thread that reads the frames where they are: what the loop
+ * pays is the memory traffic, where a core is free for the reader).
+ * Output, one line: "perf_us=<float> signals=<n> self_signal_us=<float>
+ * cross_signal_us=<float> reader_us=<float>", perf_us=none where perf events
+ * are not allowed, the other two "none" where no second thread could run. */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
+#include <math.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +57,55 @@ static double timed(long rounds) {
     return (thread_cpu_s() - t0) / 3;
 }
 
+/* ---- another thread, every 100 us of wall time ---- */
+
+static atomic_int other_stop;
+static pid_t loop_tid;
+static char read_src[65536], read_dst[65536];
+
+static void *other_thread(void *reader) {
+    struct timespec at;
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    while (!atomic_load(&other_stop)) {
+        at.tv_nsec += 100000;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_nsec -= 1000000000L;
+            at.tv_sec++;
+        }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+        if (reader) {
+            struct iovec local = {read_dst, sizeof read_dst}, remote = {read_src, sizeof read_src};
+            if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) > 0) signals = signals + 1;
+        } else {
+            syscall(SYS_tgkill, getpid(), loop_tid, SIGUSR1);
+        }
+    }
+    return NULL;
+}
+
+/* The loop's CPU cost of each act of another thread, in us (as measured: a
+ * cost below the noise can come out negative); NAN: no act ran. */
+static double beside(long rounds, double alone, int reader) {
+    pthread_t t;
+    atomic_store(&other_stop, 0);
+    loop_tid = (pid_t)syscall(SYS_gettid);
+    signals = 0;
+    if (pthread_create(&t, NULL, other_thread, reader ? (void *)1 : NULL) != 0) return NAN;
+    double with = timed(rounds);
+    atomic_store(&other_stop, 1);
+    pthread_join(t, NULL);
+    long n = signals; /* counted by the handler, or by the reader */
+    return n > 0 ? (with - alone) * 3 / (double)n * 1e6 : NAN;
+}
+
+static void print_others(long rounds, double alone) {
+    double cross = beside(rounds, alone, 0), reader = beside(rounds, alone, 1);
+    if (isnan(cross)) printf(" cross_signal_us=none");
+    else printf(" cross_signal_us=%.2f", cross);
+    if (isnan(reader)) printf(" reader_us=none\n");
+    else printf(" reader_us=%.2f\n", reader);
+}
+
 int main(void) {
     long rounds = 1;
     for (double t = timed(rounds); t < 0.3; t = timed(rounds)) rounds *= 2; /* ~0.3-0.6 s */
@@ -75,13 +134,15 @@ int main(void) {
     a.wakeup_events = 1;
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
     if (fd < 0) {
-        printf("perf_us=none signals=0 self_signal_us=%.2f\n", self_us);
+        printf("perf_us=none signals=0 self_signal_us=%.2f", self_us);
+        print_others(rounds, alone);
         return 0;
     }
     struct f_owner_ex owner = {F_OWNER_TID, (pid_t)syscall(SYS_gettid)};
     if (fcntl(fd, F_SETFL, O_ASYNC) != 0 || fcntl(fd, F_SETSIG, SIGIO) != 0 ||
         fcntl(fd, F_SETOWN_EX, &owner) != 0) {
-        printf("perf_us=none signals=0 self_signal_us=%.2f\n", self_us);
+        printf("perf_us=none signals=0 self_signal_us=%.2f", self_us);
+        print_others(rounds, alone);
         return 0;
     }
     signals = 0;
@@ -90,6 +151,8 @@ int main(void) {
     ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
     long n = signals / 3; /* timed() ran the loop three times */
     double per_us = n > 0 ? (with - alone) / (double)n * 1e6 : 0.0;
-    printf("perf_us=%.2f signals=%ld self_signal_us=%.2f\n", per_us, n, self_us);
+    close(fd);
+    printf("perf_us=%.2f signals=%ld self_signal_us=%.2f", per_us, n, self_us);
+    print_others(rounds, alone);
     return 0;
 }

@@ -83,21 +83,23 @@ def _pyspy_run(script, args, rate, base, marks):
 
 def interrupt_floor():
     """This host's cost of one interruption of a running thread, nothing of
-    lprof's in it (bench/interrupt_floor.c): {"perf_us", "self_signal_us"},
-    perf_us None where perf events are not allowed; None if it cannot run."""
+    lprof's in it (bench/interrupt_floor.c): {"perf_us", "self_signal_us",
+    "cross_signal_us", "reader_us"}, each None where it could not be measured
+    (perf events not allowed, no second thread); None if it cannot run."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_floor.c")
     exe = os.path.join(SCRATCH, "interrupt_floor")
     try:
-        subprocess.run(["cc", "-std=c11", "-O2", "-o", exe, src], check=True, capture_output=True)
+        subprocess.run(["cc", "-std=c11", "-O2", "-pthread", "-o", exe, src], check=True, capture_output=True)
         out = subprocess.run([exe], check=True, capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     fields = dict(kv.split("=", 1) for kv in out.split())
-    perf = fields.get("perf_us", "none")
-    return {
-        "perf_us": None if perf == "none" else float(perf),
-        "self_signal_us": float(fields.get("self_signal_us", "nan")),
-    }
+
+    def us(key):
+        value = fields.get(key, "none")
+        return None if value == "none" else float(value)
+
+    return {key: us(key) for key in ("perf_us", "self_signal_us", "cross_signal_us", "reader_us")}
 
 
 def _worst_error(metric, truth, marks, mode):
@@ -185,6 +187,20 @@ def rates(log):
             f"(a task-clock perf event's signal into a handler that only counts; a self-sent signal "
             f"{floor['self_signal_us']:.1f} us), so any sampler that stops the thread for each sample "
             f"costs at least {least:.3f}x at 10 kHz here, before it reads a frame."
+        )
+    for key, what in (
+        ("cross_signal_us", "floor: another thread's signal every 100 us of wall time (no profiler)"),
+        ("reader_us", "floor: another thread copying 64 KiB of the process every 100 us (no profiler)"),
+    ):
+        if floor and floor[key] is not None:
+            least = 1 + 10000 * floor[key] * 1e-6
+            rows.append([what, "10000", "-", f">= {least:.3f}x (from {floor[key]:.1f} us each)", "-"])
+    if floor and floor["cross_signal_us"] is not None and floor["reader_us"] is not None:
+        floor_note += (
+            f" A sampler thread that signals the running thread costs it {floor['cross_signal_us']:.1f} us a "
+            f"signal; one that copies its frames' memory (64 KiB) without stopping it, "
+            f"{floor['reader_us']:.1f} us a copy, where a core is free for the reader: only that kind "
+            "reaches 1.05x at 10 kHz on this host (lprof does not sample so: see docs/design-sampler.md)."
         )
     header = [
         "tool",
