@@ -16,57 +16,34 @@ import sys
 
 import pytest
 
-STARVING = """\
-import os, sys, time
-end = time.perf_counter() + float(sys.argv[1])
-n = 0
-while time.perf_counter() < end:
-    n += 1  # spinning
-    if n % 3000 == 0 and os.path.exists("never-there"):  # a short GIL release
-        break
-print("done")
-"""
+from starving import program
+
+STARVING = program("float(sys.argv[1])", 3000, done=True)
+STARVING_THREAD = program("float(sys.argv[1])", 3000, on_thread=True, done=True)
 
 
-def test_a_starving_program_keeps_its_wall_samples(run_lprof, write_script, load_profile, tmp_path):
-    write_script("starving.py", STARVING)
+def _wall_profile(run_lprof, write_script, load_profile, tmp_path, script):
+    write_script("starving.py", script)
     r = run_lprof("-q", "--wall", "--rate", "10000", "-o", "s.lprof", "starving.py", "3")
     assert r.returncode == 0, r.stderr
     assert r.stdout == "done\n"
     samp = load_profile(tmp_path / "s.lprof")["sampling"]
-    lost = samp["dropped"] / max(1, samp["samples"] + samp["dropped"])
+    return samp, samp["dropped"] / max(1, samp["samples"] + samp["dropped"])
+
+
+def test_a_starving_program_keeps_its_wall_samples(run_lprof, write_script, load_profile, tmp_path):
+    samp, lost = _wall_profile(run_lprof, write_script, load_profile, tmp_path, STARVING)
     # before: 22% dropped, 2.32 s of a 3.0 s run
     assert lost < 0.02, samp
     assert samp["wall_total_s"] > 0.95 * samp["duration_s"], samp
     assert isinstance(samp["drains_behind"], int)  # how often the main thread drained
 
 
-STARVING_THREAD = """\
-import os, sys, threading, time
-def spin():
-    end = time.perf_counter() + float(sys.argv[1])
-    n = 0
-    while time.perf_counter() < end:
-        n += 1  # spinning
-        if n % 3000 == 0 and os.path.exists("never-there"):  # a short GIL release
-            break
-t = threading.Thread(target=spin)
-t.start()
-t.join()
-print("done")
-"""
-
-
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="before 3.12 only the main thread runs pending calls")
 def test_a_starving_thread_other_than_main_keeps_its_wall_samples(
     run_lprof, write_script, load_profile, tmp_path
 ):
-    write_script("starving.py", STARVING_THREAD)
-    r = run_lprof("-q", "--wall", "--rate", "10000", "-o", "s.lprof", "starving.py", "3")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == "done\n"
-    samp = load_profile(tmp_path / "s.lprof")["sampling"]
-    lost = samp["dropped"] / max(1, samp["samples"] + samp["dropped"])
+    samp, lost = _wall_profile(run_lprof, write_script, load_profile, tmp_path, STARVING_THREAD)
     assert lost < 0.01, samp  # before: 3.4-5.5% of both threads' samples
     # two threads (the main one waiting in join) for the whole run
     assert samp["wall_total_s"] > 1.9 * samp["duration_s"], samp

@@ -18,33 +18,32 @@ import time
 import pytest
 
 from conftest import lprof_env
+from starving import program
 
-STARVING = """\
-import os, sys, time
-print("ready", flush=True)
-end = time.perf_counter() + 60
-n = 0
-while time.perf_counter() < end:
-    n += 1  # spinning
-    if n % 10000 == 0 and os.path.exists("never-there"):  # a short GIL release
-        break
-"""
+STARVING = program(60, 10000, ready=True)
+STARVING_THREAD = program(60, 10000, on_thread=True, ready=True)
 
 
-STARVING_THREAD = """\
-import os, sys, threading, time
-def spin():
-    end = time.perf_counter() + 60
-    n = 0
-    while time.perf_counter() < end:
-        n += 1  # spinning
-        if n % 10000 == 0 and os.path.exists("never-there"):  # a short GIL release
-            break
-t = threading.Thread(target=spin)
-t.start()
-print("ready", flush=True)
-t.join()
-"""
+def _terminate(tmp_path, options, delay):
+    """lprof (options) runs starving.py; SIGTERM `delay` s after it is
+    ready: (exit status, seconds from the signal to the end, stderr)."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "lprof", "-q", *options, "-o", "s.lprof", "starving.py"],
+        cwd=tmp_path,
+        env=lprof_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        return p.returncode, time.monotonic() - t0, err
+    finally:
+        p.kill()
 
 
 @pytest.mark.parametrize(
@@ -63,26 +62,10 @@ t.join()
 )
 def test_sigterm_saves_at_once_while_the_program_starves_lprof(tmp_path, load_profile, program):
     (tmp_path / "starving.py").write_text(program)
-    # -i: the periodic file, not the watcher, keeps the checkpoints (a
-    # watcher starved inside one sees the signal only after it)
-    p = subprocess.Popen(
-        [sys.executable, "-m", "lprof", "-q", "-i", "60", "-o", "s.lprof", "starving.py"],
-        cwd=tmp_path,
-        env=lprof_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert p.stdout.readline() == "ready\n"
-        time.sleep(0.5)
-        t0 = time.monotonic()
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-        took = time.monotonic() - t0
-    finally:
-        p.kill()
-    assert p.returncode == -signal.SIGTERM, err
+    # -i: the periodic file, not the watcher, keeps the checkpoints (the
+    # test below has the watcher starved inside one)
+    status, took, err = _terminate(tmp_path, ["-i", "60"], 0.5)
+    assert status == -signal.SIGTERM, err
     # before: 4.3-26 s; now milliseconds (a busy machine: more)
     assert took < 2.5, took
     samp = load_profile(tmp_path / "s.lprof")["sampling"]
@@ -97,23 +80,7 @@ def test_sigterm_inside_a_starved_checkpoint_saves_at_once(tmp_path, load_profil
     3.5-17 s with -l). A C thread of lprof's now relays it at once."""
     (tmp_path / "starving.py").write_text(STARVING)
     for delay in (0.6, 0.75, 0.9):
-        p = subprocess.Popen(
-            [sys.executable, "-m", "lprof", "-q", *mode, "-o", "s.lprof", "starving.py"],
-            cwd=tmp_path,
-            env=lprof_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert p.stdout.readline() == "ready\n"
-            time.sleep(delay)
-            t0 = time.monotonic()
-            p.send_signal(signal.SIGTERM)
-            out, err = p.communicate(timeout=60)
-            took = time.monotonic() - t0
-        finally:
-            p.kill()
-        assert p.returncode == -signal.SIGTERM, err
+        status, took, err = _terminate(tmp_path, mode, delay)
+        assert status == -signal.SIGTERM, err
         assert took < 2.5, (delay, took)
         assert load_profile(tmp_path / "s.lprof")

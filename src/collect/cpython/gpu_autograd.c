@@ -23,6 +23,7 @@
 #include "aggregate/agg.h"
 #include "collect/cpython/frames.h"
 #include "collect/sampler.h"
+#include "cpython/call_around.h"
 
 static __thread uint32_t origin_plus1; /* 0: none; else the stack id + 1 */
 static __thread unsigned origin_generation;
@@ -240,28 +241,9 @@ static PyObject *py_call_around(PyObject *self, PyObject *args, PyObject *kwargs
     }
     PyObject *rest = PyTuple_GetSlice(args, 3, PyTuple_GET_SIZE(args));
     if (!rest) return NULL;
-    PyObject *token = PyObject_CallNoArgs(PyTuple_GET_ITEM(args, 0));
-    if (!token) {
-        PyErr_Clear();
-        token = Py_NewRef(Py_None);
-    }
-    PyObject *out = PyObject_Call(PyTuple_GET_ITEM(args, 2), rest, kwargs);
+    PyObject *out = lp_call_around(PyTuple_GET_ITEM(args, 0), PyTuple_GET_ITEM(args, 1),
+                                   PyTuple_GET_ITEM(args, 2), rest, kwargs);
     Py_DECREF(rest);
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *raised = PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-#endif
-    PyObject *r = PyObject_CallOneArg(PyTuple_GET_ITEM(args, 1), token);
-    if (!r) PyErr_Clear();
-    Py_XDECREF(r);
-    Py_DECREF(token);
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(raised);
-#else
-    PyErr_Restore(type, value, tb);
-#endif
     return out;
 }
 
