@@ -275,17 +275,8 @@ static void ensure_relay_thread(void) {
     pthread_t thread;
     static int started;
     __atomic_store_n(&started, 0, __ATOMIC_RELEASE);
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0) return;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
-    int rc = pthread_create(&thread, &attr, relay_main, &started);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) return;
+    if (lp_thread_create_quiet(&thread, relay_main, &started) != 0) return;
+    pthread_detach(thread);
     lp_wait_for_flag(&started, LP_THREAD_START_WAIT_NS); /* see common/thread_start.h */
     g_relay_pid = getpid();
     g_relay_started = 1;
@@ -414,7 +405,7 @@ void lp_emergency_relay_term(void) {
     int (*relay)(int) = atomic_load(&g_relay);
     if (sig <= 0 || relay == NULL || getpid() != g_owner || atomic_load(&g_released)) return;
     if (atomic_exchange(&g_relayed, 1)) return;
-    if (relay(sig) != 0) atomic_store(&g_relayed, 0); /* asked again at the next look */
+    if (relay(sig) != 0) atomic_store(&g_relayed, 0); /* a full queue: the watcher asks again on waking */
 }
 
 int lp_emergency_note(const char *path) {
