@@ -53,7 +53,7 @@ LP_INTERNAL int lp_emergency_pending(void);
 LP_INTERNAL void lp_emergency_set_relay(int (*relay)(int sig));
 /* Any thread, GIL or not, not a signal handler: a SIGTERM received and not
  * relayed yet goes to the relay, once per arming (the watcher on waking,
- * lprof's clock thread every tick). */
+ * the relay thread emergency.c starts, woken by the SIGTERM handler). */
 LP_INTERNAL void lp_emergency_relay_term(void);
 /* Before arming: a fatal signal also writes "<signal> <age of the profile
  * written in ms, or -1: none>\n" to path (NULL: no note). A followed child's

@@ -93,7 +93,8 @@ class Guard:
 
     def _terminated_elsewhere(self, signum):
         """The same SIGTERM, as a pending call (queued by emergency_wait
-        before the watcher waits for the GIL), run by the thread that holds
+        before the watcher waits for the GIL, or at once by lprof's C relay
+        thread when the watcher is busy in a checkpoint), run by the thread that holds
         the GIL at its next instruction: the main thread before 3.12, any
         thread from 3.12. A program that releases and retakes the GIL
         thousands of times a second kept the watcher from it, and the save

@@ -79,8 +79,8 @@ static int queue_on_term(int sig) { return lp_pending_call_any_thread(call_on_te
  * also queued as a pending call before this thread waits for the GIL, so
  * the save does not wait for a GIL that a program releasing and retaking it
  * thousands of times a second keeps from every other thread for seconds;
- * lprof's clock thread queues it too where the watcher is not waiting here
- * (inside a checkpoint, starved of the GIL itself). Once per SIGTERM. */
+ * emergency.c's relay thread queues it too where the watcher is not waiting
+ * here (inside a checkpoint, starved of the GIL itself). Once per SIGTERM. */
 static PyObject *py_wait(PyObject *self, PyObject *args) {
     (void)self;
     double timeout;
