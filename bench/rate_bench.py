@@ -28,6 +28,9 @@ RUNS = [
     ("lprof", "cpu", 250),
     ("lprof", "cpu", 1000),
     ("lprof", "cpu", 10000),
+    # the sampler thread reading the running thread from outside, no signal
+    # (LPROF_CPU_SAMPLER=outside, collect/outside_read.h)
+    ("lprof", "outside", 10000),
     ("lprof", "wall", 1000),
     ("lprof", "wall", 10000),
     ("py-spy", "cpu", 1000),
@@ -47,13 +50,19 @@ def _label(tool, mode, rate):
         return "plain"
     if tool == "py-spy":
         return f"py-spy record --nonblocking --rate {rate}"
+    if mode == "outside":
+        return f"LPROF_CPU_SAMPLER=outside lprof --rate {rate}"
     return f"lprof{' --wall' if mode == 'wall' else ''} --rate {rate}"
 
 
 def _lprof_run(script, args, mode, rate, base):
     """One lprof run: (Run, rate reached, {line: seconds}, truth)."""
     truth_path = base + ".truth.json"
-    run, data = lprof_once(script, args, mode, base, {"BENCH_TRUTH": truth_path}, rate=rate)
+    env = {"BENCH_TRUTH": truth_path}
+    if mode == "outside":
+        env["LPROF_CPU_SAMPLER"] = "outside"
+        mode = "cpu"
+    run, data = lprof_once(script, args, mode, base, env, rate=rate)
     samp = data.get("sampling") or {}
     if mode == "wall":  # reads per second of each thread's run (one thread here)
         span = samp.get("duration_s") or 0.0
@@ -123,7 +132,11 @@ def rates(log):
         base = os.path.join(SCRATCH, f"{name}.rate.{key}")
         if tool == "lprof":
             run, reached, metric, truth = _lprof_run(script, args, mode, rate, base)
-            return {"wall": run.wall, "reached": reached, "err": _worst_error(metric, truth, marks, mode)}
+            return {
+                "wall": run.wall,
+                "reached": reached,
+                "err": _worst_error(metric, truth, marks, "wall" if mode == "wall" else "cpu"),
+            }
         if tool == "plain":
             run, _, _, _ = profile_once(tool, script, args, mode, base)
             return {"wall": run.wall, "reached": None, "err": None}

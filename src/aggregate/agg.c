@@ -92,6 +92,10 @@ static lp_agg_source source;
 
 void lp_agg_set_source(const lp_agg_source *src) { source = *src; }
 
+void lp_agg_code_dying(void) {
+    if (source.code_dying) source.code_dying();
+}
+
 uint64_t lp_agg_drain(void) { return source.drain ? source.drain() : 0; }
 
 int lp_agg_has_pending(void) { return source.pending ? source.pending() : 0; }

@@ -19,7 +19,15 @@ void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mo
     int64_t w = (int64_t)s->weight * (int64_t)period_ns;
     out->n = 0;
     out->weight_ns = w;
-    if (s->flags & LP_SF_DETACHED && mode == LP_MODE_CPU) {
+    if (s->flags & LP_SF_OUTSIDE) {
+        /* read from outside as it ran with the GIL: no PC, so Python time
+         * unless its leaf stands on a call (inside the C function called) */
+        out->cpu = leaf_at_call && leaf_at_call(s, arg) ? LP_M_CPU_NATIVE : LP_M_CPU_PYTHON;
+        out->weight_ns = (int64_t)s->cpu_ns;
+        put(out, out->cpu, (int64_t)s->cpu_ns);
+        if (mode == LP_MODE_WALL) put(out, LP_M_WALL, (int64_t)s->cpu_ns);
+        put(out, LP_M_GIL, (int64_t)s->cpu_ns);
+    } else if (s->flags & LP_SF_DETACHED && mode == LP_MODE_CPU) {
         /* the CPU sampler thread's read of a thread not running: the CPU
          * time it owed, exact, as native time (no PC to tell more) */
         out->cpu = LP_M_COUNT;

@@ -10,7 +10,9 @@
  * while the leaf frame stands on a call instruction is inside the called C
  * function, so native time of that line (Scalene's rule). Whether the leaf
  * stands on a call is asked only then, through leaf_at_call (it reads the
- * code object: the caller's business). */
+ * code object: the caller's business). A sample read from outside as the
+ * thread ran (LP_SF_OUTSIDE) has no PC: Python time, or native where its
+ * leaf stands on a call. */
 #ifndef LPROF_COLLECT_CHARGE_H
 #define LPROF_COLLECT_CHARGE_H
 

@@ -44,7 +44,9 @@ typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
  * ones (the rate asked; a signal sent from another CPU lands a few
  * microseconds late), or a task-clock perf event per thread
  * (collect/perf_clock.h: the rate asked, raised where the thread runs).
- * Asked for perf, the sampler takes the thread where perf_event_open fails. */
+ * Asked for perf, the sampler takes the thread where perf_event_open fails.
+ * The sampler thread may also read the running threads from outside instead
+ * of signalling them (lp_sampler_config.outside_reads). */
 typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_source;
 
 /* Sample flags (set in the handler; the drain charges by them: collect/charge.h). */
@@ -62,6 +64,11 @@ typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_so
                                 * charged to these frames (a thread in native code; with
                                 * LP_SF_GIL: only if the leaf stands on a call), or, depth 0,
                                 * placed by the drain (collect/other_threads.h) */
+#define LP_SF_OUTSIDE \
+    512u /* CPU mode, outside reads: a thread holding the GIL read by the
+                                * sampler thread as it ran (collect/outside_read.h); cpu_ns
+                                * of CPU time, no PC: Python time, or native where the leaf
+                                * stands on a call */
 #define LP_SF_CHAINED \
     256u /* the handler's record keeps only the leaf-side frames that differ
                                 * from its thread's previous one; `shared` root-side frames
@@ -96,6 +103,9 @@ typedef struct {
     uint64_t period_ns;
     int others;               /* count the CPU time of threads not sampled (collect/other_threads.h) */
     lp_cpu_source cpu_source; /* CPU mode: see above */
+    /* CPU mode, LP_CPU_THREAD: the thread holding the GIL is read from
+     * outside as it runs, not signalled (collect/outside_read.h) */
+    int outside_reads;
     /* CPU mode, perf: the events raise SIGTRAP where the kernel has sigtrap
      * events and nobody handles SIGTRAP (about half the cost of signo's
      * fasync path on a VM: collect/perf_clock.h); signo otherwise. The
@@ -113,6 +123,9 @@ typedef struct {
     int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
     int (*holds_gil)(const void *tstate, lp_reader reader);   /* 1, 0, or -1 unreadable */
     const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
+    /* the memory the thread's frames live in, as ranges (at most max);
+     * NULL or 0: none known (collect/cpython/frames.h) */
+    int (*stack_ranges)(const void *tstate, lp_reader reader, uintptr_t *lo, uintptr_t *hi, int max);
     /* the serial of the asyncio task the thread runs (collect/task_ids.h),
      * 0 for none; NULL: never one (before 3.14, the C tests' fake) */
     uint32_t (*task)(const void *tstate, lp_reader reader);
@@ -226,6 +239,10 @@ typedef struct {
     lp_cpu_source cpu_source; /* what made CPU-mode signals (after any fallback) */
     uint64_t perf_stalled;    /* perf events closed because their thread blocked the signal */
     uint64_t drains_behind;   /* times the host was asked to drain (lp_sampler_check_behind) */
+    int outside_reads;        /* CPU mode: running threads read from outside (config) */
+    uint64_t outside_samples; /* reads of running threads committed */
+    uint64_t outside_retries; /* ... that found the thread moved (its time goes to the next) */
+    uint64_t outside_fetches; /* system calls those reads made (collect/block_copy.h) */
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);

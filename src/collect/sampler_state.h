@@ -118,6 +118,7 @@ typedef struct {
      * last drain; how many times in all */
     int behind_asked;
     uint64_t drains_behind;
+    uint64_t outside_samples, outside_retries; /* outside reads (collect/outside_read.h) */
 } lp_sampler_state;
 
 extern LP_INTERNAL lp_sampler_state lp_sampler_S;

@@ -160,7 +160,33 @@ TEST(a_limited_sample_keeps_its_count_and_loses_time_in_proportion) {
     CHECK_EQ_INT(c.add[2].value, 4);
 }
 
-RUN_TESTS(python_needs_the_gil_and_the_interpreter, outside_the_eval_loop_at_a_call_is_native,
+TEST(an_outside_read_is_its_cpu_time_python_or_native_by_its_leaf) {
+    /* read from outside as it ran: no PC, so the leaf decides; its weight
+     * is the CPU time it covers, held with the GIL */
+    for (int at_call = 0; at_call <= 1; at_call++) {
+        lp_sample s = {0};
+        s.flags = LP_SF_OUTSIDE | LP_SF_GIL;
+        s.weight = 1;
+        s.cpu_ns = 130000;
+        at_call_answer = at_call;
+        at_call_asked = 0;
+        lp_charge c;
+        lp_charge_sample(&s, 100000, LP_MODE_CPU, fake_at_call, &at_call_answer, &c);
+        CHECK_EQ_INT(at_call_asked, 1);
+        CHECK_EQ_INT(c.cpu, at_call ? LP_M_CPU_NATIVE : LP_M_CPU_PYTHON);
+        CHECK_EQ_INT(c.weight_ns, 130000);
+        REQUIRE(c.n == 3);
+        CHECK_EQ_INT(c.add[0].metric, c.cpu);
+        CHECK_EQ_INT(c.add[0].value, 130000);
+        CHECK_EQ_INT(c.add[1].metric, LP_M_GIL);
+        CHECK_EQ_INT(c.add[1].value, 130000);
+        CHECK_EQ_INT(c.add[2].metric, LP_M_SAMPLES);
+        CHECK_EQ_INT(c.add[2].value, 1);
+    }
+}
+
+RUN_TESTS(an_outside_read_is_its_cpu_time_python_or_native_by_its_leaf,
+          python_needs_the_gil_and_the_interpreter, outside_the_eval_loop_at_a_call_is_native,
           a_system_call_is_system_time_whatever_else, cpu_mode_sample_adds_its_column_and_count,
           wall_mode_sample_adds_wall_time_too, detached_sample_is_wall_time_and_capped_native_cpu,
           gil_time_is_the_time_the_thread_held_it,

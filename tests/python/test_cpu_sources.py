@@ -68,7 +68,7 @@ def test_perf_events_sample_at_the_rate_asked(run_lprof, write_script, tmp_path,
     assert abs(samp["signals"] * 250e-6 - on_stacks) <= 0.1 * on_stacks, samp
 
 
-@pytest.mark.parametrize("source", ["perf", "thread", "timers"])
+@pytest.mark.parametrize("source", ["perf", "thread", "timers", "outside"])
 def test_every_cpu_source_charges_the_lines_what_they_spent(run_lprof, write_script, tmp_path,
                                                            load_profile, source):
     script, prof, used, _out = _run(run_lprof, write_script, tmp_path, load_profile, source, 2000)
@@ -388,3 +388,74 @@ def test_deep_waiting_threads_keep_every_wall_read(run_lprof, write_script, tmp_
     assert len(waited) == 4, waited
     # each slept 1 s; a busy machine may start a thread late, not shorten its sleep
     assert all(0.85 <= w <= 1.3 for w in waited.values()), (waited, samp)
+
+
+OUTSIDE = """
+import json, time
+
+def python_loop(seconds):
+    t = time.thread_time()
+    x = 0
+    while time.thread_time() - t < seconds:
+        for i in range(2000):
+            x += i  # pure
+    return x
+
+def c_call(seconds):
+    data = list(range(200000, 0, -1))
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        sorted(data)  # in-c
+    return data
+
+def fresh_code(seconds):
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        exec(compile("y = sum(range(300))", "<fresh>", "exec"), {})  # dies
+    return t
+
+python_loop(0.4)
+c_call(0.4)
+fresh_code(0.4)
+"""
+
+
+def _line_cpu(prof, script, marker):
+    n = line_of(script, marker)
+    frames = prof["stacks"]["frames"]
+    got = {"cpu_python_s": 0.0, "cpu_native_s": 0.0, "cpu_system_s": 0.0}
+    for ids, _t, m in prof["stacks"]["stacks"]:
+        if ids and frames[ids[-1]][0] == str(script) and frames[ids[-1]][3] == n:
+            for k in got:
+                got[k] += m.get(k, 0)
+    return got
+
+
+def test_outside_reads_sample_without_signalling_the_running_thread(run_lprof, write_script,
+                                                                     tmp_path, load_profile):
+    """LPROF_CPU_SAMPLER=outside: lprof's sampler thread reads the thread
+    holding the GIL as it runs (collect/outside_read.h): no signal, so a
+    bytecode line is Python time and a line whose leaf stands on a call (in
+    a C function) native time; code objects that die while reads run (a
+    fresh compile each loop: the death waits for a read in progress) cost
+    nothing but their samples."""
+    script = write_script("outside.py", OUTSIDE)
+    r = run_lprof("--rate", "2000", "-o", "o.lprof", "outside.py", env={"LPROF_CPU_SAMPLER": "outside"})
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "o.lprof"))
+    samp = prof["sampling"]
+    assert samp["cpu_source"] == "outside", samp
+    assert "reads of running threads" in " ".join(r.stdout.split()), r.stdout
+    on_stacks = samp["cpu_total_s"] - samp["threads_without_python"]["cpu_s"]
+    # reads near the rate asked, per CPU second of the program's thread: 70%
+    # of it here, as a read that finds the thread moved (the fresh-code loop
+    # calls every few microseconds) leaves its time to the next one; a
+    # tick-bound source would give 250 a second
+    assert samp["outside_samples"] >= 0.3 * 2000 * on_stacks, samp
+    # the thread holding the GIL is never signalled: what signals there are
+    # went to it in the moments it ran without the GIL (the compile, a sort)
+    assert samp["signals"] <= 0.1 * samp["outside_samples"], samp
+    pure, in_c = _line_cpu(prof, script, "pure"), _line_cpu(prof, script, "in-c")
+    assert pure["cpu_python_s"] >= 0.2 and pure["cpu_native_s"] <= 0.1 * pure["cpu_python_s"], pure
+    assert in_c["cpu_native_s"] >= 0.2 and in_c["cpu_python_s"] <= 0.2 * in_c["cpu_native_s"], in_c
+    assert sum(_line_cpu(prof, script, "dies").values()) >= 0.2, prof["sampling"]

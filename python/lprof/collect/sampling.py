@@ -334,6 +334,7 @@ class SamplingCollector:
             "cpu_source": stats.get("cpu_source") if self.mode == "cpu" else None,
             # perf events closed because their thread blocked the sampling signal
             "perf_stalled": stats.get("perf_stalled", 0),
+            "outside_samples": stats.get("outside_samples", 0),
             "samples": int(totals["samples"]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],
@@ -430,8 +431,12 @@ def _lprof_cpu_s(mode, stats):
 # per thread (the rate asked; lprof falls back to its sampler thread where
 # perf_event_open is refused), lprof's sampler thread, or POSIX CPU timers
 # (checked at the kernel tick only: 250 Hz on Debian's kernel). Chosen with
-# LPROF_CPU_SAMPLER=perf|thread|timers, for diagnosis and comparison.
-CPU_SOURCES = {"timers": 0, "thread": 1, "perf": 2}
+# LPROF_CPU_SAMPLER=perf|thread|timers, for diagnosis and comparison; or
+# "outside": lprof's sampler thread reading the running threads' frames from
+# outside, no signal (collect/outside_read.h): far cheaper at high rates,
+# without the PC (no system column; native only where the leaf stands on a
+# call).
+CPU_SOURCES = {"timers": 0, "thread": 1, "perf": 2, "outside": 3}
 
 
 def default_rate(mode):

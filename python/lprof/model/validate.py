@@ -162,7 +162,7 @@ def _sampling(s):
     _dict(s, "sampling")
     if "mode" in s and s["mode"] not in ("cpu", "wall"):
         _fail("sampling mode")
-    if s.get("cpu_source") is not None and s["cpu_source"] not in ("perf", "thread", "timers"):
+    if s.get("cpu_source") is not None and s["cpu_source"] not in ("perf", "thread", "timers", "outside"):
         _fail("sampling cpu_source")  # what made CPU-mode signals (collect/sampler.h)
     _optional_nums(
         s,
@@ -185,6 +185,7 @@ def _sampling(s):
             "lprof_cpu_s",
             "wait_total_s",
             "perf_stalled",
+            "outside_samples",
         ),
         "sampling",
     )

@@ -388,6 +388,16 @@ def header(profile, parts=None, cols=None):
         procs = f"CPU of {n} processes" if n > 1 else "process CPU"
         cpu_on_stacks = parts["whole_s"] - parts["unsampled_s"] - parts["lprof_s"]
         source = _CPU_SOURCES.get(samp.get("cpu_source"), _CPU_SOURCES["timers"])
+        if samp.get("cpu_source") == "outside":
+            reads = samp.get("outside_samples", 0)
+            return (
+                f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
+                f"{reads} reads of running threads ({reads / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
+                f"per sampled CPU second: {source}), each weighted by the CPU time it covers; "
+                f"{procs} {parts['cpu_whole_s']:.3f} s ({cpu_on_stacks:.3f} s on sampled Python "
+                f"stacks) in a {run:.3f} s run, {nthreads} thread{'s' if nthreads != 1 else ''}; "
+                "no system column (no PC): native is time whose leaf stood on a call"
+            )
         text = (
             f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
             f"{signals} signals ({signals / cpu_on_stacks if cpu_on_stacks else 0:.0f} "
@@ -405,6 +415,7 @@ _CPU_SOURCES = {
     "perf": "a task-clock perf event per thread",
     "thread": "lprof's sampler thread; perf events were refused here",
     "timers": "CPU timers, which fire on the kernel tick",
+    "outside": "lprof's sampler thread reading their frames from outside, no signal",
 }
 
 

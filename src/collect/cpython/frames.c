@@ -164,6 +164,34 @@ const void *lp_pyframes_top(const void *tstate, lp_reader reader) {
 #endif
 }
 
+int lp_pyframes_stack_ranges(const void *tstate, lp_reader reader, uintptr_t *lo, uintptr_t *hi, int max) {
+#if PY_VERSION_HEX >= 0x030B0000
+    const PyThreadState *ts = tstate;
+    _PyStackChunk *chunk = NULL;
+    PyObject **top = NULL;
+    if (RD(reader, chunk, &ts->datastack_chunk) < 0 || RD(reader, top, &ts->datastack_top) < 0) return 0;
+    int n = 0;
+    while (chunk != NULL && n < max) {
+        _PyStackChunk head;
+        if (rd(reader, &head, chunk, offsetof(_PyStackChunk, data)) < 0) break;
+        uintptr_t end = (uintptr_t)(n == 0 ? (void *)top : (void *)&chunk->data[head.top]);
+        if (end <= (uintptr_t)chunk || end > (uintptr_t)chunk + head.size) break; /* torn */
+        lo[n] = (uintptr_t)chunk;
+        hi[n] = end;
+        n++;
+        chunk = head.previous;
+    }
+    return n;
+#else
+    (void)tstate;
+    (void)reader;
+    (void)lo;
+    (void)hi;
+    (void)max;
+    return 0;
+#endif
+}
+
 int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max) {
     int n = 0;
 #if PY_VERSION_HEX >= 0x030C0000

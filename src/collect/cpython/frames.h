@@ -40,6 +40,14 @@ LP_INTERNAL int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) LP_S
  * re-check after a remote read; NULL if none or unreadable. */
 LP_INTERNAL const void *lp_pyframes_top(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
 
+/* The memory the thread's frames live in (3.11+: its data stack chunks,
+ * the current one up to the stack's top first), as address ranges
+ * [lo[i], hi[i]), at most max; returns how many. 0 before 3.11 (frames are
+ * objects of their own) or when unreadable. For copying a running
+ * thread's frames in a few reads (collect/block_copy.h). */
+LP_INTERNAL int lp_pyframes_stack_ranges(const void *tstate, lp_reader reader, uintptr_t *lo, uintptr_t *hi,
+                                         int max) LP_SIGNAL_SAFE;
+
 /* The asyncio task the thread runs now (3.14+: the thread state's
  * asyncio_running_task, which the C asyncio sets while a task steps), as an
  * address; 0 when none, unreadable, or before 3.14 (no such field). */

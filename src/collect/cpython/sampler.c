@@ -21,6 +21,7 @@
 #include "aggregate/symbols.h"
 #include "aggregate/timeline.h"
 #include "collect/charge.h"
+#include "collect/outside_read.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -335,6 +336,7 @@ static const lp_sampler_host *interpreter_host(void) {
 #endif
     host.interrupted_read = lp_pyframes_interrupted_read;
     host.safe_read = lp_pyframes_safe_read;
+    host.stack_ranges = lp_pyframes_stack_ranges;
     host.drain_behind = ask_drain_behind;
     host.release_gil = save_thread;
     host.reacquire_gil = restore_thread;
@@ -378,6 +380,10 @@ static PyObject *py_unwind_table_range(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(KK)", (unsigned long long)lo, (unsigned long long)hi);
 }
 
+/* sampler_start's cpu_source beyond lp_cpu_source: the sampler thread,
+ * reading the running threads from outside (collect/outside_read.h) */
+#define CPU_SOURCE_OUTSIDE 3
+
 static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
     const char *mode;
@@ -385,8 +391,9 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     int signo, native = 0, cpu_source = LP_CPU_PERF, perf_trap = 0;
     if (!PyArg_ParseTuple(args, "sdi|iip", &mode, &rate, &signo, &native, &cpu_source, &perf_trap))
         return NULL;
-    if (cpu_source < LP_CPU_TIMERS || cpu_source > LP_CPU_PERF) {
-        PyErr_SetString(PyExc_ValueError, "cpu_source must be 0 (timers), 1 (thread) or 2 (perf)");
+    if (cpu_source < LP_CPU_TIMERS || cpu_source > CPU_SOURCE_OUTSIDE) {
+        PyErr_SetString(PyExc_ValueError,
+                        "cpu_source must be 0 (timers), 1 (thread), 2 (perf) or 3 (thread, outside reads)");
         return NULL;
     }
     memset(slot_last, 0, sizeof slot_last); /* stack ids of an earlier table mean nothing now */
@@ -410,7 +417,8 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.signo = signo;
     cfg.period_ns = (uint64_t)(1e9 / rate);
     cfg.others = 1;
-    cfg.cpu_source = (lp_cpu_source)cpu_source;
+    cfg.outside_reads = cpu_source == CPU_SOURCE_OUTSIDE;
+    cfg.cpu_source = cfg.outside_reads ? LP_CPU_THREAD : (lp_cpu_source)cpu_source;
     cfg.perf_trap = perf_trap;
     if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
@@ -607,6 +615,9 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         {"native_mismatch", native_mismatch},
         {"threads_unsampled", threads_unsampled},
         {"perf_stalled", st.perf_stalled},
+        {"outside_samples", st.outside_samples},
+        {"outside_retries", st.outside_retries},
+        {"outside_fetches", st.outside_fetches},
     };
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
@@ -615,8 +626,9 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
     if (stats_set(d, "signal", PyLong_FromLong(st.signo)) < 0 ||
         stats_set(d, "native", PyLong_FromLong(native_mode)) < 0 ||
         stats_set(d, "cpu_source",
-                  PyUnicode_FromString(st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source]
-                                                                                : "?")) < 0)
+                  PyUnicode_FromString(st.outside_reads                           ? "outside"
+                                       : st.cpu_source >= 0 && st.cpu_source <= 2 ? sources[st.cpu_source]
+                                                                                  : "?")) < 0)
         goto fail;
     return d;
 fail:
@@ -652,7 +664,9 @@ static PyMethodDef methods[] = {
     {"sampler_start", py_start, METH_VARARGS,
      "sampler_start(mode, rate_hz, signo, native=0, cpu_source=2, perf_trap=False): native 1 = native "
      "frames, 2 = all of them; cpu_source (CPU mode, collect/sampler.h): 0 per-thread CPU timers, 1 the "
-     "sampler thread, 2 per-thread perf task-clock events (the thread where perf_event_open fails); "
+     "sampler thread, 2 per-thread perf task-clock events (the thread where perf_event_open fails), 3 the "
+     "sampler "
+     "thread reading the running threads from outside, no signal (collect/outside_read.h); "
      "perf_trap: the events raise SIGTRAP where nobody handles it (signo otherwise)"},
     {"sampler_stop", py_stop, METH_NOARGS, "Stop timers and drain; returns samples drained."},
     {"sampler_drain", py_drain, METH_NOARGS, "Move ring samples into the stack table."},
@@ -686,7 +700,8 @@ int lp_pysampler_init(PyObject *module) {
         return -1;
     }
     /* aggregate drains the rings through this (snapshots, the code hook) */
-    static const lp_agg_source rings = {drain_rings, lp_sampler_has_pending, lp_sampler_running};
+    static const lp_agg_source rings = {drain_rings, lp_sampler_has_pending, lp_sampler_running,
+                                        lp_outside_code_dying};
     lp_agg_set_source(&rings);
     if (lp_resolve_install_hook() < 0) return -1;
     if (PyModule_AddIntConstant(module, "SAMPLER_MAX_RATE_HZ", LP_SAMPLER_MAX_RATE_HZ) < 0) return -1;

@@ -1,0 +1,59 @@
+/* collect: reading a running thread's stack from outside (see outside_read.h). */
+#define _GNU_SOURCE 1
+#include <sched.h>
+
+#include "collect/block_copy.h"
+#include "collect/outside_read.h"
+
+#define MAX_CHUNKS 16 /* data stack chunks copied up front; deeper ones are read on demand */
+
+static lp_block_copy blocks; /* the sampler thread's alone */
+static int reading;          /* a read is in progress (seq_cst with deaths) */
+static uint64_t deaths;      /* code objects that died while outside reads ran */
+static uint64_t read_deaths; /* deaths at lp_outside_begin */
+static uint64_t total_fetches;
+
+static int block_read(void *dst, const void *src, size_t n) {
+    return lp_block_copy_read(&blocks, dst, src, n);
+}
+
+void lp_outside_begin(void) {
+    __atomic_store_n(&reading, 1, __ATOMIC_SEQ_CST);
+    read_deaths = __atomic_load_n(&deaths, __ATOMIC_SEQ_CST);
+}
+
+int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawframe *out, int max,
+                       int *truncated) {
+    lp_block_copy_reset(&blocks, host->safe_read);
+    /* the thread state's fields, the chunk heads and the frames all come
+     * from block copies: some 15 system calls a read became 3-5 */
+    const void *top = host->top(tstate, block_read);
+    if (top == NULL) return -1;
+    if (host->stack_ranges) {
+        uintptr_t lo[MAX_CHUNKS], hi[MAX_CHUNKS];
+        int n = host->stack_ranges(tstate, block_read, lo, hi, MAX_CHUNKS);
+        for (int i = 0; i < n; i++) lp_block_copy_prefetch(&blocks, lo[i], hi[i]);
+    }
+    int n = host->capture(tstate, out, max, truncated, block_read);
+    __atomic_fetch_add(&total_fetches, blocks.fetches, __ATOMIC_RELAXED);
+    /* the copies are of slightly different moments: they hold one stack
+     * only if the innermost frame stayed (read afresh, not from a copy) */
+    if (n <= 0 || host->top(tstate, host->safe_read) != top) return -1;
+    return n;
+}
+
+int lp_outside_unchanged(void) { return __atomic_load_n(&deaths, __ATOMIC_SEQ_CST) == read_deaths; }
+
+void lp_outside_end(void) { __atomic_store_n(&reading, 0, __ATOMIC_SEQ_CST); }
+
+void lp_outside_code_dying(void) {
+    /* Dekker with lp_outside_begin: either the read sees this death, or it
+     * is seen here as in progress and waited for (it commits first, then
+     * the caller drains it) */
+    __atomic_fetch_add(&deaths, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&reading, __ATOMIC_SEQ_CST)) sched_yield();
+}
+
+uint64_t lp_outside_fetches(void) { return __atomic_load_n(&total_fetches, __ATOMIC_RELAXED); }
+
+void lp_outside_reset_fetches(void) { __atomic_store_n(&total_fetches, 0, __ATOMIC_RELAXED); }
