@@ -145,7 +145,7 @@ longrun: deps build
 
 # ThreadSanitizer over the C unit tests that start threads (the ring's and the
 # stack table's concurrent writers and readers); `make test` runs it.
-TSAN_TESTS := test_ring test_stacktab test_gpu_trace
+TSAN_TESTS := test_ring test_stacktab test_gpu_trace test_outside_read
 tsan:
 	@mkdir -p tests/c/bin-tsan
 	@set -e; for n in $(TSAN_TESTS); do \

@@ -92,8 +92,8 @@ static lp_agg_source source;
 
 void lp_agg_set_source(const lp_agg_source *src) { source = *src; }
 
-void lp_agg_code_dying(void) {
-    if (source.code_dying) source.code_dying();
+void lp_agg_code_dying(const void *code) {
+    if (source.code_dying) source.code_dying(code);
 }
 
 uint64_t lp_agg_drain(void) { return source.drain ? source.drain() : 0; }

@@ -59,11 +59,11 @@ typedef struct {
     int (*running)(void);
     /* a code object is dying (NULL: nothing to do): returns once nothing
      * the source reads can still name it unseen (collect/outside_read.h) */
-    void (*code_dying)(void);
+    void (*code_dying)(const void *code);
 } lp_agg_source;
 LP_INTERNAL void lp_agg_set_source(const lp_agg_source *source);
 /* Tells the registered source a code object is dying (before its drain). */
-LP_INTERNAL void lp_agg_code_dying(void);
+LP_INTERNAL void lp_agg_code_dying(const void *code);
 /* The registered source's drain (0 when none is registered). */
 LP_INTERNAL uint64_t lp_agg_drain(void);
 /* 1 when the registered source holds samples not yet drained. */

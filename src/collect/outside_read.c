@@ -9,8 +9,12 @@
 
 static lp_block_copy blocks; /* the sampler thread's alone */
 static int reading;          /* a read is in progress (seq_cst with deaths) */
-static uint64_t deaths;      /* code objects that died while outside reads ran */
+static uint64_t deaths;      /* code objects that died so far (published after dying[]) */
 static uint64_t read_deaths; /* deaths at lp_outside_begin */
+/* the latest deaths' code objects: deaths are written by one thread at a
+ * time (GIL held), each waits for the read in progress before the next */
+#define DYING_KEPT 64
+static const void *dying[DYING_KEPT];
 static uint64_t total_fetches;
 
 static int block_read(void *dst, const void *src, size_t n) {
@@ -23,7 +27,8 @@ void lp_outside_begin(void) {
 }
 
 int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawframe *out, int max,
-                       int *truncated) {
+                       int *truncated, int *moved) {
+    *moved = 0;
     lp_block_copy_reset(&blocks, host->safe_read);
     /* the thread state's fields, the chunk heads and the frames all come
      * from block copies: some 15 system calls a read became 3-5 */
@@ -36,21 +41,35 @@ int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawfr
     }
     int n = host->capture(tstate, out, max, truncated, block_read);
     __atomic_fetch_add(&total_fetches, blocks.fetches, __ATOMIC_RELAXED);
-    /* the copies are of slightly different moments: they hold one stack
-     * only if the innermost frame stayed (read afresh, not from a copy) */
-    if (n <= 0 || host->top(tstate, host->safe_read) != top) return -1;
+    if (n <= 0) return -1;
+    /* the innermost frame read afresh, not from a copy */
+    *moved = host->top(tstate, host->safe_read) != top;
     return n;
 }
 
-int lp_outside_unchanged(void) { return __atomic_load_n(&deaths, __ATOMIC_SEQ_CST) == read_deaths; }
+int lp_outside_unchanged(const lp_rawframe *frames, int n) {
+    uint64_t now = __atomic_load_n(&deaths, __ATOMIC_SEQ_CST);
+    if (now == read_deaths) return 1;
+    /* more deaths than kept: cannot tell which (at most one more, at index
+     * now, is being written meanwhile: not among those read) */
+    if (now - read_deaths >= DYING_KEPT) return 0;
+    for (uint64_t d = read_deaths; d < now; d++) {
+        const void *code = __atomic_load_n(&dying[d % DYING_KEPT], __ATOMIC_ACQUIRE);
+        for (int i = 0; i < n; i++)
+            if (frames[i].code == code) return 0;
+    }
+    return 1;
+}
 
 void lp_outside_end(void) { __atomic_store_n(&reading, 0, __ATOMIC_SEQ_CST); }
 
-void lp_outside_code_dying(void) {
-    /* Dekker with lp_outside_begin: either the read sees this death, or it
-     * is seen here as in progress and waited for (it commits first, then
-     * the caller drains it) */
-    __atomic_fetch_add(&deaths, 1, __ATOMIC_SEQ_CST);
+void lp_outside_code_dying(const void *code) {
+    /* Dekker with lp_outside_begin: either the read sees this death (and
+     * drops itself if it names the code), or it is seen here as in progress
+     * and waited for (it commits first, then the caller drains it) */
+    uint64_t d = __atomic_load_n(&deaths, __ATOMIC_RELAXED);
+    __atomic_store_n(&dying[d % DYING_KEPT], code, __ATOMIC_RELEASE);
+    __atomic_store_n(&deaths, d + 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&reading, __ATOMIC_SEQ_CST)) sched_yield();
 }
 

@@ -14,8 +14,9 @@
  * frees meanwhile. The interpreter's code-destruction hook (aggregate/
  * cpython/resolve.c, through the sampler's binding) calls
  * lp_outside_code_dying before it drains the rings: a read in progress then
- * either sees the death (and is dropped) or commits first and is drained
- * before the code object is freed. One reader (the sampler thread). */
+ * either sees the death (and is dropped if it names that code) or commits
+ * first and is drained before the code object is freed. One reader (the
+ * sampler thread). */
 #ifndef LPROF_COLLECT_OUTSIDE_READ_H
 #define LPROF_COLLECT_OUTSIDE_READ_H
 
@@ -29,22 +30,26 @@
 LP_INTERNAL void lp_outside_begin(void);
 
 /* Captures tstate's stack, leaf first, into out (as host->capture does):
- * the number of frames, or -1 when the thread moved under the read (its
- * innermost frame changed, or it left the interpreter). */
+ * the number of frames, -1 when unreadable. *moved is set to 1 when the
+ * thread's innermost frame changed during the read (its copies are of
+ * slightly different moments: the caller decides whether they still make
+ * one stack). */
 LP_INTERNAL int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawframe *out, int max,
-                                   int *truncated);
+                                   int *truncated, int *moved);
 
-/* 1 when no code object died since lp_outside_begin: the read may be
- * committed, before lp_outside_end (it is then drained before any code
- * object it names is freed); 0: drop it. */
-LP_INTERNAL int lp_outside_unchanged(void);
+/* 1 when no code object the read's n frames name died since
+ * lp_outside_begin: the read may be committed, before lp_outside_end (it
+ * is then drained before any code object it names is freed); 0: drop it.
+ * Deaths of other code objects do not matter (a program that compiles code
+ * each loop would lose most reads). */
+LP_INTERNAL int lp_outside_unchanged(const lp_rawframe *frames, int n);
 
 /* Ends a read. */
 LP_INTERNAL void lp_outside_end(void);
 
-/* Called, GIL held, as a code object dies and before the rings are drained
- * for it: waits for a read in progress. Cheap when none is. */
-LP_INTERNAL void lp_outside_code_dying(void);
+/* Called, GIL held, as code object `code` dies and before the rings are
+ * drained for it: waits for a read in progress. Cheap when none is. */
+LP_INTERNAL void lp_outside_code_dying(const void *code);
 
 /* The fetches (system calls) of the reads so far, for statistics; reset
  * with the sampler's. */

@@ -70,6 +70,9 @@ typedef struct {
     uint64_t wall_seen_ns, wall_read_cpu_ns;
     int wall_read_truncated;
     uint32_t wall_read_task;
+    /* CPU mode, outside reads: the outermost frame of the thread's last
+     * read that did not move (a moved read that reaches it is whole) */
+    lp_rawframe outside_root;
     lp_ring ring;
     /* the ring's stacks as changes (collect/frame_chain.h): the handler's
      * previous stack, and the drain's copy of it; the same for the wall

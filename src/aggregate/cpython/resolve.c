@@ -226,7 +226,7 @@ void lp_resolve_scan(PyObject *dying) {
 }
 
 static void on_code_death(PyObject *co) {
-    lp_agg_code_dying(); /* a read from outside in progress may name it: wait for it */
+    lp_agg_code_dying(co); /* a read from outside in progress may name it: wait for it */
     if (R.in_hook) return;
     if (!lp_resolve_needs_scan() && !lp_agg_has_pending()) return;
     R.in_hook = 1;
