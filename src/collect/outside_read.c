@@ -3,11 +3,14 @@
 #include <sched.h>
 
 #include "collect/block_copy.h"
+#include "collect/code_memo.h"
 #include "collect/outside_read.h"
 
 #define MAX_CHUNKS 16 /* data stack chunks copied up front; deeper ones are read on demand */
 
 static lp_block_copy blocks; /* the sampler thread's alone */
+static lp_code_memo memo;    /* the sampler thread's alone */
+static uint64_t memo_deaths; /* deaths the memo has forgotten */
 static int reading;          /* a read is in progress (seq_cst with deaths) */
 static uint64_t deaths;      /* code objects that died so far (published after dying[]) */
 static uint64_t read_deaths; /* deaths at lp_outside_begin */
@@ -24,6 +27,15 @@ static int block_read(void *dst, const void *src, size_t n) {
 void lp_outside_begin(void) {
     __atomic_store_n(&reading, 1, __ATOMIC_SEQ_CST);
     read_deaths = __atomic_load_n(&deaths, __ATOMIC_SEQ_CST);
+    /* the code objects that died since the last read leave the memo (as
+     * many as are kept, or more: all of it, as the oldest slot may be
+     * taken by the death being written now). The others are stable: the
+     * next death after that one waits for this read */
+    if (read_deaths - memo_deaths >= DYING_KEPT) lp_code_memo_clear(&memo);
+    else
+        for (uint64_t d = memo_deaths; d < read_deaths; d++)
+            lp_code_memo_forget(&memo, __atomic_load_n(&dying[d % DYING_KEPT], __ATOMIC_ACQUIRE));
+    memo_deaths = read_deaths;
 }
 
 int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawframe *out, int max,
@@ -39,7 +51,8 @@ int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawfr
         int n = host->stack_ranges(tstate, block_read, lo, hi, MAX_CHUNKS);
         for (int i = 0; i < n; i++) lp_block_copy_prefetch(&blocks, lo[i], hi[i]);
     }
-    int n = host->capture(tstate, out, max, truncated, block_read);
+    int n = host->capture_memo ? host->capture_memo(tstate, out, max, truncated, block_read, &memo)
+                               : host->capture(tstate, out, max, truncated, block_read);
     __atomic_fetch_add(&total_fetches, blocks.fetches, __ATOMIC_RELAXED);
     if (n <= 0) return -1;
     /* the innermost frame read afresh, not from a copy */

@@ -123,6 +123,10 @@ typedef struct {
     int (*capture)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader);
     int (*holds_gil)(const void *tstate, lp_reader reader);   /* 1, 0, or -1 unreadable */
     const void *(*top)(const void *tstate, lp_reader reader); /* innermost frame (re-check) */
+    /* capture, with a memo of code objects already read (collect/
+     * code_memo.h); NULL: capture alone */
+    int (*capture_memo)(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader,
+                        void *memo);
     /* the memory the thread's frames live in, as ranges (at most max);
      * NULL or 0: none known (collect/cpython/frames.h) */
     int (*stack_ranges)(const void *tstate, lp_reader reader, uintptr_t *lo, uintptr_t *hi, int max);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "collect/cpython/frames.h"
+#include "collect/code_memo.h"
 
 #ifdef Py_GIL_DISABLED
 #error "lprof: free-threaded CPython is not supported yet (see docs/design.md, free-threading)"
@@ -213,7 +214,8 @@ int lp_pyframes_c_stack_frames(const void *tstate, uintptr_t *out, int max) {
 
 #if PY_VERSION_HEX >= 0x030B0000
 /* 3.11+: _PyInterpreterFrame chain. Copy the fixed part of the frame once. */
-int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
+static int capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader,
+                   lp_code_memo *memo) {
     const _PyInterpreterFrame *f = lp_pyframes_top(tstate, reader);
     walk_reads w = {reader, 0};
     int n = 0, hops = 0, skipped = 0;
@@ -262,15 +264,20 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         memcpy(&is_entry_byte, (const char *)&fr + offsetof(_PyInterpreterFrame, is_entry), 1);
         const uint32_t entry = is_entry_byte ? LP_RAWFRAME_ENTRY : 0;
 #endif
-        if (!lp_pyframes_is_code(co, r)) {
-            if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
-            f = next;
-            skipped++;
-            continue;
+        int32_t first_traceable = 0;
+        if (!(memo && lp_code_memo_get(memo, co, &first_traceable))) {
+            if (!lp_pyframes_is_code(co, r)) {
+                if (w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
+                f = next;
+                skipped++;
+                continue;
+            }
+            int ft = 0;
+            if (RD(r, ft, AT(co, PyCodeObject, _co_firsttraceable)) < 0) break;
+            first_traceable = ft;
+            if (memo) lp_code_memo_put(memo, co, first_traceable);
         }
         w.valid_run++;
-        int first_traceable = 0;
-        if (RD(r, first_traceable, AT(co, PyCodeObject, _co_firsttraceable)) < 0) break;
         _Py_CODEUNIT *code_start = (_Py_CODEUNIT *)AT(co, PyCodeObject, co_code_adaptive);
         if (fr.owner != FRAME_OWNED_BY_GENERATOR && instr < code_start + first_traceable) {
             /* incomplete: being set up, not running its code yet; its entry
@@ -296,7 +303,8 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
 }
 #else
 /* 3.10: PyFrameObject chain through f_back. */
-int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
+static int capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader,
+                   lp_code_memo *memo) {
     const PyFrameObject *f = lp_pyframes_top(tstate, reader);
     walk_reads w = {reader, 0};
     int n = 0, hops = 0, skipped = 0;
@@ -305,7 +313,9 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
         PyFrameObject fr;
         lp_reader r = hop_reader(&w);
         if (rd(r, &fr, f, offsetof(PyFrameObject, f_localsplus)) < 0) break;
-        int valid = lp_pyframes_is_code(fr.f_code, r);
+        int32_t known = 0;
+        int valid = (memo && lp_code_memo_get(memo, fr.f_code, &known)) || lp_pyframes_is_code(fr.f_code, r);
+        if (valid && memo) lp_code_memo_put(memo, fr.f_code, 0);
         if (!valid && w.valid_run < TRUSTED_RUN) break; /* torn top of stack */
         if (valid) {
             w.valid_run++;
@@ -326,3 +336,12 @@ int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *trun
     return n;
 }
 #endif
+
+int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader) {
+    return capture(tstate, out, max, truncated, reader, NULL);
+}
+
+int lp_pyframes_capture_memo(const void *tstate, lp_rawframe *out, int max, int *truncated, lp_reader reader,
+                             void *memo) {
+    return capture(tstate, out, max, truncated, reader, memo);
+}

@@ -33,6 +33,12 @@ LP_INTERNAL int lp_pyframes_interrupted_read(void *dst, const void *src, size_t 
 LP_INTERNAL int lp_pyframes_capture(const void *tstate, lp_rawframe *out, int max, int *truncated,
                                     lp_reader reader) LP_SIGNAL_SAFE;
 
+/* lp_pyframes_capture for the outside reader: code objects found in memo
+ * (an lp_code_memo, collect/code_memo.h) are not read again, and those
+ * read are added to it. The caller forgets each code object as it dies. */
+LP_INTERNAL int lp_pyframes_capture_memo(const void *tstate, lp_rawframe *out, int max, int *truncated,
+                                         lp_reader reader, void *memo) LP_SIGNAL_SAFE;
+
 /* 1 if tstate currently holds the GIL, 0 if not, -1 if unreadable. */
 LP_INTERNAL int lp_pyframes_holds_gil(const void *tstate, lp_reader reader) LP_SIGNAL_SAFE;
 

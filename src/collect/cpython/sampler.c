@@ -337,6 +337,7 @@ static const lp_sampler_host *interpreter_host(void) {
     host.interrupted_read = lp_pyframes_interrupted_read;
     host.safe_read = lp_pyframes_safe_read;
     host.stack_ranges = lp_pyframes_stack_ranges;
+    host.capture_memo = lp_pyframes_capture_memo;
     host.drain_behind = ask_drain_behind;
     host.release_gil = save_thread;
     host.reacquire_gil = restore_thread;
