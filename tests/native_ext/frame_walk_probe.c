@@ -4,6 +4,7 @@
  * reads the walk makes. Built and loaded by tests/python/test_frame_walk.py
  * with the running interpreter's headers. */
 #include "../../src/collect/cpython/frames.c"
+#include "../../src/collect/code_memo.c" /* the walker's memo for outside reads */
 
 static long probe_reads;
 
