@@ -213,7 +213,8 @@ def rates(log):
             f" A sampler thread that signals the running thread costs it {floor['cross_signal_us']:.1f} us a "
             f"signal; one that copies its frames' memory (64 KiB) without stopping it, "
             f"{floor['reader_us']:.1f} us a copy, where a core is free for the reader: only that kind "
-            "reaches 1.05x at 10 kHz on this host (lprof does not sample so: see docs/design-sampler.md)."
+            "reaches 1.05x at 10 kHz on this host (lprof's LPROF_CPU_SAMPLER=outside row samples so: "
+            "see docs/design-sampler.md)."
         )
     header = [
         "tool",
