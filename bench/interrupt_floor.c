@@ -9,20 +9,26 @@
  * thread every 100 us of wall time (a sampler thread that stops it), and
  * copying 64 KiB of this process's memory every 100 us without stopping it
  * (a sampler thread that reads the frames where they are: what the loop
- * pays is the memory traffic, where a core is free for the reader).
+ * pays is the memory traffic, where a core is free for the reader). Last,
+ * the same perf event writing each sample's user PC into its mmap'd ring
+ * instead of raising a signal (what a sampler that took the PC so and read
+ * the stack from outside would pay: the timer interrupt alone).
  * Output, one line: "perf_us=<float> signals=<n> self_signal_us=<float>
- * cross_signal_us=<float> reader_us=<float>", perf_us=none where perf events
- * are not allowed, the other two "none" where no second thread could run. */
+ * cross_signal_us=<float> reader_us=<float> ring_us=<float>", perf_us and
+ * ring_us none where perf events are not allowed, the other two "none"
+ * where no second thread could run. */
 #define _GNU_SOURCE 1
 #include <fcntl.h>
 #include <math.h>
 #include <linux/perf_event.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -98,12 +104,46 @@ static double beside(long rounds, double alone, int reader) {
     return n > 0 ? (with - alone) * 3 / (double)n * 1e6 : NAN;
 }
 
+/* The loop's CPU cost of each sample a task-clock event writes into its
+ * ring (user PC only, no signal), in us; NAN: no event or ring here. */
+#define RING_PAGES 512 /* 2 MiB: every sample of the three runs (16 bytes each) */
+static double ring_cost(long rounds, double alone) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = 100000;
+    a.sample_type = PERF_SAMPLE_IP;
+    a.exclude_kernel = 1;
+    a.disabled = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+    if (fd < 0) return NAN;
+    size_t len = (size_t)(RING_PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
+    void *ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring == MAP_FAILED) {
+        close(fd);
+        return NAN;
+    }
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    double with = timed(rounds);
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    uint64_t head = __atomic_load_n(&((struct perf_event_mmap_page *)ring)->data_head, __ATOMIC_ACQUIRE);
+    munmap(ring, len);
+    close(fd);
+    double n = (double)head / 16.0 / 3; /* header + IP a sample; timed() ran the loop three times */
+    return n > 0 ? (with - alone) / n * 1e6 : NAN;
+}
+
 static void print_others(long rounds, double alone) {
     double cross = beside(rounds, alone, 0), reader = beside(rounds, alone, 1);
+    double ring = ring_cost(rounds, alone);
     if (isnan(cross)) printf(" cross_signal_us=none");
     else printf(" cross_signal_us=%.2f", cross);
-    if (isnan(reader)) printf(" reader_us=none\n");
-    else printf(" reader_us=%.2f\n", reader);
+    if (isnan(reader)) printf(" reader_us=none");
+    else printf(" reader_us=%.2f", reader);
+    if (isnan(ring)) printf(" ring_us=none\n");
+    else printf(" ring_us=%.2f\n", ring);
 }
 
 int main(void) {

@@ -93,7 +93,7 @@ def _pyspy_run(script, args, rate, base, marks):
 def interrupt_floor():
     """This host's cost of one interruption of a running thread, nothing of
     lprof's in it (bench/interrupt_floor.c): {"perf_us", "self_signal_us",
-    "cross_signal_us", "reader_us"}, each None where it could not be measured
+    "cross_signal_us", "reader_us", "ring_us"}, each None where it could not be measured
     (perf events not allowed, no second thread); None if it cannot run."""
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interrupt_floor.c")
     exe = os.path.join(SCRATCH, "interrupt_floor")
@@ -108,7 +108,7 @@ def interrupt_floor():
         value = fields.get(key, "none")
         return None if value == "none" else float(value)
 
-    return {key: us(key) for key in ("perf_us", "self_signal_us", "cross_signal_us", "reader_us")}
+    return {key: us(key) for key in ("perf_us", "self_signal_us", "cross_signal_us", "reader_us", "ring_us")}
 
 
 def _worst_error(metric, truth, marks, mode):
@@ -204,6 +204,7 @@ def rates(log):
     for key, what in (
         ("cross_signal_us", "floor: another thread's signal every 100 us of wall time (no profiler)"),
         ("reader_us", "floor: another thread copying 64 KiB of the process every 100 us (no profiler)"),
+        ("ring_us", "floor: a perf event writing the user PC to its ring every 100 us of CPU, no signal"),
     ):
         if floor and floor[key] is not None:
             least = 1 + 10000 * floor[key] * 1e-6
