@@ -43,7 +43,7 @@ int lp_outside_capture(const lp_sampler_host *host, const void *tstate, lp_rawfr
     *moved = 0;
     lp_block_copy_reset(&blocks, host->safe_read);
     /* the thread state's fields, the chunk heads and the frames all come
-     * from block copies: some 15 system calls a read became 3-5 */
+     * from block copies: a system call a block, not one a field */
     const void *top = host->top(tstate, block_read);
     if (top == NULL) return -1;
     if (host->stack_ranges) {
