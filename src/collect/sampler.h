@@ -103,15 +103,15 @@ typedef struct {
     uint64_t period_ns;
     int others;               /* count the CPU time of threads not sampled (collect/other_threads.h) */
     lp_cpu_source cpu_source; /* CPU mode: see above */
-    /* CPU mode, LP_CPU_THREAD: the thread holding the GIL is read from
-     * outside as it runs, not signalled (collect/outside_read.h) */
-    int outside_reads;
     /* CPU mode, perf: the events raise SIGTRAP where the kernel has sigtrap
      * events and nobody handles SIGTRAP (about half the cost of signo's
      * fasync path on a VM: collect/perf_clock.h); signo otherwise. The
      * glue asks it only where the user named no signal and nothing traces
      * the process (a debugger takes every SIGTRAP for itself). */
     int perf_trap;
+    /* CPU mode, LP_CPU_THREAD: the thread holding the GIL is read from
+     * outside as it runs, not signalled (collect/outside_read.h) */
+    int outside_reads;
 } lp_sampler_config;
 
 /* What the sampler needs from the interpreter, given at start: the Python

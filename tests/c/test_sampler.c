@@ -943,7 +943,52 @@ TEST(test_cpu_timers_sample_until_the_perf_events_take_over) {
     sigtrap_to_default();
 }
 
-RUN_TESTS(test_other_threads_cpu_goes_to_the_thread_in_native_code,
+/* CPU mode with outside reads: the thread holding the GIL is never
+ * signalled; the sampler thread reads it where it runs (through its block
+ * copies: neither of the host's readers reaches the walker) with the CPU
+ * time it owes, and the reads hold all of that time. */
+TEST(test_outside_reads_sample_the_gil_holder_without_a_signal) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_THREAD, 0, 1};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    double t0 = thread_cpu_s();
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    while (thread_cpu_s() - t0 < 0.3) burn_cpu();
+    lp_sampler_unregister(KEY_A);
+    double used = thread_cpu_s() - t0;
+    lp_sampler_stop();
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    n_got = 0;
+    lp_sampler_drain(keep, NULL);
+    uint64_t covered = 0;
+    int outside = 0, bad = 0;
+    for (int i = 0; i < n_got; i++) {
+        const got_sample *g = &got[i];
+        if (g->flags & LP_SF_TAIL) continue; /* the time after the last read */
+        if ((g->flags & (LP_SF_OUTSIDE | LP_SF_GIL)) != (LP_SF_OUTSIDE | LP_SF_GIL) || g->key != KEY_A ||
+            !frames_are(g, 0))
+            bad++;
+        covered += g->cpu_ns;
+        outside++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(st.signals, 0);
+    CHECK(st.outside_reads);
+    CHECK_EQ_INT(st.outside_samples, (uint64_t)outside);
+    /* 1 ms periods of 0.3 s of CPU: a read at least every other period
+     * (the sampler thread wakes late on a busy machine: its reads then
+     * carry more time) */
+    CHECK(outside >= 100);
+    /* all of the thread's time but the last period's, none twice */
+    CHECK(covered <= (uint64_t)(used * 1e9) + 1000000u);
+    CHECK(covered + 20000000u >= (uint64_t)(used * 1e9));
+    stop_and_clear();
+}
+
+RUN_TESTS(test_outside_reads_sample_the_gil_holder_without_a_signal,
+          test_other_threads_cpu_goes_to_the_thread_in_native_code,
           test_other_threads_cpu_goes_to_a_running_thread_only_if_native, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,
           test_deep_detached_reads_fill_the_wall_ring_by_their_changes,
