@@ -13,22 +13,29 @@ void lp_block_copy_reset(lp_block_copy *c, lp_reader fetch) {
     c->used = 0;
 }
 
+/* Where block `block` is: its slot (*held = 1), or the free slot that
+ * would take it (*held = 0); -1 when neither is found. */
+static int probe(const lp_block_copy *c, uintptr_t block, int *held) {
+    uint32_t i = (uint32_t)(block / LP_BLOCK_SIZE * 2654435761u) % LP_BLOCK_SLOTS;
+    for (uint32_t n = 0; n < LP_BLOCK_SLOTS; n++, i = (i + 1) % LP_BLOCK_SLOTS) {
+        *held = c->key[i] == block + 1;
+        if (*held || c->key[i] == 0) return (int)i;
+    }
+    return -1;
+}
+
 /* The slot holding block `block` (its address), fetched on first use;
  * -1 when no slot is free (the caller reads through the fetch). */
 static int slot_of(lp_block_copy *c, uintptr_t block) {
-    uint32_t i = (uint32_t)(block / LP_BLOCK_SIZE * 2654435761u) % LP_BLOCK_SLOTS;
-    for (uint32_t probe = 0; probe < LP_BLOCK_SLOTS; probe++, i = (i + 1) % LP_BLOCK_SLOTS) {
-        if (c->key[i] == block + 1) return (int)i;
-        if (c->key[i] != 0) continue;
-        /* keep one slot free so that a probe for a block not held ends */
-        if (c->used + 1 >= LP_BLOCK_SLOTS) return -1;
-        c->key[i] = block + 1;
-        c->used++;
-        c->fetches++;
-        c->readable[i] = c->fetch(c->data[i], (const void *)block, LP_BLOCK_SIZE) == 0;
-        return (int)i;
-    }
-    return -1;
+    int held, i = probe(c, block, &held);
+    if (i < 0 || held) return i;
+    /* keep one slot free so that a probe for a block not held ends */
+    if (c->used + 1 >= LP_BLOCK_SLOTS) return -1;
+    c->key[i] = block + 1;
+    c->used++;
+    c->fetches++;
+    c->readable[i] = c->fetch(c->data[i], (const void *)block, LP_BLOCK_SIZE) == 0;
+    return i;
 }
 
 #define PREFETCH_MAX 64 /* blocks a call */
@@ -40,17 +47,14 @@ int lp_block_copy_prefetch(lp_block_copy *c, uintptr_t lo, uintptr_t hi) {
     uintptr_t start = 0;
     int copied = 0;
     for (uintptr_t b = first; b < hi; b += LP_BLOCK_SIZE) {
-        int held = 0;
         /* a block already held ends the run (its copy stays as it is) */
-        uint32_t i = (uint32_t)(b / LP_BLOCK_SIZE * 2654435761u) % LP_BLOCK_SLOTS;
-        for (uint32_t probe = 0; probe < LP_BLOCK_SLOTS && c->key[i]; probe++, i = (i + 1) % LP_BLOCK_SLOTS)
-            if (c->key[i] == b + 1) held = 1;
-        if (!held && n < PREFETCH_MAX && c->used + 1 < LP_BLOCK_SLOTS) {
+        int held, i = probe(c, b, &held);
+        if (i >= 0 && !held && n < PREFETCH_MAX && c->used + 1 < LP_BLOCK_SLOTS) {
             if (n == 0) start = b;
             c->key[i] = b + 1;
             c->readable[i] = 0;
             c->used++;
-            slots[n] = (int)i;
+            slots[n] = i;
             local[n].iov_base = c->data[i];
             local[n].iov_len = LP_BLOCK_SIZE;
             n++;
