@@ -548,6 +548,7 @@ int lp_sampler_settle(void) {
         slot *t = &S.slots[i];
         if (!t->has_timer || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
         /* paused: no event now, resume opens it (perf_pending is over) */
+        t->perf_seen_ns = clock_ns(t->cpu_clock);
         void *ev = S.paused ? NULL
                             : lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
                                                  S.perf_signo);
@@ -590,6 +591,7 @@ void lp_sampler_resume(void) {
             slot *t = &S.slots[i];
             if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LP_SLOT_ACTIVE) continue;
             if (S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending && !t->has_perf) {
+                t->perf_seen_ns = clock_ns(t->cpu_clock);
                 t->perf = lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.period_ns,
                                              S.perf_signo);
                 t->has_perf = t->perf != NULL; /* failing: its CPU time goes to its tail */
@@ -649,6 +651,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
     t->charged_ns = 0;
     t->allowed_ns = UINT64_MAX;
     if (S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_PERF && !S.perf_pending) {
+        t->perf_seen_ns = t->start_cpu_ns;
         t->perf = lp_perf_clock_open(tid, S.cfg.period_ns, S.perf_signo);
         if (!t->perf) return -1;
         t->has_perf = 1;

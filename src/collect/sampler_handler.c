@@ -137,6 +137,25 @@ static void pass_on_sigtrap(void) {
     raise(SIGTRAP);
 }
 
+/* A perf event's sample weighs the periods of the thread's CPU clock since
+ * its last one, rounded, the remainder carried: overflows during a long
+ * stay in the kernel (a page-fault storm, a big copy) raise one signal (a
+ * sigtrap still pending takes no second), and counted as one period each
+ * they left the thread's time behind what its clock said until the stall
+ * check closed its event (most of a 10 kHz numpy run on no line). 0: a
+ * queued signal whose time an earlier one took. */
+static uint32_t perf_weight(lp_sampler_slot *t) {
+    struct timespec ts;
+    if (clock_gettime(t->cpu_clock, &ts) != 0) return 1;
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t period = S.cfg.period_ns, seen = t->perf_seen_ns;
+    if (now <= seen) return 0;
+    uint64_t n = (now - seen + period / 2) / period;
+    if (n > 1000000u) n = 1000000u;
+    t->perf_seen_ns = seen + n * period;
+    return (uint32_t)n;
+}
+
 void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
     int saved_errno = errno;
     /* si_code: a perf event's own (fasync POLL_IN, sigtrap TRAP_PERF), as
@@ -161,9 +180,10 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
      * into one signal); anything else is not ours to take */
     int cpu_ask = S.cfg.mode == LP_MODE_CPU && si->si_code != SI_TIMER;
     if (cpu_ask) {
-        if (S.cfg.cpu_source == LP_CPU_PERF && perf_overflow) weight = 1;
-        else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
-                 (weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0)
+        if (S.cfg.cpu_source == LP_CPU_PERF && perf_overflow) {
+            if ((weight = perf_weight(t)) == 0) goto out;
+        } else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
+                   (weight = __atomic_exchange_n(&t->pending, 0, __ATOMIC_ACQ_REL)) == 0)
             goto out;
     } else if (S.cfg.mode == LP_MODE_WALL && si->si_code == SI_TKILL) {
         /* the wall thread's ask: the periods since it last charged this

@@ -73,6 +73,9 @@ typedef struct {
     /* CPU mode, outside reads: the outermost frame of the thread's last
      * read that did not move (a moved read that reaches it is whole) */
     lp_rawframe outside_root;
+    /* CPU mode, perf source: the thread's CPU clock up to which its perf
+     * samples weighed (set where its event opens, then by its handler) */
+    uint64_t perf_seen_ns;
     lp_ring ring;
     /* the ring's stacks as changes (collect/frame_chain.h): the handler's
      * previous stack, and the drain's copy of it; the same for the wall

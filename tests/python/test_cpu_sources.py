@@ -465,3 +465,44 @@ def test_outside_reads_sample_without_signalling_the_running_thread(run_lprof, w
     # time by either rule)
     assert in_c["cpu_native_s"] >= 0.15 and in_c["cpu_python_s"] <= 0.25 * in_c["cpu_native_s"], in_c
     assert sum(_line_cpu(prof, script, "dies").values()) >= 0.15, prof["sampling"]
+
+
+COALESCE = """
+import os, time
+import numpy as np
+
+a = np.random.rand(2_000_000)
+b = np.random.rand(2_000_000)
+
+def work(seconds):
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        c = a * b + a  # numpy
+        for _ in range(3000): os.stat("/")  # system
+    return c
+
+work(1.5)
+"""
+
+
+def test_perf_samples_weigh_the_cpu_time_of_overflows_that_coalesced(run_lprof, write_script, tmp_path,
+                                                                      load_profile):
+    """A task-clock event's overflows while its thread stays in the kernel
+    raise one signal; at 10 kHz a numpy loop with system calls lost about a
+    tenth of its periods so, each signal counted as one, until the check for
+    a thread blocking the signal closed its event: most of the run on no
+    line, in 2 of 3 runs. Each sample now weighs its thread's CPU clock
+    since the last one."""
+    pytest.importorskip("numpy")
+    script = write_script("coalesce.py", COALESCE)
+    r = run_lprof("--rate", "10000", "-o", "c.lprof", "coalesce.py", env={"LPROF_CPU_SAMPLER": "perf"})
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "c.lprof"))
+    samp = prof["sampling"]
+    if samp["cpu_source"] != "perf":
+        pytest.skip(f"no perf events here ({samp['cpu_source']})")
+    assert samp["perf_stalled"] == 0, samp
+    on_lines = sum(sum(_line_cpu(prof, script, m).values()) for m in ("numpy", "system"))
+    # the loop's two lines are nearly all of the 1.5 s (the `while` line and
+    # the imports take the rest)
+    assert on_lines >= 0.8 * 1.5, (on_lines, samp)
