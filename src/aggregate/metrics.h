@@ -9,8 +9,9 @@
  * (SAMPLING, MEMORY, GPU): Python reads each section's column list from it
  * (_lprof.metric_groups(), lprof.model.sections), never declares its own;
  * audience is SHOWN (a quantity reports show per line) or INTERNAL (kept for
- * the memory sampler's statistics, which the leak rule reads;
- * _lprof.internal_metrics()).
+ * the memory sampler's statistics, which the leak rule reads, or the
+ * outside reads' split samples, which a snapshot spends on the CPU columns
+ * and leaves out: aggregate/cpu_split.h; _lprof.internal_metrics()).
  * The memory columns run from ALLOC_BYTES to SURVIVOR_T2 in this order
  * (memhooks.c clears that range when a memory run starts). The GPU columns
  * run from GPU_KERNEL to GPU_BACKWARD (collect/gpu/, aggregate/gpu_*.c). */
@@ -31,6 +32,9 @@
     X(SAMPLES, samples, "count", SUM, SAMPLING, SHOWN, "timer samples, weighted by 1 + overrun")           \
     X(WAIT, wait_s, "ns", SUM, SAMPLING, SHOWN, "time coroutines waited at an await (wall mode, 3.12+)")   \
     X(GIL, gil_s, "ns", SUM, SAMPLING, SHOWN, "part of the sampled time the thread held the GIL")          \
+    X(SPLIT_PYTHON, split_python_s, "ns", SUM, SAMPLING, INTERNAL, "split samples in Python bytecode")    \
+    X(SPLIT_NATIVE, split_native_s, "ns", SUM, SAMPLING, INTERNAL, "split samples in native code")        \
+    X(SPLIT_SYSTEM, split_system_s, "ns", SUM, SAMPLING, INTERNAL, "split samples in the kernel")         \
     X(ALLOC_BYTES, alloc_bytes, "bytes", SUM, MEMORY, SHOWN, "bytes allocated (sampled estimate)")         \
     X(ALLOC_COUNT, alloc_count, "milli", SUM, MEMORY, SHOWN, "allocations (sampled estimate)")             \
     X(PYTHON_BYTES, python_bytes, "bytes", SUM, MEMORY, SHOWN, "part of alloc_bytes from the PyMem hooks") \

@@ -19,6 +19,19 @@ void lp_charge_sample(const lp_sample *s, uint64_t period_ns, lp_sampler_mode mo
     int64_t w = (int64_t)s->weight * (int64_t)period_ns;
     out->n = 0;
     out->weight_ns = w;
+    if (s->flags & LP_SF_SPLIT) {
+        /* beside outside reads: what kind of time, never how much (the
+         * reads charge that); a snapshot divides by it (aggregate/cpu_split.h) */
+        lp_metric m = lp_charge_cpu_metric(s, leaf_at_call, arg);
+        out->cpu = LP_M_COUNT;
+        out->weight_ns = 0;
+        put(out,
+            m == LP_M_CPU_SYSTEM   ? LP_M_SPLIT_SYSTEM
+            : m == LP_M_CPU_NATIVE ? LP_M_SPLIT_NATIVE
+                                   : LP_M_SPLIT_PYTHON,
+            (int64_t)s->cpu_ns);
+        return;
+    }
     if (s->flags & LP_SF_OUTSIDE) {
         /* read from outside as it ran with the GIL: no PC, so Python time
          * unless its leaf stands on a call (inside the C function called) */

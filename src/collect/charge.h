@@ -12,7 +12,9 @@
  * stands on a call is asked only then, through leaf_at_call (it reads the
  * code object: the caller's business). A sample read from outside as the
  * thread ran (LP_SF_OUTSIDE) has no PC: Python time, or native where its
- * leaf stands on a call. */
+ * leaf stands on a call. A split sample beside such reads (LP_SF_SPLIT)
+ * charges no CPU time, only its split column (SPLIT_PYTHON, _NATIVE or
+ * _SYSTEM, by the rule above) its split period, and no sample count. */
 #ifndef LPROF_COLLECT_CHARGE_H
 #define LPROF_COLLECT_CHARGE_H
 

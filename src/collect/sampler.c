@@ -419,6 +419,23 @@ static void choose_perf_signal(void) {
     }
 }
 
+/* Outside reads with split samples beside them (lp_sampler_config). */
+static int split_wanted(void) {
+    return S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads &&
+           S.cfg.split_period_ns > 0;
+}
+
+/* A thread's split event, where none is open and the kernel's switch-on is
+ * over; failing, the thread's reads keep their own rule. */
+static void open_split(slot *t) {
+    if (!split_wanted() || S.split_pending || S.paused || t->has_perf) return;
+    t->split_start_ns = clock_ns(t->cpu_clock);
+    __atomic_store_n(&t->split_taken, 0, __ATOMIC_RELAXED);
+    t->perf =
+        lp_perf_clock_open(__atomic_load_n(&t->tid, __ATOMIC_RELAXED), S.cfg.split_period_ns, S.cfg.signo);
+    t->has_perf = t->perf != NULL;
+}
+
 int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, const char **why) {
     if (S.running) {
         *why = "sampler already running";
@@ -453,6 +470,11 @@ int lp_sampler_start(const lp_sampler_config *cfg, const lp_sampler_host *host, 
     }
     S.perf_signo = cfg->signo;
     S.perf_pending = 0;
+    S.split_pending = 0;
+    if (split_wanted() && !lp_perf_clock_warm_done()) {
+        lp_perf_clock_warm_on_done(lp_sampler_drain_wake);
+        S.split_pending = 1; /* the reads' own rule until lp_sampler_settle */
+    }
     if (cfg->mode == LP_MODE_CPU && cfg->cpu_source == LP_CPU_PERF) {
         /* the drain is woken when the kernel's switch-on is over */
         lp_perf_clock_warm_on_done(lp_sampler_drain_wake);
@@ -536,6 +558,13 @@ void lp_sampler_release_sigtrap(void) {
 }
 
 int lp_sampler_settle(void) {
+    if (S.split_pending && S.running && lp_perf_clock_warm_done()) {
+        S.split_pending = 0;
+        for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+            if (__atomic_load_n(&S.slots[i].state, __ATOMIC_ACQUIRE) == LP_SLOT_ACTIVE)
+                open_split(&S.slots[i]);
+        return 1;
+    }
     if (!S.perf_pending || !S.running || !lp_perf_clock_warm_done()) return 0;
     S.perf_pending = 0;
     choose_perf_signal();
@@ -596,6 +625,7 @@ void lp_sampler_resume(void) {
                                              S.perf_signo);
                 t->has_perf = t->perf != NULL; /* failing: its CPU time goes to its tail */
             }
+            open_split(t);
             uint64_t now = clock_ns(t->cpu_clock);
             if (t->paused_cpu_ns && now > t->paused_cpu_ns) {
                 t->start_cpu_ns += now - t->paused_cpu_ns;
@@ -668,6 +698,7 @@ int lp_sampler_register(const void *tstate, uint64_t thread_key, pid_t tid, int 
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
         if (!S.paused) set_timer(t, S.cfg.period_ns);
     } else {
+        open_split(t);
         __atomic_store_n(&t->state, LP_SLOT_ACTIVE, __ATOMIC_RELEASE);
     }
     return idx;
@@ -802,8 +833,11 @@ static uint64_t drain_ring(lp_ring *r, int slot_index, lp_sample_fn fn, void *ar
 static void close_stalled_perf(slot *t) {
     if (!t->has_perf || t->state != LP_SLOT_ACTIVE) return;
     uint64_t cpu = clock_ns(t->cpu_clock);
-    uint64_t covered = t->start_cpu_ns + __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * S.cfg.period_ns;
-    if (cpu <= covered + (uint64_t)LP_PERF_MAX_BEHIND * S.cfg.period_ns) return;
+    int split = split_wanted();
+    uint64_t period = split ? S.cfg.split_period_ns : S.cfg.period_ns;
+    uint64_t covered = split ? t->split_start_ns + __atomic_load_n(&t->split_taken, __ATOMIC_RELAXED) * period
+                             : t->start_cpu_ns + __atomic_load_n(&t->expiries, __ATOMIC_RELAXED) * period;
+    if (cpu <= covered + (uint64_t)LP_PERF_MAX_BEHIND * period) return;
     lp_perf_clock_close(t->perf);
     t->has_perf = 0;
     __atomic_fetch_add(&S.perf_stalled, 1, __ATOMIC_RELAXED);
@@ -906,11 +940,12 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     out->outside_samples = __atomic_load_n(&S.outside_samples, __ATOMIC_RELAXED);
     out->outside_retries = __atomic_load_n(&S.outside_retries, __ATOMIC_RELAXED);
     out->outside_fetches = lp_outside_fetches();
+    out->split_samples = __atomic_load_n(&S.split_samples, __ATOMIC_RELAXED);
 }
 
 void lp_sampler_reset_stats(void) {
     S.signals = S.dropped_reads = S.truncated = S.wall_reads = S.in_profiler = S.perf_stalled =
-        S.drains_behind = S.outside_samples = S.outside_retries = 0;
+        S.drains_behind = S.outside_samples = S.outside_retries = S.split_samples = 0;
     lp_outside_reset_fetches();
     for (int i = 0; i < LP_SAMPLER_MAX_THREADS && S.ring_mem; i++) S.slots[i].ring.dropped = 0;
     if (S.ring_mem) S.wall_ring.dropped = 0;

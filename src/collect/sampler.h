@@ -35,6 +35,10 @@
  * already within 1 point of the known shares on the bench's workloads. */
 #define LP_SAMPLER_DEFAULT_RATE_HZ     1000
 #define LP_SAMPLER_DEFAULT_CPU_RATE_HZ 250
+/* Split samples a CPU second beside outside reads (LP_SF_SPLIT): what a
+ * perf signal costs at the default rate (about 1%), enough to split a hot
+ * line's time into Python, native and system within a point or two */
+#define LP_SAMPLER_SPLIT_RATE_HZ 250
 
 typedef enum { LP_MODE_CPU = 0, LP_MODE_WALL = 1 } lp_sampler_mode;
 
@@ -69,6 +73,11 @@ typedef enum { LP_CPU_TIMERS = 0, LP_CPU_THREAD = 1, LP_CPU_PERF = 2 } lp_cpu_so
                                 * sampler thread as it ran (collect/outside_read.h); cpu_ns
                                 * of CPU time, no PC: Python time, or native where the leaf
                                 * stands on a call */
+#define LP_SF_SPLIT \
+    1024u /* CPU mode, outside reads: a perf event's sample beside the reads,
+                                * with its PC, only to split their CPU time into Python,
+                                * native and system (aggregate/cpu_split.h); cpu_ns: the
+                                * split period. Counts no CPU time of its own */
 #define LP_SF_CHAINED \
     256u /* the handler's record keeps only the leaf-side frames that differ
                                 * from its thread's previous one; `shared` root-side frames
@@ -112,6 +121,10 @@ typedef struct {
     /* CPU mode, LP_CPU_THREAD: the thread holding the GIL is read from
      * outside as it runs, not signalled (collect/outside_read.h) */
     int outside_reads;
+    /* With outside_reads: a task-clock perf event per thread every
+     * split_period_ns of its CPU time signals it for a split sample
+     * (LP_SF_SPLIT); 0: none, the reads' own rule alone */
+    uint64_t split_period_ns;
 } lp_sampler_config;
 
 /* What the sampler needs from the interpreter, given at start: the Python
@@ -247,6 +260,7 @@ typedef struct {
     uint64_t outside_samples; /* reads of running threads committed */
     uint64_t outside_retries; /* ... that found the thread moved (its time goes to the next) */
     uint64_t outside_fetches; /* system calls those reads made (collect/block_copy.h) */
+    uint64_t split_samples;   /* LP_SF_SPLIT samples taken beside them */
 } lp_sampler_stats;
 LP_INTERNAL void lp_sampler_get_stats(lp_sampler_stats *out);
 LP_INTERNAL void lp_sampler_reset_stats(void);

@@ -70,12 +70,12 @@ static lp_sampler_slot *slot_by_tid(pid_t tid, uint32_t *gen) {
     return NULL;
 }
 
-static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void *uc) {
+static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void *uc, int split) {
     const lp_sampler_host *h = &S.host;
     lp_sample *s = lp_ring_reserve(&t->ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return; /* counted by the ring */
     lp_reader rd = t->safe_reads ? h->safe_read : h->interrupted_read;
-    uint32_t flags = 0;
+    uint32_t flags = split ? LP_SF_SPLIT : 0;
     if (h->holds_gil(t->tstate, rd) == 1) flags |= LP_SF_GIL;
     if ((pc >= h->interp_lo && pc < h->interp_hi) || (pc >= h->tls_lo && pc < h->tls_hi))
         flags |= LP_SF_IN_INTERP;
@@ -104,7 +104,7 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
     s->task = h->task ? h->task(t->tstate, rd) : 0;
     s->reserved = 0;
     s->thread_key = t->thread_key;
-    s->cpu_ns = 0;
+    s->cpu_ns = split ? S.cfg.split_period_ns : 0;
     struct timespec now; /* vDSO, async-signal-safe (POSIX) */
     s->t_ns = clock_gettime(CLOCK_MONOTONIC, &now) == 0
                   ? (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec
@@ -113,15 +113,19 @@ static void take_sample(lp_sampler_slot *t, uint32_t weight, uintptr_t pc, void 
         __atomic_store_n(&t->native_t_ns, s->t_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&t->sample_t_ns, s->t_ns, __ATOMIC_RELEASE);
     int nn = 0;
-    if (h->native) {
+    if (h->native && !split) { /* a split sample's stack is its line's only */
         nn = h->native(uc, (uintptr_t *)(void *)(s->frames + n), LP_NATIVE_MAX_DEPTH);
         if (nn < 0) nn = 0;
     }
     s->native_depth = (uint32_t)nn;
     lp_ring_commit(&t->ring, (uint32_t)(sizeof(lp_sample) + (size_t)n * sizeof(lp_rawframe) +
                                         (size_t)nn * sizeof(uintptr_t)));
-    __atomic_fetch_add(&t->samples_taken, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
+    if (split) {
+        __atomic_fetch_add(&S.split_samples, 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_add(&t->samples_taken, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&S.signals, 1, __ATOMIC_RELAXED);
+    }
     lp_sampler_ask_drain(&t->ring);
 }
 
@@ -179,7 +183,13 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
      * sampler thread's ask (the periods it asked for: several asks coalesce
      * into one signal); anything else is not ours to take */
     int cpu_ask = S.cfg.mode == LP_MODE_CPU && si->si_code != SI_TIMER;
-    if (cpu_ask) {
+    /* beside outside reads: a split event's sample, which accounts no CPU
+     * time (the reads do) */
+    int split = cpu_ask && perf_overflow && S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads &&
+                S.cfg.split_period_ns;
+    if (split) {
+        cpu_ask = 0;
+    } else if (cpu_ask) {
         if (S.cfg.cpu_source == LP_CPU_PERF && perf_overflow) {
             if ((weight = perf_weight(t)) == 0) goto out;
         } else if (S.cfg.cpu_source != LP_CPU_THREAD || si->si_code != SI_TKILL ||
@@ -199,10 +209,13 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
         /* every expiry counts as accounted CPU time, taken or not: the
          * thread's tail at its end is what no expiry covered */
         if (si->si_code == SI_TIMER || cpu_ask) __atomic_fetch_add(&t->expiries, weight, __ATOMIC_RELAXED);
-        if (pc >= S.host.self_lo && pc < S.host.self_hi)
+        if (split) __atomic_fetch_add(&t->split_taken, 1, __ATOMIC_RELAXED);
+        if (pc >= S.host.self_lo && pc < S.host.self_hi) {
             /* inside lprof itself (the -l tracer): not the program's time */
-            __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
-        else take_sample(t, weight, pc, uc);
+            if (!split) __atomic_fetch_add(&S.in_profiler, 1, __ATOMIC_RELAXED);
+        } else {
+            take_sample(t, weight, pc, uc, split);
+        }
     }
     __atomic_fetch_sub(&t->in_handler, 1, __ATOMIC_RELEASE);
 out:

@@ -73,6 +73,10 @@ typedef struct {
     /* CPU mode, outside reads: the outermost frame of the thread's last
      * read that did not move (a moved read that reaches it is whole) */
     lp_rawframe outside_root;
+    /* ... and its split event's: the thread's CPU clock when it opened and
+     * the split signals its handler took since (a thread blocking the signal
+     * has its event closed, as a perf source's: sampler.c) */
+    uint64_t split_start_ns, split_taken;
     /* CPU mode, perf source: the thread's CPU clock up to which its perf
      * samples weighed (set where its event opens, then by its handler) */
     uint64_t perf_seen_ns;
@@ -106,6 +110,9 @@ typedef struct {
      * perf hooks on (perf_clock.h): the threads sample with CPU timers
      * until lp_sampler_settle opens their events */
     int perf_pending;
+    /* the same for the split events beside outside reads (cfg.split_period_ns):
+     * the reads' own rule alone until lp_sampler_settle opens them */
+    int split_pending;
     lp_sampler_slot slots[LP_SAMPLER_MAX_THREADS];
     uint8_t *ring_mem;   /* mmap: one ring per slot + the wall ring */
     lp_ring wall_ring;   /* producer: wall thread */
@@ -125,6 +132,7 @@ typedef struct {
     int behind_asked;
     uint64_t drains_behind;
     uint64_t outside_samples, outside_retries; /* outside reads (collect/outside_read.h) */
+    uint64_t split_samples;                    /* their split samples (LP_SF_SPLIT) */
 } lp_sampler_state;
 
 extern LP_INTERNAL lp_sampler_state lp_sampler_S;

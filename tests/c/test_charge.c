@@ -185,7 +185,34 @@ TEST(an_outside_read_is_its_cpu_time_python_or_native_by_its_leaf) {
     }
 }
 
-RUN_TESTS(an_outside_read_is_its_cpu_time_python_or_native_by_its_leaf,
+TEST(a_split_sample_charges_only_its_kind_of_time) {
+    /* beside outside reads: the PC's rule picks a split column, which gets
+     * the split period; no CPU column, no sample count, no weight to limit */
+    const struct {
+        uint32_t flags;
+        lp_metric want;
+    } cases[] = {
+        {LP_SF_GIL | LP_SF_IN_INTERP | LP_SF_IN_EVAL, LP_M_SPLIT_PYTHON},
+        {LP_SF_GIL, LP_M_SPLIT_NATIVE},
+        {LP_SF_GIL | LP_SF_SYSCALL, LP_M_SPLIT_SYSTEM},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        lp_sample s = {0};
+        s.flags = cases[i].flags | LP_SF_SPLIT;
+        s.weight = 1;
+        s.cpu_ns = 4000000;
+        lp_charge c;
+        lp_charge_sample(&s, 100000, LP_MODE_CPU, NULL, NULL, &c);
+        CHECK_EQ_INT(c.cpu, LP_M_COUNT);
+        CHECK_EQ_INT(c.weight_ns, 0);
+        REQUIRE(c.n == 1);
+        CHECK_EQ_INT(c.add[0].metric, cases[i].want);
+        CHECK_EQ_INT(c.add[0].value, 4000000);
+    }
+}
+
+RUN_TESTS(a_split_sample_charges_only_its_kind_of_time,
+          an_outside_read_is_its_cpu_time_python_or_native_by_its_leaf,
           python_needs_the_gil_and_the_interpreter, outside_the_eval_loop_at_a_call_is_native,
           a_system_call_is_system_time_whatever_else, cpu_mode_sample_adds_its_column_and_count,
           wall_mode_sample_adds_wall_time_too, detached_sample_is_wall_time_and_capped_native_cpu,

@@ -27,12 +27,15 @@ TEST(groups_are_contiguous_runs) {
     for (int m = 1; m < LP_M_COUNT; m++) CHECK(lp_metric_infos[m].group >= lp_metric_infos[m - 1].group);
 }
 
-/* The memory sampler's statistics are kept, never shown: the reports'
- * column lists (lprof.model.stacks.INTERNAL_COLUMNS) come from this flag. */
+/* The memory sampler's statistics and the outside reads' split samples are
+ * kept, never shown: the reports' column lists
+ * (lprof.model.stacks.INTERNAL_COLUMNS) come from this flag. */
 TEST(only_the_sampler_statistics_are_internal) {
     int internal = 0;
     for (int m = 0; m < LP_M_COUNT; m++) internal += lp_metric_infos[m].internal;
-    CHECK_EQ_INT(internal, 6);
+    CHECK_EQ_INT(internal, 9);
+    CHECK(lp_metric_infos[LP_M_SPLIT_PYTHON].internal && lp_metric_infos[LP_M_SPLIT_SYSTEM].internal);
+    CHECK(!lp_metric_infos[LP_M_CPU_SYSTEM].internal);
     CHECK(lp_metric_infos[LP_M_SURVIVORS].internal && lp_metric_infos[LP_M_ALLOC_SAMPLES].internal);
     CHECK(!lp_metric_infos[LP_M_ALLOC_BYTES].internal && !lp_metric_infos[LP_M_PEAK_BYTES].internal);
     CHECK(!lp_metric_infos[LP_M_GPU_PEAK].internal && !lp_metric_infos[LP_M_SAMPLES].internal);

@@ -987,7 +987,57 @@ TEST(test_outside_reads_sample_the_gil_holder_without_a_signal) {
     stop_and_clear();
 }
 
-RUN_TESTS(test_outside_reads_sample_the_gil_holder_without_a_signal,
+/* Beside the outside reads, a perf event signals the thread every split
+ * period of its CPU time for a split sample: flagged LP_SF_SPLIT, weighing
+ * the split period, counted apart from the signals, and taking nothing from
+ * the reads, which still hold all of the thread's time. */
+TEST(test_split_samples_come_beside_the_outside_reads) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_CPU, SIGNO, 1000000, 0, LP_CPU_THREAD, 0, 1, 4000000};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    double t0 = thread_cpu_s();
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    while (thread_cpu_s() - t0 < 0.3) burn_cpu();
+    lp_sampler_unregister(KEY_A);
+    double used = thread_cpu_s() - t0;
+    lp_sampler_stop();
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    n_got = 0;
+    lp_sampler_drain(keep, NULL);
+    if (st.split_samples == 0) {
+        fprintf(stderr, "skipped: no perf events here (no split samples)\n");
+        stop_and_clear();
+        return;
+    }
+    uint64_t covered = 0;
+    int split = 0, bad = 0;
+    for (int i = 0; i < n_got; i++) {
+        const got_sample *g = &got[i];
+        if (g->flags & LP_SF_TAIL) continue;
+        if (g->flags & LP_SF_SPLIT) {
+            /* taken by the thread's own handler: its interrupted reader (tag 1) */
+            if (g->cpu_ns != 4000000 || g->key != KEY_A || !frames_are(g, 1) || (g->flags & LP_SF_OUTSIDE))
+                bad++;
+            split++;
+            continue;
+        }
+        if ((g->flags & (LP_SF_OUTSIDE | LP_SF_GIL)) != (LP_SF_OUTSIDE | LP_SF_GIL)) bad++;
+        covered += g->cpu_ns;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(st.signals, 0);
+    CHECK_EQ_INT(st.split_samples, (uint64_t)split);
+    /* 0.3 s of CPU at one a 4 ms: 75, fewer where signals coalesce */
+    CHECK(split >= 40 && split <= 76);
+    CHECK(covered <= (uint64_t)(used * 1e9) + 1000000u);
+    CHECK(covered + 20000000u >= (uint64_t)(used * 1e9));
+    stop_and_clear();
+}
+
+RUN_TESTS(test_split_samples_come_beside_the_outside_reads,
+          test_outside_reads_sample_the_gil_holder_without_a_signal,
           test_other_threads_cpu_goes_to_the_thread_in_native_code,
           test_other_threads_cpu_goes_to_a_running_thread_only_if_native, test_cpu_timer_samples_own_thread,
           test_stale_timer_signal_writes_nothing, test_deep_stacks_fill_the_ring_by_their_changes,

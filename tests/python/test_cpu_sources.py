@@ -467,6 +467,67 @@ def test_outside_reads_sample_without_signalling_the_running_thread(run_lprof, w
     assert sum(_line_cpu(prof, script, "dies").values()) >= 0.15, prof["sampling"]
 
 
+SPLIT = """
+import os, time
+import numpy as np
+
+a = np.random.rand(1_000_000)
+b = np.random.rand(1_000_000)
+
+def python_loop(seconds):
+    t = time.thread_time()
+    x = 0
+    while time.thread_time() - t < seconds:
+        for i in range(2000):
+            x += i  # pure
+    return x
+
+def numpy_ops(seconds):
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        c = a * b + a  # numpy
+    return c
+
+def system_calls(seconds):
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        for _ in range(200): os.stat("/")  # system
+    return t
+
+python_loop(0.4)
+numpy_ops(0.4)
+system_calls(0.4)
+"""
+
+
+def test_outside_reads_split_python_native_and_system(run_lprof, write_script, tmp_path, load_profile):
+    """Outside reads have no PC; a perf event per thread at 250 Hz beside
+    them does (split samples, aggregate/cpu_split.h): each line's CPU time,
+    which the reads measure, is divided as its split samples found. So
+    numpy's `a * b + a`, native code inside operators that are no call
+    instruction (the reads' own rule makes it Python time), is native, and
+    a line of system calls has its system column."""
+    pytest.importorskip("numpy")
+    script = write_script("split.py", SPLIT)
+    r = run_lprof("--rate", "4000", "-o", "s.lprof", "split.py", env={"LPROF_CPU_SAMPLER": "outside"})
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "s.lprof"))
+    samp = prof["sampling"]
+    assert samp["cpu_source"] == "outside", samp
+    # 1.2 s of the thread's CPU at 250 a second: ~300 (a perf event's
+    # signals coalesce while one is pending: loose)
+    assert samp["split_samples"] >= 100, samp
+    assert "split by" in " ".join(r.stdout.split()), r.stdout
+    pure, numpy, system = (_line_cpu(prof, script, m) for m in ("pure", "numpy", "system"))
+    assert pure["cpu_python_s"] >= 0.8 * sum(pure.values()) and sum(pure.values()) >= 0.08, pure
+    # measured here: 97-100% native (perf events as the source: 99%)
+    assert numpy["cpu_native_s"] >= 0.7 * sum(numpy.values()) and sum(numpy.values()) >= 0.15, numpy
+    # measured here: 57-74% system (perf events: 74%); the rest is the
+    # interpreter's and libc's side of the call
+    assert numpy["cpu_system_s"] <= 0.2 * sum(numpy.values()), numpy
+    assert system["cpu_system_s"] >= 0.3 * sum(system.values()) and sum(system.values()) >= 0.15, system
+
+
 COALESCE = """
 import os, time
 import numpy as np

@@ -335,6 +335,9 @@ class SamplingCollector:
             # perf events closed because their thread blocked the sampling signal
             "perf_stalled": stats.get("perf_stalled", 0),
             "outside_samples": stats.get("outside_samples", 0),
+            # signalled samples beside those reads, which split their CPU time
+            # into Python, native and system (aggregate/cpu_split.h)
+            "split_samples": stats.get("split_samples", 0),
             "samples": int(totals["samples"]),
             "signals": stats["signals"],
             "dropped": stats["dropped"],
@@ -433,9 +436,9 @@ def _lprof_cpu_s(mode, stats):
 # (checked at the kernel tick only: 250 Hz on Debian's kernel). Chosen with
 # LPROF_CPU_SAMPLER=perf|thread|timers, for diagnosis and comparison; or
 # "outside": lprof's sampler thread reading the running threads' frames from
-# outside, no signal (collect/outside_read.h): far cheaper at high rates,
-# without the PC (no system column; native only where the leaf stands on a
-# call).
+# outside, no signal (collect/outside_read.h): far cheaper at high rates;
+# a perf event per thread at 250 Hz beside the reads gives the PCs that split
+# their CPU time into Python, native and system (aggregate/cpu_split.h).
 CPU_SOURCES = {"timers": 0, "thread": 1, "perf": 2, "outside": 3}
 
 

@@ -396,7 +396,7 @@ def header(profile, parts=None, cols=None):
                 f"per sampled CPU second: {source}), each weighted by the CPU time it covers; "
                 f"{procs} {parts['cpu_whole_s']:.3f} s ({cpu_on_stacks:.3f} s on sampled Python "
                 f"stacks) in a {run:.3f} s run, {nthreads} thread{'s' if nthreads != 1 else ''}; "
-                "no system column (no PC): native is time whose leaf stood on a call"
+                + _split_words(samp.get("split_samples", 0))
             )
         text = (
             f"lprof sampled CPU time: {samp.get('rate_hz_requested', 0):g} Hz requested, "
@@ -417,6 +417,16 @@ _CPU_SOURCES = {
     "timers": "CPU timers, which fire on the kernel tick",
     "outside": "lprof's sampler thread reading their frames from outside, no signal",
 }
+
+
+def _split_words(split_samples):
+    """How the outside reads' CPU time was split (aggregate/cpu_split.h)."""
+    if split_samples:
+        return (
+            f"Python, native and system split by {split_samples} signalled samples beside the reads, "
+            "per line (a line with none: native is time whose leaf stood on a call)"
+        )
+    return "no system column (no PC): native is time whose leaf stood on a call"
 
 
 def _pct(v, whole):

@@ -3,6 +3,7 @@
  * that land on the same (node, thread) combined by their columns' merge
  * kinds (snap.h says the whole). GIL held throughout. */
 #include "aggregate/cpython/snap.h"
+#include "aggregate/cpu_split.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,34 @@ static int snap_add_row(snap *s, int32_t node, uint64_t thread, const int64_t v[
     return 0;
 }
 
+/* The outside reads' split samples spent on their rows' CPU columns, pooled
+ * by line: the row's innermost frame (aggregate/cpu_split.h). */
+static int snap_spend_split(snap *s) {
+    size_t rows = s->row_node.len, frames = (size_t)PyList_GET_SIZE(s->frames);
+    int64_t *values = (int64_t *)(void *)s->values.data;
+    const int32_t *row_node = (const int32_t *)(void *)s->row_node.data,
+                  *frame = (const int32_t *)(void *)s->frame.data;
+    int any = 0;
+    for (size_t r = 0; r < rows && !any; r++)
+        any = values[r * LP_M_COUNT + LP_M_SPLIT_PYTHON] || values[r * LP_M_COUNT + LP_M_SPLIT_NATIVE] ||
+              values[r * LP_M_COUNT + LP_M_SPLIT_SYSTEM];
+    if (!any) return 0;
+    lp_cpu_split *by_line = calloc(frames + 1, sizeof *by_line);
+    if (!by_line) return -1;
+    for (size_t r = 0; r < rows; r++) {
+        int32_t f = frame[row_node[r]];
+        lp_cpu_split_gather(&by_line[f >= 0 && (size_t)f < frames ? (size_t)f : frames],
+                            values + r * LP_M_COUNT);
+    }
+    for (size_t r = 0; r < rows; r++) {
+        int32_t f = frame[row_node[r]];
+        lp_cpu_split_apply(values + r * LP_M_COUNT,
+                           &by_line[f >= 0 && (size_t)f < frames ? (size_t)f : frames]);
+    }
+    free(by_line);
+    return 0;
+}
+
 static void snap_release(snap *s) {
     free(s->fmap);
     free(s->kinds);
@@ -174,6 +203,7 @@ PyObject *snap_take(uint64_t origin_ns) {
         }
         if (snap_add_row(&s, node, lp_stacktab_thread(s.tab, sid), v) < 0) goto nomem;
     }
+    if (snap_spend_split(&s) < 0) goto nomem;
     PyObject *timeline = snap_timeline_columns(&s, count, origin_ns);
     if (!timeline) goto error;
     PyObject *gpu = snap_gpu_columns(&s, count, origin_ns);

@@ -21,7 +21,6 @@
 #include "aggregate/symbols.h"
 #include "aggregate/timeline.h"
 #include "collect/charge.h"
-#include "collect/outside_read.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -211,7 +210,8 @@ static void add_sample(const lp_sample *s, int slot, void *arg) {
     if (config.mode == LP_MODE_CPU && c.cpu != LP_M_COUNT && c.weight_ns > 0) /* never past its CPU clock */
         lp_charge_limit(&c, (int64_t)lp_sampler_take_cpu(slot, (uint64_t)c.weight_ns));
     for (int i = 0; i < c.n; i++) lp_agg_add(id, c.add[i].metric, c.add[i].value);
-    if (s->task) /* the part the running asyncio task took (aggregate/task_split.h) */
+    if (s->flags & LP_SF_SPLIT) return; /* a kind of time, not time: no task, no timeline */
+    if (s->task)                        /* the part the running asyncio task took (aggregate/task_split.h) */
         for (int i = 0; i < c.n; i++) lp_agg_add_task(id, s->task, c.add[i].metric, c.add[i].value);
     if (c.cpu != LP_M_COUNT && slot >= 0 && slot < LP_SAMPLER_MAX_THREADS) {
         slot_last[slot].stack = id;
@@ -421,6 +421,12 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.outside_reads = cpu_source == CPU_SOURCE_OUTSIDE;
     cfg.cpu_source = cfg.outside_reads ? LP_CPU_THREAD : (lp_cpu_source)cpu_source;
     cfg.perf_trap = perf_trap;
+    /* split samples at the default CPU rate, never above the reads' */
+    cfg.split_period_ns = 0;
+    if (cfg.outside_reads && cfg.mode == LP_MODE_CPU) {
+        cfg.split_period_ns = (uint64_t)(1e9 / LP_SAMPLER_SPLIT_RATE_HZ);
+        if (cfg.split_period_ns < cfg.period_ns) cfg.split_period_ns = cfg.period_ns;
+    }
     if (lp_agg_init() < 0 || lp_resolve_install_hook() < 0) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lprof: cannot set up the stack table");
         return NULL;
@@ -619,6 +625,7 @@ static PyObject *py_stats(PyObject *self, PyObject *unused) {
         {"outside_samples", st.outside_samples},
         {"outside_retries", st.outside_retries},
         {"outside_fetches", st.outside_fetches},
+        {"split_samples", st.split_samples},
     };
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
