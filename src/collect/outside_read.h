@@ -51,6 +51,11 @@ LP_INTERNAL void lp_outside_end(void);
  * drained for it: waits for a read in progress. Cheap when none is. */
 LP_INTERNAL void lp_outside_code_dying(const void *code);
 
+/* 1 when this process may read its own memory with process_vm_readv (a
+ * container's seccomp profile may refuse it without CAP_SYS_PTRACE): the
+ * sampler signals the running threads instead where it may not. */
+LP_INTERNAL int lp_outside_available(void);
+
 /* The fetches (system calls) of the reads so far, for statistics; reset
  * with the sampler's. */
 LP_INTERNAL uint64_t lp_outside_fetches(void);

@@ -21,6 +21,7 @@
 #include "aggregate/symbols.h"
 #include "aggregate/timeline.h"
 #include "collect/charge.h"
+#include "collect/outside_read.h"
 #include "collect/cpython/sampler.h"
 #include "collect/cpython/frames.h"
 #include "aggregate/cpython/resolve.h"
@@ -418,6 +419,9 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.signo = signo;
     cfg.period_ns = (uint64_t)(1e9 / rate);
     cfg.others = 1;
+    /* outside reads where this process may read its own memory; else the
+     * perf events (which fall back to the sampler thread's signals) */
+    if (cpu_source == CPU_SOURCE_OUTSIDE && !lp_outside_available()) cpu_source = LP_CPU_PERF;
     cfg.outside_reads = cpu_source == CPU_SOURCE_OUTSIDE;
     cfg.cpu_source = cfg.outside_reads ? LP_CPU_THREAD : (lp_cpu_source)cpu_source;
     cfg.perf_trap = perf_trap;
