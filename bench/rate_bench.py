@@ -28,9 +28,9 @@ RUNS = [
     ("lprof", "cpu", 250),
     ("lprof", "cpu", 1000),
     ("lprof", "cpu", 10000),
-    # the sampler thread reading the running thread from outside, no signal
-    # (LPROF_CPU_SAMPLER=outside, collect/outside_read.h)
-    ("lprof", "outside", 10000),
+    # from 5 kHz lprof reads the running thread from outside, no signal
+    # (collect/outside_read.h); the perf events it takes below, at 10 kHz
+    ("lprof", "perf", 10000),
     ("lprof", "wall", 1000),
     ("lprof", "wall", 10000),
     ("py-spy", "cpu", 1000),
@@ -50,8 +50,8 @@ def _label(tool, mode, rate):
         return "plain"
     if tool == "py-spy":
         return f"py-spy record --nonblocking --rate {rate}"
-    if mode == "outside":
-        return f"LPROF_CPU_SAMPLER=outside lprof --rate {rate}"
+    if mode == "perf":
+        return f"LPROF_CPU_SAMPLER=perf lprof --rate {rate}"
     return f"lprof{' --wall' if mode == 'wall' else ''} --rate {rate}"
 
 
@@ -59,8 +59,8 @@ def _lprof_run(script, args, mode, rate, base):
     """One lprof run: (Run, rate reached, {line: seconds}, truth)."""
     truth_path = base + ".truth.json"
     env = {"BENCH_TRUTH": truth_path}
-    if mode == "outside":
-        env["LPROF_CPU_SAMPLER"] = "outside"
+    if mode == "perf":
+        env["LPROF_CPU_SAMPLER"] = "perf"
         mode = "cpu"
     run, data = lprof_once(script, args, mode, base, env, rate=rate)
     samp = data.get("sampling") or {}
@@ -214,7 +214,7 @@ def rates(log):
             f" A sampler thread that signals the running thread costs it {floor['cross_signal_us']:.1f} us a "
             f"signal; one that copies its frames' memory (64 KiB) without stopping it, "
             f"{floor['reader_us']:.1f} us a copy, where a core is free for the reader: only that kind "
-            "reaches 1.05x at 10 kHz on this host (lprof's LPROF_CPU_SAMPLER=outside row samples so: "
+            "reaches 1.05x at 10 kHz on this host (lprof samples so from 5 kHz: its 10 kHz row; "
             "see docs/design-sampler.md)."
         )
     header = [

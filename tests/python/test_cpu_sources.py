@@ -163,7 +163,7 @@ def test_a_thread_blocking_the_signal_does_not_end_the_process(run_lprof, write_
     def small_queue():
         resource.setrlimit(resource.RLIMIT_SIGPENDING, (6000, 6000))
 
-    env = lprof_env({"LPROF_SIGNAL": signal_name} if signal_name != "SIGTRAP" else None)
+    env = lprof_env({"LPROF_CPU_SAMPLER": "perf", **({"LPROF_SIGNAL": signal_name} if signal_name != "SIGTRAP" else {})})
     r = subprocess.run([sys.executable, "-m", "lprof", "--rate", "10000", "-o", "b.lprof",
                         "blocked.py"], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120, preexec_fn=small_queue)
@@ -567,3 +567,30 @@ def test_perf_samples_weigh_the_cpu_time_of_overflows_that_coalesced(run_lprof, 
     # the loop's two lines are nearly all of the 1.5 s (the `while` line and
     # the imports take the rest)
     assert on_lines >= 0.8 * 1.5, (on_lines, samp)
+
+
+@pytest.mark.parametrize("args, want", [
+    (["--rate", "1000"], "perf"),
+    (["--rate", "5000"], "outside"),
+    (["--rate", "10000", "--native"], "perf"),
+])
+def test_high_rates_read_from_outside_unless_told_otherwise(run_lprof, write_script, tmp_path, load_profile,
+                                                             args, want):
+    """From 5 kHz, where a signal a period costs the running thread more
+    than the reads do, CPU mode reads the running threads from outside
+    (with split samples); --native needs the signal's unwinding, and
+    LPROF_CPU_SAMPLER still names any source."""
+    write_script("busy.py", """
+        import time
+        t = time.thread_time()
+        while time.thread_time() - t < 0.3:
+            sum(range(1000))
+        """)
+    r = run_lprof(*args, "-o", "b.lprof", "busy.py")
+    assert r.returncode == 0, r.stderr
+    got = load_profile(str(tmp_path / "b.lprof"))["sampling"]["cpu_source"]
+    if want == "perf" and got == "thread":
+        pytest.skip("perf events refused here")
+    assert got == want, got
+    r = run_lprof(*args, "-o", "n.lprof", "busy.py", env={"LPROF_CPU_SAMPLER": "timers"})
+    assert load_profile(str(tmp_path / "n.lprof"))["sampling"]["cpu_source"] == "timers"

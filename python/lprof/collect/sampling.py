@@ -196,7 +196,7 @@ class SamplingCollector:
         exec_guard.install()
         # no signal named: perf events may raise SIGTRAP, their cheapest
         # delivery, unless a debugger (which takes every SIGTRAP) traces us
-        source = _cpu_source()
+        source = _cpu_source(self.rate_hz, self.native)
         perf_trap = (
             self.mode == "cpu" and source == CPU_SOURCES["perf"] and self._signo is None and not _traced()
         )
@@ -447,8 +447,22 @@ def default_rate(mode):
     return _lprof.SAMPLER_DEFAULT_RATE_HZ if mode == "wall" else _lprof.SAMPLER_DEFAULT_CPU_RATE_HZ
 
 
-def _cpu_source():
-    return CPU_SOURCES.get(os.environ.get("LPROF_CPU_SAMPLER", "perf"), CPU_SOURCES["perf"])
+# Asked this rate or more, CPU mode reads the running threads from outside
+# unless LPROF_CPU_SAMPLER names a source or --native wants the native
+# frames only a signal can unwind: a perf event's signal costs the running
+# thread 30-45 us on a VM (bench/interrupt_floor.c), 1.15x at 5 kHz and
+# 1.5-2x at 10 kHz here, where the reads cost 1.0-1.1x and were as accurate
+# at 10 kHz (every hot line within 0.17 points); below it the perf events
+# were the more accurate (outside reads at 1 kHz: up to 0.78 points on two
+# threads, perf 0.19). Measured 2026-12-07, docs/design-sampler.md.
+OUTSIDE_FROM_HZ = 5000
+
+
+def _cpu_source(rate_hz, native):
+    named = os.environ.get("LPROF_CPU_SAMPLER")
+    if named is not None:
+        return CPU_SOURCES.get(named, CPU_SOURCES["perf"])
+    return CPU_SOURCES["outside" if rate_hz >= OUTSIDE_FROM_HZ and not native else "perf"]
 
 
 def _effective_rate(mode, stats, span, threads):

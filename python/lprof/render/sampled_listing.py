@@ -415,7 +415,7 @@ _CPU_SOURCES = {
     "perf": "a task-clock perf event per thread",
     "thread": "lprof's sampler thread; perf events were refused here",
     "timers": "CPU timers, which fire on the kernel tick",
-    "outside": "lprof's sampler thread reading their frames from outside, no signal",
+    "outside": "lprof's sampler thread reading their frames from outside, not stopping them",
 }
 
 
