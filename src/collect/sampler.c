@@ -148,19 +148,33 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
  * the outermost frame of the thread's last unmoved read (or is cut at the
  * depth limit): the copies then hold a stack of some moment of the read (a
  * generator that yields meanwhile leaves a chain cut at its frame, which
- * does not). Otherwise the time stays owed, for the next look; carried so,
- * the time of call-heavy stretches went to the next steady line (a 500-deep
- * descent to line A of s_recursion: 0.56 points off at 10 kHz). */
+ * does not). Otherwise it is read again at once, up to LP_OUTSIDE_TRIES
+ * times, and then the time stays owed, for the next look; carried so, the
+ * time of call-heavy stretches went to the next steady line (a 500-deep
+ * descent to line A of s_recursion: 0.56 points off at 10 kHz), the further
+ * the lower the rate. */
+#define LP_OUTSIDE_TRIES 3
+static int read_whole(slot *t, lp_sample *s, int *n, int *truncated, int *moved) {
+    lp_outside_begin();
+    *n = lp_outside_capture(&S.host, t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, truncated, moved);
+    int whole = *n > 0 && (!*moved || *truncated ||
+                           (s->frames[*n - 1].code == t->outside_root.code &&
+                            s->frames[*n - 1].offset == t->outside_root.offset));
+    if (whole && lp_outside_unchanged(s->frames, *n)) return 1; /* ended by the caller, after its commit */
+    lp_outside_end();
+    return 0;
+}
+
 static void cpu_read_running(slot *t, uint64_t owed_ns) {
     lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
-    int truncated = 0, moved = 0;
-    lp_outside_begin();
-    int n = lp_outside_capture(&S.host, t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, &moved);
-    int whole = n > 0 && (!moved || truncated ||
-                          (s->frames[n - 1].code == t->outside_root.code &&
-                           s->frames[n - 1].offset == t->outside_root.offset));
-    if (whole && lp_outside_unchanged(s->frames, n)) {
+    int n = 0, truncated = 0, moved = 0, whole = 0;
+    for (int try = 0; try < LP_OUTSIDE_TRIES && !whole; try++) {
+        truncated = moved = 0;
+        whole = read_whole(t, s, &n, &truncated, &moved);
+        if (!whole) __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED);
+    }
+    if (whole) {
         if (!moved) t->outside_root = s->frames[n - 1];
         s->flags = 0;
         n = chain_detached(t, s, n);
@@ -169,10 +183,8 @@ static void cpu_read_running(slot *t, uint64_t owed_ns) {
         commit_detached(t, s, n, 1, s->flags | LP_SF_OUTSIDE | LP_SF_GIL | (truncated ? LP_SF_TRUNCATED : 0),
                         owed_ns, detached_task(t));
         __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
-    } else {
-        __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED);
+        lp_outside_end();
     }
-    lp_outside_end();
 }
 
 /* CPU mode with outside reads: a thread that runs without the GIL (native
