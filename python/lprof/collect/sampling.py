@@ -335,6 +335,9 @@ class SamplingCollector:
             # perf events closed because their thread blocked the sampling signal
             "perf_stalled": stats.get("perf_stalled", 0),
             "outside_samples": stats.get("outside_samples", 0),
+            # outside reads that found the thread moved (read again, or its time
+            # carried to the next read)
+            "outside_retries": stats.get("outside_retries", 0),
             # signalled samples beside those reads, which split their CPU time
             # into Python, native and system (aggregate/cpu_split.h)
             "split_samples": stats.get("split_samples", 0),

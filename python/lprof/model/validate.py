@@ -186,6 +186,7 @@ def _sampling(s):
             "wait_total_s",
             "perf_stalled",
             "outside_samples",
+            "outside_retries",
             "split_samples",
         ),
         "sampling",
