@@ -187,6 +187,37 @@ static void cpu_read_running(slot *t, uint64_t owed_ns) {
     }
 }
 
+/* Wall mode with outside reads (from 5 kHz): the thread holding the GIL is
+ * read where it runs, as in CPU mode, weighing the wall periods since its
+ * last read, which it spent running (its split samples divide them into
+ * Python, native and system). A read that keeps moving gives its periods
+ * back to the next pass. */
+static void wall_read_running(slot *t, uint32_t periods) {
+    lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
+    if (s == NULL) return;
+    int n = 0, truncated = 0, moved = 0, whole = 0;
+    for (int try = 0; try < LP_OUTSIDE_TRIES && !whole; try++) {
+        truncated = moved = 0;
+        whole = read_whole(t, s, &n, &truncated, &moved);
+        if (!whole) __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED);
+    }
+    if (!whole) {
+        __atomic_store_n(&t->wall_seen_ns,
+                         __atomic_load_n(&t->wall_seen_ns, __ATOMIC_RELAXED) -
+                             (uint64_t)periods * S.cfg.period_ns,
+                         __ATOMIC_RELAXED);
+        return;
+    }
+    if (!moved) t->outside_root = s->frames[n - 1];
+    s->flags = 0;
+    n = chain_detached(t, s, n);
+    commit_detached(t, s, n, periods,
+                    s->flags | LP_SF_OUTSIDE | LP_SF_GIL | (truncated ? LP_SF_TRUNCATED : 0),
+                    (uint64_t)periods * S.cfg.period_ns, detached_task(t));
+    __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
+    lp_outside_end();
+}
+
 /* CPU mode with outside reads: a thread that runs without the GIL (native
  * code that released it: numpy's sort, a compression call) has a frozen
  * Python stack, read as a waiting thread's is, through the outside reads'
@@ -297,7 +328,10 @@ static void *wall_main(void *arg) {
             if (gil < 0) continue; /* unreadable: its time goes to the next read */
             uint32_t periods = wall_periods(t, now);
             if (periods == 0) continue;
-            if (gil == 1) {
+            if (gil == 1 && S.cfg.outside_reads) {
+                t->last_cpu_ns = clock_ns(t->cpu_clock);
+                wall_read_running(t, periods);
+            } else if (gil == 1) {
                 t->last_cpu_ns = clock_ns(t->cpu_clock);
                 /* running: it samples itself, weighing the periods asked
                  * for (asks add up while a signal is in flight) */
@@ -463,8 +497,7 @@ static void choose_perf_signal(void) {
 
 /* Outside reads with split samples beside them (lp_sampler_config). */
 static int split_wanted(void) {
-    return S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads &&
-           S.cfg.split_period_ns > 0;
+    return S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads && S.cfg.split_period_ns > 0;
 }
 
 /* A thread's split event, where none is open and the kernel's switch-on is
@@ -677,6 +710,10 @@ void lp_sampler_resume(void) {
             t->seen_cpu_ns = now;
         }
     }
+    if (S.cfg.mode == LP_MODE_WALL)
+        for (int i = 0; i < LP_SAMPLER_MAX_THREADS; i++)
+            if (__atomic_load_n(&S.slots[i].state, __ATOMIC_ACQUIRE) == LP_SLOT_ACTIVE)
+                open_split(&S.slots[i]);
     if (S.cfg.mode == LP_MODE_WALL || S.cfg.cpu_source == LP_CPU_THREAD)
         start_wall_thread(); /* failing: no samples from here */
 }
@@ -977,8 +1014,7 @@ void lp_sampler_get_stats(lp_sampler_stats *out) {
     /* pending at the end: CPU timers made every signal */
     out->cpu_source = S.perf_pending ? LP_CPU_TIMERS : S.cfg.cpu_source;
     out->perf_stalled = __atomic_load_n(&S.perf_stalled, __ATOMIC_RELAXED);
-    out->outside_reads =
-        S.cfg.mode == LP_MODE_CPU && S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads;
+    out->outside_reads = S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads;
     out->outside_samples = __atomic_load_n(&S.outside_samples, __ATOMIC_RELAXED);
     out->outside_retries = __atomic_load_n(&S.outside_retries, __ATOMIC_RELAXED);
     out->outside_fetches = lp_outside_fetches();

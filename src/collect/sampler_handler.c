@@ -185,8 +185,8 @@ void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) {
     int cpu_ask = S.cfg.mode == LP_MODE_CPU && si->si_code != SI_TIMER;
     /* beside outside reads: a split event's sample, which accounts no CPU
      * time (the reads do) */
-    int split = cpu_ask && perf_overflow && S.cfg.cpu_source == LP_CPU_THREAD && S.cfg.outside_reads &&
-                S.cfg.split_period_ns;
+    int split = si->si_code != SI_TIMER && perf_overflow && S.cfg.cpu_source == LP_CPU_THREAD &&
+                S.cfg.outside_reads && S.cfg.split_period_ns;
     if (split) {
         cpu_ask = 0;
     } else if (cpu_ask) {

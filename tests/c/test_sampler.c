@@ -1036,7 +1036,57 @@ TEST(test_split_samples_come_beside_the_outside_reads) {
     stop_and_clear();
 }
 
-RUN_TESTS(test_split_samples_come_beside_the_outside_reads,
+/* Wall mode with outside reads: the thread holding the GIL is read where it
+ * runs, not signalled, each read weighing the wall periods since the last;
+ * a thread without it is read detached as before. The reads hold the wall
+ * time, none twice; split samples come beside them on the running thread. */
+TEST(test_wall_mode_reads_the_gil_holder_from_outside) {
+    lp_sampler_host h = fake_host();
+    lp_sampler_config cfg = {LP_MODE_WALL, SIGNO, 1000000, 0, LP_CPU_THREAD, 0, 1, 4000000};
+    const char *why = NULL;
+    REQUIRE(lp_sampler_start(&cfg, &h, &why) == 0);
+    double from = now_s();
+    REQUIRE(lp_sampler_register(&tstate_a, KEY_A, my_tid(), 0) >= 0);
+    uint64_t weight = 0;
+    int reads = 0, split = 0, bad = 0;
+    while (now_s() - from < 0.3) {
+        burn_cpu();
+        int n = drain();
+        for (int i = 0; i < n; i++) {
+            const got_sample *g = &got[i];
+            if (g->flags & LP_SF_SPLIT) {
+                split++;
+            } else if ((g->flags & (LP_SF_OUTSIDE | LP_SF_GIL)) == (LP_SF_OUTSIDE | LP_SF_GIL) &&
+                       g->key == KEY_A && frames_are(g, 0) && g->cpu_ns == (uint64_t)g->weight * 1000000u) {
+                weight += g->weight;
+                reads++;
+            } else {
+                bad++;
+            }
+        }
+    }
+    lp_sampler_unregister(KEY_A);
+    lp_sampler_stop();
+    double ms = (now_s() - from) * 1e3;
+    int n = drain();
+    for (int i = 0; i < n; i++)
+        if (got[i].flags & LP_SF_OUTSIDE) weight += got[i].weight;
+    lp_sampler_stats st;
+    lp_sampler_get_stats(&st);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(st.signals, 0);
+    CHECK(st.outside_reads);
+    CHECK(reads >= 50);
+    /* every period but the last pass's, none twice (a busy machine delays
+     * the wall thread: its reads then weigh more periods) */
+    CHECK(weight <= ms + 1.5);
+    CHECK(weight >= 0.8 * ms);
+    if (st.split_samples == 0) fprintf(stderr, "no perf events here: no split samples\n");
+    else CHECK(split > 0);
+    stop_and_clear();
+}
+
+RUN_TESTS(test_wall_mode_reads_the_gil_holder_from_outside, test_split_samples_come_beside_the_outside_reads,
           test_outside_reads_sample_the_gil_holder_without_a_signal,
           test_other_threads_cpu_goes_to_the_thread_in_native_code,
           test_other_threads_cpu_goes_to_a_running_thread_only_if_native, test_cpu_timer_samples_own_thread,

@@ -594,3 +594,44 @@ def test_high_rates_read_from_outside_unless_told_otherwise(run_lprof, write_scr
     assert got == want, got
     r = run_lprof(*args, "-o", "n.lprof", "busy.py", env={"LPROF_CPU_SAMPLER": "timers"})
     assert load_profile(str(tmp_path / "n.lprof"))["sampling"]["cpu_source"] == "timers"
+
+
+def test_wall_mode_from_5_khz_reads_the_running_thread_from_outside(run_lprof, write_script, tmp_path,
+                                                                    load_profile):
+    """--wall at 5 kHz and more reads the thread holding the GIL where it
+    runs (no signal a period), each read weighing the wall periods since
+    the last: the busy line gets its wall time, the sleeping line its own,
+    and split samples give the running line its kind of CPU time."""
+    script = write_script("wall.py", """
+        import time
+        def busy(seconds):
+            t = time.perf_counter()
+            x = 0
+            while time.perf_counter() - t < seconds:
+                for i in range(1000): x += i  # busy
+            return x
+        def nap(seconds):
+            time.sleep(seconds)  # nap
+        busy(0.6); nap(0.3)
+        """)
+    r = run_lprof("--wall", "--rate", "5000", "-o", "w.lprof", "wall.py")
+    assert r.returncode == 0, r.stderr
+    prof = load_profile(str(tmp_path / "w.lprof"))
+    samp = prof["sampling"]
+    assert samp["outside_samples"] >= 500, samp
+    # the running thread is not signalled for its samples (split samples
+    # are counted apart)
+    assert samp["signals"] <= 0.1 * samp["outside_samples"], samp
+    assert "read from outside" in " ".join(r.stdout.split()), r.stdout
+
+    def wall(marker):
+        n = line_of(script, marker)
+        frames = prof["stacks"]["frames"]
+        return sum(m.get("wall_s", 0) for ids, _t, m in prof["stacks"]["stacks"]
+                   if ids and frames[ids[-1]][0] == str(script) and frames[ids[-1]][3] == n)
+
+    # the busy line shares its 0.6 s with the `while` line above it
+    assert 0.4 <= wall("busy") <= 0.62, wall("busy")
+    assert 0.25 <= wall("nap") <= 0.35, wall("nap")
+    busy = _line_cpu(prof, script, "busy")
+    assert busy["cpu_python_s"] >= 0.8 * sum(busy.values()), busy

@@ -382,6 +382,11 @@ def header(profile, parts=None, cols=None):
             f"thread{'s' if nthreads != 1 else ''} in a {run:.3f} s run; process CPU "
             f"{parts['cpu_whole_s']:.3f} s; signal {samp.get('signal')}"
         )
+        if samp.get("outside_samples"):
+            text += (
+                f"; the running threads read from outside, not stopped ({samp['outside_samples']} reads); "
+                + _split_words(samp.get("split_samples", 0))
+            )
     else:
         signals = samp.get("signals", 0)
         n = (profile.get("meta") or {}).get("processes", 1)

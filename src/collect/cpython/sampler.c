@@ -427,7 +427,7 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     cfg.perf_trap = perf_trap;
     /* split samples at the default CPU rate, never above the reads' */
     cfg.split_period_ns = 0;
-    if (cfg.outside_reads && cfg.mode == LP_MODE_CPU) {
+    if (cfg.outside_reads) {
         cfg.split_period_ns = (uint64_t)(1e9 / LP_SAMPLER_SPLIT_RATE_HZ);
         if (cfg.split_period_ns < cfg.period_ns) cfg.split_period_ns = cfg.period_ns;
     }
