@@ -115,7 +115,8 @@ def versions_section(rounds, log):
         ]
     )
     header = ["CPython", "workload", "tool", "plain s", "ratio (range)"]
-    rows = []
+    acc_header = ["CPython", "workload", "tool", "worst line error, points (range)"]
+    rows, acc_rows, targets = [], [], []
     for v in ("3.14", "3.15"):
         path = os.path.join(outdir, f"version-bench-{v}.json")
         if r.returncode != 0 or not os.path.exists(path):
@@ -125,6 +126,28 @@ def versions_section(rounds, log):
             data = json.load(fh)
         label = f"{data['python']} ({data['build']})"
         for row in data["rows"]:
+            if row.get("kind") == "accuracy":
+                err = row["worst_error"]
+                acc_rows.append(
+                    [
+                        label,
+                        row["workload"],
+                        row["tool"],
+                        "n/a (" + str(row["error"]) + ")"
+                        if err is None
+                        else f"{err:.2f} ({row['lo']:.2f}-{row['hi']:.2f}, {row['rounds']} rounds)",
+                    ]
+                )
+                if row["tool"] == "lprof":
+                    targets.append(
+                        (
+                            f"sampling, CPython {data['python']}, {row['workload']}: lprof's worst line "
+                            "within 1.0 points at the default rate",
+                            None if err is None else err <= 1.0,
+                            "n/a" if err is None else f"{err:.2f}",
+                        )
+                    )
+                continue
             tool = row["tool"] + (f" {data['line_profiler']}" if row["tool"] == "kernprof" else "")
             ratio = (
                 "n/a (" + row["error"] + ")"
@@ -132,8 +155,11 @@ def versions_section(rounds, log):
                 else f"{row['ratio']:.3f}x ({row['lo']:.3f}-{row['hi']:.3f}, {row['rounds']} rounds)"
             )
             rows.append([label, row["workload"], tool, f"{row['plain_s']:.3f}", ratio])
-        log(f"  versions/{v}: " + ", ".join(f"{row['tool']}={row['ratio']}" for row in data["rows"]))
-    return header, rows
+        log(
+            f"  versions/{v}: "
+            + ", ".join(f"{row['tool']}={row.get('ratio', row.get('worst_error'))}" for row in data["rows"])
+        )
+    return (header, rows), (acc_header, acc_rows), targets
 
 
 def main():
@@ -422,7 +448,8 @@ def main():
 
     if "versions" in only:
         log("bench: CPython 3.14 and 3.15 (Debian unstable chroot)")
-        h, rows = versions_section(max(repeats, 9), log)
+        (h, rows), (ah, arows), t = versions_section(max(repeats, 9), log)
+        targets += t
         md += [
             "## 7. CPython 3.14 and 3.15",
             "",
@@ -439,6 +466,20 @@ def main():
             table(h, rows),
             "",
         ]
+        if arows:
+            md += [
+                "Accuracy on the interpreters that have `profiling.sampling` (issue #35), CPU "
+                "mode: lprof at its defaults beside `python -m profiling.sampling run -a --mode "
+                "cpu --collapsed` (every thread and CPU time: its defaults are wall time and the "
+                "main thread), on section 2's CPU workloads that need no package (unsized "
+                "arguments). Worst line error = the larger of the two hot lines' |share - known "
+                "share| in points, the share over the workload file's lines (lprof: CPU seconds; "
+                "profiling.sampling: samples of the innermost frame), median over serpentine "
+                "rounds.",
+                "",
+                table(ah, arows),
+                "",
+            ]
 
     if "startup" in only:
         import startup_bench

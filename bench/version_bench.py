@@ -3,7 +3,10 @@ CPython 3.14 and 3.15 inside the Debian unstable chroot, tools/sid_matrix.py):
 `lprof -l` beside `kernprof -l` on the cheap-lines loop, and lprof's sampling
 beside the standard library's `profiling.sampling` (3.15+) on the mixed
 simulation. Ratios are medians over serpentine rounds of (tool run / plain
-run of the same round), as in the other sections.
+run of the same round), as in the other sections. Where profiling.sampling
+exists, also the accuracy of both in CPU mode on section 2's workloads
+(issue #35): each hot line's share against the share the workload measured
+itself, worst line, median over rounds.
 
 usage: python bench/version_bench.py [--rounds 9] --json OUT"""
 
@@ -16,11 +19,21 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import ROOT, SCRATCH, Failed, alternate, median, paired_ratios, run_timed, workload
+from common import ROOT, SCRATCH, Failed, alternate, marker_lines, median, paired_ratios, run_timed, workload
 
 LPROF_ENV = {"PYTHONPATH": os.path.join(ROOT, "python")}
 LINE = ("lp_cheap", ["2500000"])
 SAMPLING = ("mixed", ["2000", "2000"])
+
+
+# section 2's CPU workloads (bench/sampling_bench.py ACCURACY) that need no
+# package the chroot's interpreters lack
+ACCURACY = [
+    ("s_shares", ["40", "400000"]),
+    ("s_threads", ["40", "400000"]),
+    ("s_recursion", ["40", "400000"]),
+    ("s_generator", ["40", "400000"]),
+]
 
 
 def has_module(name):
@@ -83,6 +96,106 @@ def measure(case, tools, rounds):
     return rows
 
 
+def _read_json(path, what):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as e:
+        raise Failed(f"{what} unreadable: {e}")
+
+
+def _lprof_lines(script, args, base, env):
+    """lprof at its defaults (CPU mode): {line: CPU seconds} of script."""
+    prof = base + ".lprof"
+    run_timed(
+        [sys.executable, "-m", "lprof", "-q", "-o", prof, script] + args, env_extra={**LPROF_ENV, **env}
+    )
+    run_timed(
+        [sys.executable, "-m", "lprof", "export", prof, "--format", "json", "-o", prof + ".json"],
+        env_extra=LPROF_ENV,
+    )
+    import lprof_tool
+
+    lines = lprof_tool.sampling_lines(_read_json(prof + ".json", "lprof's export"), script)
+    return {no: v["cpu"] for no, v in lines.items()}
+
+
+def _tachyon_lines(script, args, base, env):
+    """profiling.sampling in CPU mode over every thread (its defaults are wall
+    time and the main thread alone): {line: samples} of the innermost frame
+    in script, from its collapsed stacks (`file:function:line` frames)."""
+    out = base + ".collapsed"
+    run_timed(
+        [
+            sys.executable,
+            "-m",
+            "profiling.sampling",
+            "run",
+            "-a",
+            "--mode",
+            "cpu",
+            "--collapsed",
+            "-o",
+            out,
+            script,
+        ]
+        + args,
+        env_extra=env,
+    )
+    lines = {}
+    try:
+        with open(out) as fh:
+            for text in fh:
+                stack, _, count = text.rstrip("\n").rpartition(" ")
+                leaf = stack.rsplit(";", 1)[-1]
+                path, _, rest = leaf.rpartition(":")
+                path, _, _func = path.rpartition(":")
+                if os.path.realpath(path) == os.path.realpath(script) and rest.isdigit() and count.isdigit():
+                    lines[int(rest)] = lines.get(int(rest), 0) + int(count)
+    except OSError as e:
+        raise Failed(f"no collapsed stacks: {e}")
+    return lines
+
+
+def accuracy(tools, rounds):
+    """Worst hot-line error (points) of each tool on ACCURACY, median over
+    serpentine rounds."""
+    from sampling_bench import truth_shares
+
+    rows = []
+    for name, args in ACCURACY:
+        script = workload(name)
+        marks = marker_lines(script)
+        base = os.path.join(SCRATCH, f"v{sys.version_info[0]}{sys.version_info[1]}-acc-{name}")
+
+        def one(tool, r, script=script, args=args, base=base, marks=marks):
+            run_base = f"{base}.{tool}.{r}"
+            env = {"BENCH_TRUTH": run_base + ".truth.json"}
+            lines = (_lprof_lines if tool == "lprof" else _tachyon_lines)(script, args, run_base, env)
+            total = sum(lines.values())
+            if total <= 0:
+                raise Failed("no samples in the workload file")
+            known = truth_shares(_read_json(env["BENCH_TRUTH"], "the workload's truth"), "cpu")
+            return max(abs(lines.get(no, 0) / total - known[label]) * 100 for label, no in marks.items())
+
+        res = alternate(tools, rounds, one, serpentine=True)
+        for tool in tools:
+            errs = res[tool]["runs"]
+            rows.append(
+                {
+                    "kind": "accuracy",
+                    "workload": name,
+                    "tool": tool,
+                    "worst_error": median(errs) if errs else None,
+                    "lo": min(errs) if errs else None,
+                    "hi": max(errs) if errs else None,
+                    "rounds": len(errs),
+                    "error": res[tool]["error"],
+                }
+            )
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
@@ -94,6 +207,8 @@ def main():
     if has_module("profiling.sampling"):
         sampling_tools.append("profiling.sampling")
     rows = measure(LINE, line_tools, a.rounds) + measure(SAMPLING, sampling_tools, a.rounds)
+    if has_module("profiling.sampling"):
+        rows += accuracy(["lprof", "profiling.sampling"], max(3, a.rounds // 3))
     kernprof = None
     if has_module("line_profiler"):
         from importlib.metadata import version
@@ -109,9 +224,8 @@ def main():
     with open(a.json, "w") as fh:
         json.dump(result, fh, indent=1)
     for r in rows:
-        print(
-            f"{result['python']} {r['workload']} {r['tool']}: {r['ratio']} ({r['error'] or 'ok'})", flush=True
-        )
+        value = r["worst_error"] if r.get("kind") == "accuracy" else r["ratio"]
+        print(f"{result['python']} {r['workload']} {r['tool']}: {value} ({r['error'] or 'ok'})", flush=True)
 
 
 if __name__ == "__main__":
