@@ -43,12 +43,6 @@ static struct {
     uint64_t measured_ns, lost_ns, ticks;
 } O;
 
-static uint64_t clock_ns(clockid_t c) {
-    struct timespec ts;
-    if (clock_gettime(c, &ts) != 0) return 0;
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static clockid_t tid_clock(pid_t tid) { return (clockid_t)((~(unsigned)tid << 3) | 6); }
 
 /* The CPU time registered Python threads spent since the last tick; each

@@ -145,6 +145,18 @@ static inline void lp_sampler_ask_drain(const lp_ring *r) {
     lp_futex_wake(&lp_sampler_S.drain_asked, 1);
 }
 
+/* A clock's time in ns (0: the clock is gone, as a thread's CPU clock is
+ * once the thread ended). */
+static inline uint64_t clock_ns(clockid_t c) {
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The sampler thread's body (collect/sampler_thread.c); collect/sampler.c
+ * starts it with a NULL argument and stops it through S.wall_running. */
+LP_INTERNAL void *lp_sampler_thread_main(void *arg);
+
 /* The handler (collect/sampler_handler.c), installed with SA_SIGINFO. */
 LP_INTERNAL void lp_sampler_on_signal(int sig, siginfo_t *si, void *uc) LP_SIGNAL_SAFE;
 
