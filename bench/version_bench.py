@@ -150,7 +150,13 @@ def _tachyon_lines(script, args, base, env):
                 leaf = stack.rsplit(";", 1)[-1]
                 path, _, rest = leaf.rpartition(":")
                 path, _, _func = path.rpartition(":")
-                if os.path.realpath(path) == os.path.realpath(script) and rest.isdigit() and count.isdigit():
+                # 3.15.2 names a file by its base name alone
+                same = (
+                    path == os.path.basename(script)
+                    if os.sep not in path
+                    else os.path.realpath(path) == os.path.realpath(script)
+                )
+                if same and rest.isdigit() and count.isdigit():
                     lines[int(rest)] = lines.get(int(rest), 0) + int(count)
     except OSError as e:
         raise Failed(f"no collapsed stacks: {e}")
