@@ -142,26 +142,39 @@ static int read_whole(slot *t, lp_sample *s, int *n, int *truncated, int *moved)
     return 0;
 }
 
-static void cpu_read_running(slot *t, uint64_t owed_ns) {
-    lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
-    if (s == NULL) return;
-    int n = 0, truncated = 0, moved = 0, whole = 0;
+/* A running thread's whole read, tried up to LP_OUTSIDE_TRIES times: 1 with
+ * its frames chained in s (*n of them) and the read still open (the caller
+ * commits it, then lp_outside_end), 0 when every try moved. */
+static int read_running(slot *t, lp_sample *s, int *n, int *truncated) {
+    int moved = 0, whole = 0;
     for (int try = 0; try < LP_OUTSIDE_TRIES && !whole; try++) {
-        truncated = moved = 0;
-        whole = read_whole(t, s, &n, &truncated, &moved);
+        *truncated = moved = 0;
+        whole = read_whole(t, s, n, truncated, &moved);
         if (!whole) __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED);
     }
-    if (whole) {
-        if (!moved) t->outside_root = s->frames[n - 1];
-        s->flags = 0;
-        n = chain_detached(t, s, n);
-        t->offered_cpu_ns += owed_ns;
-        __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
-        commit_detached(t, s, n, 1, s->flags | LP_SF_OUTSIDE | LP_SF_GIL | (truncated ? LP_SF_TRUNCATED : 0),
-                        owed_ns, detached_task(t));
-        __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
-        lp_outside_end();
-    }
+    if (!whole) return 0;
+    if (!moved) t->outside_root = s->frames[*n - 1];
+    s->flags = 0;
+    *n = chain_detached(t, s, *n);
+    return 1;
+}
+
+/* Commits read_running's read, weighing `weight` samples and `ns` of time,
+ * and ends it. */
+static void commit_running(slot *t, lp_sample *s, int n, uint32_t weight, int truncated, uint64_t ns) {
+    commit_detached(t, s, n, weight, s->flags | LP_SF_OUTSIDE | LP_SF_GIL | (truncated ? LP_SF_TRUNCATED : 0),
+                    ns, detached_task(t));
+    __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
+    lp_outside_end();
+}
+
+static void cpu_read_running(slot *t, uint64_t owed_ns) {
+    lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
+    int n = 0, truncated = 0;
+    if (s == NULL || !read_running(t, s, &n, &truncated)) return; /* the time stays owed */
+    t->offered_cpu_ns += owed_ns;
+    __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
+    commit_running(t, s, n, 1, truncated, owed_ns);
 }
 
 /* Wall mode with outside reads (from 5 kHz): the thread holding the GIL is
@@ -172,27 +185,15 @@ static void cpu_read_running(slot *t, uint64_t owed_ns) {
 static void wall_read_running(slot *t, uint32_t periods) {
     lp_sample *s = lp_ring_reserve(&S.wall_ring, LP_SAMPLE_MAX_BYTES);
     if (s == NULL) return;
-    int n = 0, truncated = 0, moved = 0, whole = 0;
-    for (int try = 0; try < LP_OUTSIDE_TRIES && !whole; try++) {
-        truncated = moved = 0;
-        whole = read_whole(t, s, &n, &truncated, &moved);
-        if (!whole) __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED);
-    }
-    if (!whole) {
+    int n = 0, truncated = 0;
+    if (!read_running(t, s, &n, &truncated)) {
         __atomic_store_n(&t->wall_seen_ns,
                          __atomic_load_n(&t->wall_seen_ns, __ATOMIC_RELAXED) -
                              (uint64_t)periods * S.cfg.period_ns,
                          __ATOMIC_RELAXED);
         return;
     }
-    if (!moved) t->outside_root = s->frames[n - 1];
-    s->flags = 0;
-    n = chain_detached(t, s, n);
-    commit_detached(t, s, n, periods,
-                    s->flags | LP_SF_OUTSIDE | LP_SF_GIL | (truncated ? LP_SF_TRUNCATED : 0),
-                    (uint64_t)periods * S.cfg.period_ns, detached_task(t));
-    __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
-    lp_outside_end();
+    commit_running(t, s, n, periods, truncated, (uint64_t)periods * S.cfg.period_ns);
 }
 
 /* CPU mode with outside reads: a thread that runs without the GIL (native
