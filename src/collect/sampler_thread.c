@@ -96,6 +96,17 @@ static void wall_read_detached(slot *t, uint32_t periods) {
                     t->wall_read_task);
 }
 
+/* CPU mode: commits a read of a thread not holding the GIL, whose stack is
+ * frozen, with the CPU time it owes (native time: collect/charge.h). */
+static void commit_owed(slot *t, lp_sample *s, int n, int truncated, uint64_t owed_ns) {
+    s->flags = 0;
+    n = chain_detached(t, s, n);
+    t->offered_cpu_ns += owed_ns;
+    __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
+    commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns,
+                    detached_task(t));
+}
+
 /* CPU mode, the sampler thread: a thread that did not run in this period
  * (it waits, or ran a little between waits) is read where it stands, its
  * stack frozen while it does not hold the GIL, with the CPU time it owes;
@@ -111,12 +122,7 @@ static void cpu_read_detached(slot *t, uint64_t owed_ns) {
         __atomic_fetch_add(&S.dropped_reads, 1, __ATOMIC_RELAXED);
         return; /* moved: its time stays owed, for the next look */
     }
-    s->flags = 0;
-    n = chain_detached(t, s, n);
-    t->offered_cpu_ns += owed_ns;
-    __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
-    commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns,
-                    detached_task(t));
+    commit_owed(t, s, n, truncated, owed_ns);
 }
 
 /* CPU mode with outside reads: a thread holding the GIL, read where it runs
@@ -211,12 +217,7 @@ static void cpu_read_released(slot *t, uint64_t owed_ns) {
     int n = lp_outside_capture(&S.host, t->tstate, s->frames, LP_SAMPLER_MAX_DEPTH, &truncated, &moved);
     if (n > 0 && !moved && S.host.holds_gil(t->tstate, S.host.safe_read) == 0 &&
         lp_outside_unchanged(s->frames, n)) {
-        s->flags = 0;
-        n = chain_detached(t, s, n);
-        t->offered_cpu_ns += owed_ns;
-        __atomic_fetch_add(&t->detached_ns, owed_ns, __ATOMIC_RELEASE);
-        commit_detached(t, s, n, 1, s->flags | LP_SF_DETACHED | (truncated ? LP_SF_TRUNCATED : 0), owed_ns,
-                        detached_task(t));
+        commit_owed(t, s, n, truncated, owed_ns);
         __atomic_fetch_add(&S.outside_samples, 1, __ATOMIC_RELAXED);
     } else {
         __atomic_fetch_add(&S.outside_retries, 1, __ATOMIC_RELAXED); /* its time stays owed */
