@@ -454,7 +454,7 @@ def default_rate(mode):
 # unless LPROF_CPU_SAMPLER names a source or --native wants the native
 # frames only a signal can unwind: a perf event's signal costs the running
 # thread 30-45 us on a VM (bench/interrupt_floor.c), 1.15x at 5 kHz and
-# 1.5-2x at 10 kHz here, where the reads cost 1.0-1.1x and were as accurate
+# 1.5-2x at 10 kHz here, where the reads cost 1.0-1.13x and were as accurate
 # at 10 kHz (every hot line within 0.17 points); below it the perf events
 # were the more accurate (outside reads at 1 kHz: up to 0.78 points on two
 # threads, perf 0.19). Measured 2026-12-07, docs/design-sampler.md.
